@@ -1,0 +1,448 @@
+/* anneal.c: one iteration of ALGORITHM.md s2 (assign, robust statistics, update, energy, maintenance,
+ * convergence, cooling) and the loop around it. Every collective is one allreduce per phase; all
+ * decisions read only reduced values, so every rank takes the same ones. */
+#include "anneal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/comm.h"
+#include "kernels/stats.h"
+#include "metrics.h"
+#include "rng.h"
+#include "util.h"
+
+#define REALLOC(p, n, what) do { void *q_ = realloc((p), (size_t)(n) * sizeof *(p)); if (!q_) VA_FATAL("out of memory growing %s", what); (p) = q_; } while (0)
+
+static void ensure_capacity(va_state_t *st, int64_t k_needed) {
+  if (k_needed <= st->k_cap) return;
+  int64_t cap = st->k_cap ? st->k_cap : 16;
+  while (cap < k_needed) cap *= 2;
+  int64_t d = st->d, bins = st->cfg->robust == VA_ROBUST_TRIM ? st->cfg->trim_bins : 0;
+  REALLOC(st->A, cap * d, "anchors");
+  REALLOC(st->anorm, cap, "anchor norms");
+  REALLOC(st->vel, cap * d, "momentum");
+  REALLOC(st->acc, cap * VA_STATS_W(d) + 1, "statistics");
+  REALLOC(st->rmax, cap, "rmax");
+  REALLOC(st->rmax_local, cap, "rmax");
+  REALLOC(st->rarg, cap, "rarg");
+  REALLOC(st->rms_prev, cap, "rms");
+  REALLOC(st->bin_lo, cap, "trim bins");
+  REALLOC(st->bin_hi, cap, "trim bins");
+  if (bins) REALLOC(st->hist, cap * bins, "trim histogram");
+  for (int64_t j = st->k_cap; j < cap; j++) { st->rms_prev[j] = 0; memset(st->vel + j * d, 0, (size_t)d * sizeof(double)); }
+  st->k_cap = cap;
+}
+
+void va_state_alloc(va_state_t *st) {
+  st->k_cap = 0;
+  ensure_capacity(st, st->k);
+  st->assign = va_malloc((size_t)st->n_local * sizeof(uint32_t), "assignments");
+  st->prev = va_malloc((size_t)st->n_local * sizeof(uint32_t), "previous assignments");
+  st->r = va_malloc((size_t)st->n_local * sizeof(float), "row distances");
+  for (int64_t i = 0; i < st->n_local; i++) st->prev[i] = UINT32_MAX;
+  st->T = st->cfg->T0;
+}
+
+void va_state_free(va_state_t *st) {
+  free(st->X); free(st->center); free(st->A); free(st->anorm); free(st->vel); free(st->assign); free(st->prev);
+  free(st->r); free(st->acc); free(st->rmax); free(st->rmax_local); free(st->rarg); free(st->rms_prev);
+  free(st->hist); free(st->bin_lo); free(st->bin_hi);
+  free(st->h_energy); free(st->h_temp); free(st->h_changed); free(st->h_k);
+  memset(st, 0, sizeof *st);
+}
+
+void va_state_anchor_norms(va_state_t *st) { va_row_norms(st->A, st->k, st->d, st->anorm); }
+
+void va_fetch_rows(const va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
+  memset(out, 0, (size_t)(m * st->d) * sizeof(float));
+  for (int64_t q = 0; q < m; q++) {
+    int64_t g = global_rows[q] - st->row0;
+    if (g >= 0 && g < st->n_local) memcpy(out + q * st->d, st->X + g * st->d, (size_t)st->d * sizeof(float));
+  }
+  /* One owner per row and zeros elsewhere: the float sum is exact. */
+  va_allreduce_sum_f32(out, m * st->d);
+}
+
+/* Local assign pass; returns the local number of rows whose anchor changed. */
+static int64_t assign_local(va_state_t *st) {
+  va_tick_t t = va_tick();
+  va_assign_cpu(st->X, st->n_local, st->d, st->A, st->anorm, st->k, st->cosine, &st->aopts, st->assign, st->r);
+  int64_t changed = 0;
+  for (int64_t i = 0; i < st->n_local; i++) changed += st->assign[i] != st->prev[i];
+  memcpy(st->prev, st->assign, (size_t)st->n_local * sizeof(uint32_t));
+  va_tock(VA_PH_ASSIGN, t);
+  return changed;
+}
+
+int64_t va_assign_pass(va_state_t *st) {
+  int64_t changed = assign_local(st);
+  va_allreduce_sum_i64(&changed, 1);
+  return changed;
+}
+
+/* Farthest member of each anchor, global: rmax (MAX allreduce); rarg stays local. */
+static void farthest_global(va_state_t *st) {
+  va_tick_t t = va_tick();
+  va_farthest_local(st->assign, st->r, st->n_local, st->k, st->rmax_local, st->rarg);
+  memcpy(st->rmax, st->rmax_local, (size_t)st->k * sizeof(float));
+  va_tock(VA_PH_REDUCE, t);
+  va_allreduce_max_f32(st->rmax, st->k);
+}
+
+/* Vectors of the farthest member of each listed anchor (lowest global row on ties), m x d. */
+static void fetch_farthest(va_state_t *st, const int64_t *anchors, int64_t m, float *out) {
+  int64_t *rows = va_malloc((size_t)m * sizeof *rows, "farthest rows");
+  for (int64_t q = 0; q < m; q++) {
+    int64_t j = anchors[q];
+    rows[q] = (st->rarg[j] >= 0 && st->rmax_local[j] == st->rmax[j]) ? st->row0 + st->rarg[j] : INT64_MAX;
+  }
+  va_allreduce_min_i64(rows, m);
+  for (int64_t q = 0; q < m; q++)
+    if (rows[q] == INT64_MAX) rows[q] = 0; /* an anchor without members: any row will do */
+  va_fetch_rows(st, rows, m, out);
+  free(rows);
+}
+
+static void normalise(float *a, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; t++) s += (double)a[t] * a[t];
+  if (s > 0) {
+    double inv = 1.0 / sqrt(s);
+    for (int64_t t = 0; t < d; t++) a[t] = (float)(a[t] * inv);
+  }
+}
+
+static double acc_at(const va_state_t *st, int64_t j, int64_t field) { return st->acc[j * VA_STATS_W(st->d) + field]; }
+
+/* Empty anchors move to the farthest member of the anchors with the largest energy contribution. */
+static void reseed_empty(va_state_t *st) {
+  int64_t d = st->d, k = st->k, nempty = 0, ndonor = 0;
+  for (int64_t j = 0; j < k; j++) nempty += acc_at(st, j, VA_ST_COUNT(d)) == 0;
+  if (!nempty) return;
+  int64_t *empty = va_malloc((size_t)nempty * sizeof *empty, "reseed"), *donor = va_malloc((size_t)k * sizeof *donor, "reseed");
+  nempty = 0;
+  for (int64_t j = 0; j < k; j++) {
+    if (acc_at(st, j, VA_ST_COUNT(d)) == 0) empty[nempty++] = j;
+    else if (acc_at(st, j, VA_ST_COUNT(d)) >= 2) donor[ndonor++] = j;
+  }
+  if (ndonor == 0) { free(empty); free(donor); return; }
+  /* Donors by energy contribution, largest first (ties: lower index). Selection sort on a short prefix. */
+  int64_t need = nempty < ndonor ? nempty : ndonor;
+  for (int64_t a = 0; a < need; a++) {
+    int64_t best = a;
+    for (int64_t b = a + 1; b < ndonor; b++)
+      if (acc_at(st, donor[b], VA_ST_RSUM(d)) > acc_at(st, donor[best], VA_ST_RSUM(d))) best = b;
+    int64_t tmp = donor[a]; donor[a] = donor[best]; donor[best] = tmp;
+  }
+  int64_t *src = va_malloc((size_t)nempty * sizeof *src, "reseed");
+  for (int64_t e = 0; e < nempty; e++) src[e] = donor[e % need];
+  float *vec = va_malloc((size_t)(nempty * d) * sizeof(float), "reseed vectors");
+  fetch_farthest(st, src, nempty, vec);
+  for (int64_t e = 0; e < nempty; e++) {
+    int64_t j = empty[e], s = src[e];
+    double mse = acc_at(st, s, VA_ST_RSUM(d)) / acc_at(st, s, VA_ST_COUNT(d));
+    double eps = 1e-3 * sqrt((mse > 0 ? mse : 1e-12) / (double)d);
+    for (int64_t t = 0; t < d; t++)
+      st->A[j * d + t] = (float)(vec[e * d + t] + eps * va_rand_normal(st->cfg->seed, VA_RNG_RESEED, (uint64_t)j, (uint64_t)(st->iter * d + t)));
+    if (st->cosine) normalise(st->A + j * d, d);
+    memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
+  }
+  st->reseeds += nempty;
+  free(vec); free(src); free(empty); free(donor);
+}
+
+/* Statistics (s2.2), energy (s2.4) and update (s2.3) for the current assignment. */
+static void reduce_and_update(va_state_t *st, int64_t changed_local) {
+  const va_config_t *c = st->cfg;
+  int64_t d = st->d, k = st->k, W = VA_STATS_W(d);
+  farthest_global(st);
+  va_stats_rule_t rule = {.mode = c->robust, .bin_lo = st->bin_lo, .bin_hi = st->bin_hi, .rmax = st->rmax, .bins = c->trim_bins};
+  double *delta = NULL;
+  if (c->robust == VA_ROBUST_TRIM) {
+    va_tick_t t = va_tick();
+    memset(st->hist, 0, (size_t)(k * c->trim_bins) * sizeof(double));
+    va_hist_accumulate(st->assign, st->r, st->n_local, k, st->rmax, c->trim_bins, st->hist);
+    va_tock(VA_PH_REDUCE, t);
+    va_allreduce_sum_f64(st->hist, k * c->trim_bins);
+    t = va_tick();
+    va_trim_bins(st->hist, k, c->trim_bins, c->trim_near, c->trim_far, st->bin_lo, st->bin_hi);
+    va_tock(VA_PH_REDUCE, t);
+  } else if (c->robust == VA_ROBUST_HUBER) {
+    delta = va_malloc((size_t)k * sizeof *delta, "huber delta");
+    for (int64_t j = 0; j < k; j++) delta[j] = c->huber_c * st->rms_prev[j];
+    rule.huber_delta = delta;
+  }
+  va_tick_t t = va_tick();
+  memset(st->acc, 0, (size_t)(k * W + 1) * sizeof(double));
+  va_stats_accumulate(st->X, st->n_local, d, st->assign, st->r, k, &rule, st->acc);
+  st->acc[k * W] = (double)changed_local;
+  va_tock(VA_PH_REDUCE, t);
+  va_allreduce_sum_f64(st->acc, k * W + 1);
+  free(delta);
+  st->changed = (int64_t)st->acc[k * W];
+  double esum = 0;
+  for (int64_t j = 0; j < k; j++) esum += acc_at(st, j, VA_ST_RSUM(d));
+  st->E_prev = st->E;
+  st->E = esum / (double)st->n;
+
+  t = va_tick();
+  double eta = c->lr * st->T / (1.0 + st->T), beta = c->momentum;
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = acc_at(st, j, VA_ST_COUNT(d)), w = acc_at(st, j, VA_ST_WEIGHT(d));
+    st->rms_prev[j] = cnt > 0 ? sqrt(acc_at(st, j, VA_ST_RSUM(d)) / cnt) : 0;
+    if (!(cnt > 0 && w > 0)) continue;
+    const double *sum = st->acc + j * W;
+    float *a = st->A + j * d;
+    double *v = st->vel + j * d;
+    for (int64_t q = 0; q < d; q++) {
+      double step = eta * (sum[q] / w - a[q]);
+      if (c->max_step > 0) step = step > c->max_step ? c->max_step : step < -c->max_step ? -c->max_step : step;
+      v[q] = beta * v[q] + (1.0 - beta) * step;
+      a[q] = (float)(a[q] + v[q]);
+    }
+    if (st->cosine) normalise(a, d);
+  }
+  reseed_empty(st);
+  va_state_anchor_norms(st);
+  va_tock(VA_PH_UPDATE, t);
+}
+
+typedef struct { double dist; int64_t i, j; } pair_t;
+static int cmp_pair(const void *pa, const void *pb) {
+  const pair_t *a = pa, *b = pb;
+  if (a->dist != b->dist) return a->dist < b->dist ? -1 : 1;
+  if (a->i != b->i) return a->i < b->i ? -1 : 1;
+  return (a->j > b->j) - (a->j < b->j);
+}
+
+static double anchor_dist(const float *a, const float *b, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; t++) { double x = (double)a[t] - b[t]; s += x * x; }
+  return sqrt(s);
+}
+
+/* Merge (s2.5): pairs closer than merge_factor x the mean anchor distance, closest first, each anchor
+ * in at most one merge per round; j is deleted and its members move to i. */
+static void merge_anchors(va_state_t *st) {
+  const va_config_t *c = st->cfg;
+  int64_t k = st->k, d = st->d, W = VA_STATS_W(d);
+  int64_t k_min = c->k_min > 0 ? c->k_min : st->k_initial;
+  if (k < 2 || c->merge_factor <= 0 || k <= k_min) return;
+  double *rowsum = va_calloc((size_t)k, sizeof(double), "merge");
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(st->aopts.threads) schedule(dynamic, 8)
+#endif
+  for (int64_t i = 0; i < k; i++)
+    for (int64_t j = i + 1; j < k; j++) rowsum[i] += anchor_dist(st->A + i * d, st->A + j * d, d);
+  double total = 0;
+  for (int64_t i = 0; i < k; i++) total += rowsum[i];
+  free(rowsum);
+  double thr = c->merge_factor * total / ((double)k * (double)(k - 1) / 2.0);
+  pair_t *pairs = NULL;
+  int64_t np = 0, cap = 0;
+  for (int64_t i = 0; i < k; i++)
+    for (int64_t j = i + 1; j < k; j++) {
+      double dist = anchor_dist(st->A + i * d, st->A + j * d, d);
+      if (dist < thr) {
+        if (np == cap) { cap = cap ? 2 * cap : 64; REALLOC(pairs, cap, "merge pairs"); }
+        pairs[np++] = (pair_t){dist, i, j};
+      }
+    }
+  if (!np) return;
+  qsort(pairs, (size_t)np, sizeof *pairs, cmp_pair);
+  int64_t *target = va_malloc((size_t)k * sizeof *target, "merge map");
+  char *taken = va_calloc((size_t)k, 1, "merge flags");
+  for (int64_t j = 0; j < k; j++) target[j] = j;
+  int64_t k_after = k;
+  for (int64_t p = 0; p < np && k_after > k_min; p++) {
+    int64_t i = pairs[p].i, j = pairs[p].j;
+    if (taken[i] || taken[j]) continue;
+    taken[i] = taken[j] = 1;
+    double ci = acc_at(st, i, VA_ST_COUNT(d)), cj = acc_at(st, j, VA_ST_COUNT(d));
+    double wi = ci + cj > 0 ? ci / (ci + cj) : 0.5;
+    for (int64_t t = 0; t < d; t++) st->A[i * d + t] = (float)(wi * st->A[i * d + t] + (1 - wi) * st->A[j * d + t]);
+    if (st->cosine) normalise(st->A + i * d, d);
+    for (int64_t t = 0; t < W; t++) st->acc[i * W + t] += st->acc[j * W + t];
+    memset(st->vel + i * d, 0, (size_t)d * sizeof(double));
+    target[j] = i;
+    k_after--;
+  }
+  free(pairs);
+  free(taken);
+  /* Compact the survivors in order; old index -> new index. */
+  int64_t *newidx = va_malloc((size_t)k * sizeof *newidx, "merge map");
+  int64_t m = 0;
+  for (int64_t j = 0; j < k; j++)
+    if (target[j] == j) {
+      newidx[j] = m;
+      if (m != j) {
+        memmove(st->A + m * d, st->A + j * d, (size_t)d * sizeof(float));
+        memmove(st->vel + m * d, st->vel + j * d, (size_t)d * sizeof(double));
+        memmove(st->acc + m * W, st->acc + j * W, (size_t)W * sizeof(double));
+        st->rms_prev[m] = st->rms_prev[j];
+      }
+      m++;
+    }
+  for (int64_t j = 0; j < k; j++) if (target[j] != j) newidx[j] = newidx[target[j]];
+  for (int64_t i = 0; i < st->n_local; i++) st->assign[i] = st->prev[i] = (uint32_t)newidx[st->assign[i]];
+  st->merges += k - m;
+  st->k = m;
+  free(newidx);
+  free(target);
+  va_state_anchor_norms(st);
+  farthest_global(st); /* members moved: refresh the farthest-member table the split reads */
+}
+
+typedef struct { double key; int64_t j; } cand_t;
+static int cmp_cand(const void *pa, const void *pb) {
+  const cand_t *a = pa, *b = pb;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
+  return (a->j > b->j) - (a->j < b->j);
+}
+
+/* Split (s2.5): crowded or wide anchors, largest energy contribution first, up to k_max; a few
+ * iterations of 2-means on the members seeded by the farthest member and its mirror image. */
+static void split_anchors(va_state_t *st) {
+  const va_config_t *c = st->cfg;
+  int64_t k = st->k, d = st->d;
+  if (k >= st->k_max) return;
+  double var_thr = c->split_var_mode == VA_TOL_RELATIVE ? c->split_var_factor * st->T * st->E : c->split_var_factor * st->T;
+  cand_t *cand = va_malloc((size_t)k * sizeof *cand, "split");
+  int64_t nc = 0;
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = acc_at(st, j, VA_ST_COUNT(d)), rsum = acc_at(st, j, VA_ST_RSUM(d));
+    if (cnt < 2) continue;
+    int crowded = c->split_count_factor > 0 && cnt > c->split_count_factor * (double)st->n / (double)k;
+    int wide = c->split_var_factor > 0 && rsum / cnt > var_thr;
+    if (crowded || wide) cand[nc++] = (cand_t){rsum, j};
+  }
+  int64_t m = nc < st->k_max - k ? nc : st->k_max - k;
+  if (m <= 0) { free(cand); return; }
+  qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
+  ensure_capacity(st, k + m);
+  int64_t *which = va_malloc((size_t)m * sizeof *which, "split"), *slot = va_malloc((size_t)k * sizeof *slot, "split");
+  for (int64_t j = 0; j < k; j++) slot[j] = -1;
+  for (int64_t q = 0; q < m; q++) { which[q] = cand[q].j; slot[cand[q].j] = q; }
+  free(cand);
+  float *cent = va_malloc((size_t)(2 * m * d) * sizeof(float), "split centroids");
+  float *far = va_malloc((size_t)(m * d) * sizeof(float), "split seeds");
+  fetch_farthest(st, which, m, far);
+  for (int64_t q = 0; q < m; q++) {
+    const float *a = st->A + which[q] * d;
+    for (int64_t t = 0; t < d; t++) {
+      cent[(2 * q) * d + t] = far[q * d + t];
+      cent[(2 * q + 1) * d + t] = 2.0f * a[t] - far[q * d + t];
+    }
+    if (st->cosine) { normalise(cent + 2 * q * d, d); normalise(cent + (2 * q + 1) * d, d); }
+  }
+  int64_t SW = d + 1;
+  double *sums = va_malloc((size_t)(2 * m * SW) * sizeof(double), "split sums");
+  for (int64_t it = 0; it < c->split_iters; it++) {
+    va_tick_t t = va_tick();
+    memset(sums, 0, (size_t)(2 * m * SW) * sizeof(double));
+    for (int64_t i = 0; i < st->n_local; i++) {
+      int64_t q = slot[st->assign[i]];
+      if (q < 0) continue;
+      const float *x = st->X + i * d;
+      double d0 = 0, d1 = 0;
+      for (int64_t u = 0; u < d; u++) {
+        double e0 = (double)x[u] - cent[2 * q * d + u], e1 = (double)x[u] - cent[(2 * q + 1) * d + u];
+        d0 += e0 * e0;
+        d1 += e1 * e1;
+      }
+      double *s = sums + (2 * q + (d1 < d0)) * SW;
+      for (int64_t u = 0; u < d; u++) s[u] += x[u];
+      s[d] += 1;
+    }
+    va_tock(VA_PH_MAINT, t);
+    va_allreduce_sum_f64(sums, 2 * m * SW);
+    for (int64_t h = 0; h < 2 * m; h++) {
+      double cnt = sums[h * SW + d];
+      if (cnt > 0)
+        for (int64_t u = 0; u < d; u++) cent[h * d + u] = (float)(sums[h * SW + u] / cnt);
+      if (st->cosine) normalise(cent + h * d, d);
+    }
+  }
+  for (int64_t q = 0; q < m; q++) {
+    int64_t j = which[q], nj = k + q;
+    memcpy(st->A + j * d, cent + 2 * q * d, (size_t)d * sizeof(float));
+    memcpy(st->A + nj * d, cent + (2 * q + 1) * d, (size_t)d * sizeof(float));
+    memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
+    memset(st->vel + nj * d, 0, (size_t)d * sizeof(double));
+    st->rms_prev[nj] = st->rms_prev[j];
+  }
+  st->k = k + m;
+  st->splits += m;
+  va_state_anchor_norms(st);
+  free(sums); free(far); free(cent); free(which); free(slot);
+}
+
+static void push_history(va_state_t *st) {
+  if (st->iter >= st->h_cap) {
+    st->h_cap = st->h_cap ? 2 * st->h_cap : 64;
+    REALLOC(st->h_energy, st->h_cap, "history");
+    REALLOC(st->h_temp, st->h_cap, "history");
+    REALLOC(st->h_changed, st->h_cap, "history");
+    REALLOC(st->h_k, st->h_cap, "history");
+  }
+  st->h_energy[st->iter] = st->E;
+  st->h_temp[st->iter] = st->T;
+  st->h_changed[st->iter] = st->changed;
+  st->h_k[st->iter] = st->k;
+}
+
+void va_anneal(va_state_t *st) {
+  const va_config_t *c = st->cfg;
+  st->k_max = c->k_max == 0 ? st->k_initial : c->k_max < 0 ? st->n : (c->k_max < st->n ? c->k_max : st->n);
+  if (st->k_max < st->k) st->k_max = st->k;
+  st->min_changes = c->min_changes >= 0 ? c->min_changes : st->n / 1000;
+  if (c->progress_every > 0)
+    va_log0("%6s %11s %14s %11s %12s %7s %9s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter");
+  for (st->iter = 0; st->iter < c->max_iter && !st->converged; st->iter++) {
+    double t0 = va_now();
+    int64_t changed_local = assign_local(st);
+    double T_used = st->T;
+    reduce_and_update(st, changed_local);
+    push_history(st);
+    if (c->maintenance_interval > 0 && (st->iter + 1) % c->maintenance_interval == 0) {
+      va_tick_t t = va_tick();
+      merge_anchors(st);
+      split_anchors(st);
+      va_tock(VA_PH_MAINT, t);
+    }
+    if (st->iter > 0) {
+      double dE = fabs(st->E - st->E_prev);
+      double lim = c->tol_mode == VA_TOL_ABSOLUTE ? c->tol : c->tol * st->E_prev;
+      st->still = (dE <= lim && st->changed <= st->min_changes) ? st->still + 1 : 0;
+      st->converged = st->still >= 3;
+    }
+    st->T *= 1.0 - c->cooling_rate;
+    double ms = 1e3 * (va_now() - t0);
+    if (c->progress_every > 0 && ((st->iter + 1) % c->progress_every == 0 || st->converged || st->iter + 1 == c->max_iter))
+      va_log0("%6lld %11.4g %14.8g %11.6f %12lld %7lld %9.2f\n", (long long)st->iter + 1, T_used, st->E,
+              st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms);
+  }
+}
+
+double va_final_pass(va_state_t *st, double *counts, double *mse) {
+  int64_t k = st->k;
+  assign_local(st);
+  va_tick_t t = va_tick();
+  double *buf = va_calloc((size_t)(2 * k), sizeof(double), "final statistics");
+  for (int64_t i = 0; i < st->n_local; i++) {
+    buf[st->assign[i]] += 1.0;
+    buf[k + st->assign[i]] += st->r[i];
+  }
+  va_tock(VA_PH_REDUCE, t);
+  va_allreduce_sum_f64(buf, 2 * k);
+  double esum = 0;
+  for (int64_t j = 0; j < k; j++) {
+    counts[j] = buf[j];
+    mse[j] = buf[j] > 0 ? buf[k + j] / buf[j] : 0;
+    esum += buf[k + j];
+  }
+  free(buf);
+  return esum / (double)st->n;
+}

@@ -1,0 +1,59 @@
+/* anneal.h: the state of one compress job on one rank and the steps of ALGORITHM.md.
+ * Rows live on their rank (X, centred for l2 / unit for cosine); anchors, temperature, histories and
+ * every decision are identical on all ranks because they are computed only from reduced statistics. */
+#ifndef VECANNEAL_ANNEAL_H
+#define VECANNEAL_ANNEAL_H
+#include <stdint.h>
+
+#include "config.h"
+#include "kernels/assign.h"
+
+typedef struct {
+  const va_config_t *cfg;
+  int64_t n, d, n_local, row0;
+  float *X;          /* n_local x d */
+  double *center;    /* d: mean subtracted from every row (l2); zeros (cosine) */
+  int cosine;
+  double total_var;  /* energy of the best single anchor (E / total_var = normalised distortion) */
+  int64_t k, k_initial, k_cap, k_max;
+  float *A, *anorm;  /* k_cap x d, k_cap */
+  double *vel;       /* momentum, k_cap x d */
+  uint32_t *assign, *prev; /* n_local */
+  float *r;          /* n_local */
+  double *acc;       /* k_cap x (d + 3) statistics */
+  float *rmax;       /* k_cap: farthest member distance (global after the MAX allreduce) */
+  int64_t *rarg;     /* k_cap: local row of the local farthest member, -1 if none */
+  float *rmax_local; /* k_cap */
+  double *rms_prev;  /* k_cap: huber's previous RMS member distance */
+  double *hist;      /* trim: k_cap x trim_bins */
+  int32_t *bin_lo, *bin_hi;
+  int64_t min_changes;
+  double T, E, E_prev;
+  int64_t changed, iter, still;
+  int converged;
+  /* histories, one entry per iteration */
+  double *h_energy, *h_temp;
+  int64_t *h_changed, *h_k, h_cap;
+  va_assign_opts_t aopts;
+  int64_t merges, splits, reseeds;
+} va_state_t;
+
+/* Allocates per-rank buffers once X, n, d, k, k_max are set. */
+void va_state_alloc(va_state_t *st);
+void va_state_free(va_state_t *st);
+/* Anchor norms after A changed. */
+void va_state_anchor_norms(va_state_t *st);
+
+/* Collective: rows by global index (sorted or not), gathered on every rank (m x d). */
+void va_fetch_rows(const va_state_t *st, const int64_t *global_rows, int64_t m, float *out);
+/* Collective, before va_state_alloc: init = file: reads the anchors (sets k and A). */
+void va_init_file_read(va_state_t *st);
+/* Collective: initial anchors by cfg->init. */
+void va_init_anchors(va_state_t *st);
+/* Collective: the annealing loop until convergence or max_iter, with rank-0 progress lines. */
+void va_anneal(va_state_t *st);
+/* Collective: the final assign pass; fills counts (k) and mean squared member distance (k) and returns E. */
+double va_final_pass(va_state_t *st, double *counts, double *mse);
+/* Collective: one assign pass over the local rows into st->assign / st->r; returns changed rows (global). */
+int64_t va_assign_pass(va_state_t *st);
+#endif

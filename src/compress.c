@@ -1,0 +1,221 @@
+/* compress.c: `vecanneal compress`, the job: configuration, input validation, sharded read,
+ * preprocessing (centring or unit rows), initialisation, the annealing loop, the final pass, the
+ * index and the metrics. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anneal.h"
+#include "commands.h"
+#include "dist/comm.h"
+#include "index.h"
+#include "metrics.h"
+#include "util.h"
+
+static void compress_usage(void) {
+  if (va_proc.rank != 0) return;
+  printf(
+      "usage: vecanneal compress --input FILE.h5:DATASET --anchors K --out INDEX.h5\n"
+      "                          [--config FILE.ini] [--set key=value ...] [--metrics FILE.json]\n"
+      "Compresses the rows of an HDF5 dataset into K anchors plus one anchor id per row, with the\n"
+      "annealed-anchor algorithm, on every MPI rank (each rank reads and owns a contiguous row block).\n"
+      "Options:\n"
+      "  --input FILE:DATASET  input vectors (ann-benchmarks: file.h5:/train); float32/64/16, uint8, int8\n"
+      "  --anchors K           number of anchors (config key k)\n"
+      "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
+      "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
+      "  --set key=value       override one key (repeatable; applied after --config)\n"
+      "  --preset vlc          the prototype's parity settings (same as --set preset=vlc)\n"
+      "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
+      "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
+      "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
+      "writable, 5 not enough memory.\n\n");
+  va_config_print_keys(stdout);
+}
+
+/* Builds the configuration from --config, --set and the shorthands (applied in that order). */
+static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help) {
+  va_config_src_t *src = va_config_src_new();
+  const char *v, *config_file = NULL;
+  int rc = 0;
+  for (int i = 0; i < argc; i++)
+    if ((v = va_opt(argc, argv, &i, "--config"))) config_file = v;
+  if (config_file) rc = va_config_src_load_file(src, config_file, err, errlen);
+  static const char *const shorthand[][2] = {{"--input", "input"}, {"--anchors", "k"}, {"--out", "out"}, {"--metrics", "metrics"},
+                                             {"--preset", "preset"}, {"--backend", "backend"}, {"--seed", "seed"}};
+  for (int i = 0; i < argc && !rc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; break; }
+    if ((v = va_opt(argc, argv, &i, "--config"))) continue;
+    if ((v = va_opt(argc, argv, &i, "--set"))) { rc = va_config_src_add_kv(src, v, "--set", err, errlen); continue; }
+    int matched = 0;
+    for (size_t s = 0; s < sizeof shorthand / sizeof shorthand[0] && !matched; s++)
+      if ((v = va_opt(argc, argv, &i, shorthand[s][0]))) { rc = va_config_src_add(src, shorthand[s][1], v, shorthand[s][0], err, errlen); matched = 1; }
+    if (!matched) { snprintf(err, errlen, "compress: unknown argument '%s' (see vecanneal compress --help)", argv[i]); rc = 1; }
+  }
+  if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
+  if (!rc && !*help && !cfg->input[0]) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
+  if (!rc && !*help && !cfg->out[0]) { snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')"); rc = 1; }
+  va_config_src_free(src);
+  return rc;
+}
+
+/* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
+ * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
+ * every rank count. cosine: unit rows. Returns the energy of the best single anchor. */
+static double preprocess(va_state_t *st, int64_t *zero_rows) {
+  int64_t n = st->n_local, d = st->d;
+  st->center = va_calloc((size_t)d, sizeof(double), "centre");
+  double *sum = va_calloc((size_t)(d + 1), sizeof(double), "centre");
+  *zero_rows = 0;
+  if (st->cosine) {
+    for (int64_t i = 0; i < n; i++) {
+      float *x = st->X + i * d;
+      double s = 0;
+      for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+      if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+      else (*zero_rows)++;
+      for (int64_t t = 0; t < d; t++) sum[t] += x[t];
+    }
+    va_allreduce_sum_f64(sum, d);
+    double s2 = 0;
+    for (int64_t t = 0; t < d; t++) s2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+    free(sum);
+    va_allreduce_sum_i64(zero_rows, 1);
+    return 1.0 - sqrt(s2);
+  }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t t = 0; t < d; t++) sum[t] += st->X[i * d + t];
+  va_allreduce_sum_f64(sum, d);
+  for (int64_t t = 0; t < d; t++) {
+    int e;
+    double m = frexp(sum[t] / (double)st->n, &e);
+    st->center[t] = ldexp(nearbyint(ldexp(m, 16)), e - 16);
+  }
+  double sq[2] = {0, 0};
+  memset(sum, 0, (size_t)(d + 1) * sizeof(double));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t t = 0; t < d; t++) {
+      float x = (float)(st->X[i * d + t] - st->center[t]);
+      st->X[i * d + t] = x;
+      sum[t] += x;
+      sq[0] += (double)x * x;
+    }
+  va_allreduce_sum_f64(sum, d);
+  va_allreduce_sum_f64(sq, 1);
+  double m2 = 0;
+  for (int64_t t = 0; t < d; t++) m2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+  free(sum);
+  return sq[0] / (double)st->n - m2;
+}
+
+static int choose_threads(const va_config_t *cfg) {
+  if (cfg->threads > 0) return (int)cfg->threads;
+  int t = va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  return t > 0 ? t : 1;
+}
+
+int va_cmd_compress(int argc, char **argv) {
+  double t_start = va_now();
+  va_config_t cfg;
+  char err[2048] = "";
+  int help = 0;
+  int rc = parse_args(argc, argv, &cfg, err, sizeof err, &help);
+  if (help) { compress_usage(); return 0; }
+  if (va_agree(rc ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
+  if (cfg.backend == VA_BACKEND_CUDA) {
+    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
+  }
+  const char *backend = "cpu";
+
+  va_input_t in;
+  va_input_open(cfg.input, &in);
+  if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
+    snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k, (long long)in.n, in.file, in.dataset);
+    VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
+  }
+  if ((rc = va_output_check(cfg.out))) return rc;
+
+  va_state_t st;
+  memset(&st, 0, sizeof st);
+  st.cfg = &cfg;
+  st.n = in.n;
+  st.d = in.d;
+  st.k = st.k_initial = cfg.k;
+  st.cosine = cfg.metric == VA_METRIC_COSINE || (cfg.metric == VA_METRIC_AUTO && in.metric_hint == VA_METRIC_COSINE);
+  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &st.row0, &st.n_local);
+  int threads = choose_threads(&cfg);
+  st.aopts.threads = threads;
+  st.aopts.tile_rows = cfg.tile_rows;
+#ifdef VECANNEAL_OPENMP
+  va_blas_threads(1); /* tiles are spread over OpenMP threads, each running a single-threaded sgemm */
+#else
+  va_blas_threads(threads);
+#endif
+  int io_coll = va_io_collective(cfg.io);
+  va_log0("vecanneal %s compress: backend %s (OpenBLAS), %d rank(s), %d thread(s)/rank, HDF5 %s, io %s\n", VECANNEAL_VERSION, backend,
+          va_proc.nranks, threads,
+#ifdef VECANNEAL_PARALLEL_HDF5
+          "parallel",
+#else
+          "serial",
+#endif
+          io_coll ? "collective" : "independent");
+  va_log0("input %s:%s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", in.file, in.dataset, (long long)in.n,
+          (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k, cfg.init,
+          va_config_enum_name("robust", cfg.robust), cfg.preset);
+
+  /* The shard: one float32 copy per rank (staging chunks for other types). */
+  double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
+  st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
+  if (!st.X) snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
+                      va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
+  VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
+  va_tick_t t = va_tick();
+  int64_t bad_row = -1;
+  va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
+  va_tock(VA_PH_READ, t);
+  int64_t first_bad = bad_row < 0 ? INT64_MAX : bad_row;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+  if (first_bad != INT64_MAX) {
+    snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset, (long long)first_bad);
+    VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  }
+  t = va_tick();
+  int64_t zero_rows = 0;
+  st.total_var = preprocess(&st, &zero_rows);
+  if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
+  if (cfg.init_kind == VA_INIT_FILE) va_init_file_read(&st);
+  va_state_alloc(&st);
+  va_init_anchors(&st);
+  va_tock(VA_PH_INIT, t);
+  va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), cfg.init);
+
+  double t_loop = va_now();
+  va_anneal(&st);
+  double loop_seconds = va_now() - t_loop;
+
+  double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"), *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
+  double E = va_final_pass(&st, counts, mse);
+  float *anchors = va_malloc((size_t)(st.k * st.d) * sizeof(float), "output anchors");
+  for (int64_t j = 0; j < st.k; j++)
+    for (int64_t q = 0; q < st.d; q++) anchors[j * st.d + q] = (float)(st.A[j * st.d + q] + st.center[q]);
+  va_index_t ix = {.st = &st, .in = &in, .anchors = anchors, .counts = counts, .mse = mse, .energy = E,
+                   .distortion = st.total_var > 0 ? E / st.total_var : 0,
+                   .ratio = va_index_payload_bytes(st.n, st.d, st.k) / ((double)st.n * (double)st.d * in.elem_size),
+                   .seconds = va_now() - t_start, .backend = backend};
+  t = va_tick();
+  rc = va_index_write(cfg.out, &ix);
+  va_tock(VA_PH_WRITE, t);
+  if (rc) return rc;
+  double total = va_now() - t_start;
+  va_log0("done: %lld iterations (%s), k %lld -> %lld (merges %lld, splits %lld, reseeds %lld), energy %.8g, distortion %.6f, "
+          "ratio %.4f, %.2f ms/iteration, %.2f s total\n",
+          (long long)st.iter, st.converged ? "converged" : "max_iter", (long long)st.k_initial, (long long)st.k, (long long)st.merges,
+          (long long)st.splits, (long long)st.reseeds, E, ix.distortion, ix.ratio, st.iter ? 1e3 * loop_seconds / (double)st.iter : 0.0, total);
+  va_log0("index written to %s\n", cfg.out);
+  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend};
+  va_metrics_write(cfg.metrics, &sum, &cfg);
+  free(anchors); free(counts); free(mse);
+  va_state_free(&st);
+  return 0;
+}

@@ -1,0 +1,75 @@
+/* config.h: every tunable of a vecanneal job, one table of keys with types, defaults, ranges and docs.
+ * Sources are applied in order: built-in defaults, the preset (preset = vlc), the config file, then
+ * --set key=value and the CLI shorthands (--anchors, --input, --out, --metrics). An unknown key or a
+ * bad value is a usage error naming the key and where it came from. */
+#ifndef VECANNEAL_CONFIG_H
+#define VECANNEAL_CONFIG_H
+#include <stdint.h>
+#include <stdio.h>
+
+enum { VA_BACKEND_AUTO, VA_BACKEND_CPU, VA_BACKEND_CUDA };
+enum { VA_METRIC_AUTO, VA_METRIC_L2, VA_METRIC_COSINE };
+enum { VA_INIT_KMEANSPP, VA_INIT_RANDOM, VA_INIT_FARTHEST, VA_INIT_FILE };
+enum { VA_ROBUST_NONE, VA_ROBUST_TRIM, VA_ROBUST_HUBER };
+enum { VA_TOL_RELATIVE, VA_TOL_ABSOLUTE };
+enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
+
+#define VA_PATH_MAX 1024
+
+typedef struct {
+  /* job */
+  char input[VA_PATH_MAX];   /* FILE:DATASET */
+  char out[VA_PATH_MAX];
+  char metrics[VA_PATH_MAX];
+  char preset[16];
+  int64_t k;
+  uint64_t seed;
+  int backend, metric;
+  /* initialisation */
+  char init[VA_PATH_MAX];
+  int64_t kmeans_rounds;
+  double kmeans_oversample;
+  /* robust statistics */
+  int robust;
+  double trim_near, trim_far;
+  int64_t trim_bins;
+  double huber_c;
+  /* update */
+  double lr, T0, cooling_rate, max_step, momentum;
+  /* convergence */
+  int64_t max_iter;
+  double tol;
+  int tol_mode;
+  int64_t min_changes;
+  /* maintenance */
+  int64_t maintenance_interval;
+  double merge_factor, split_count_factor, split_var_factor;
+  int split_var_mode;
+  int64_t split_iters, k_min, k_max;
+  /* execution */
+  int64_t threads, tile_rows, progress_every;
+  double read_chunk_mb;
+  int io;
+  /* derived from init (not keys) */
+  int init_kind;
+  char init_file[VA_PATH_MAX], init_dataset[256];
+} va_config_t;
+
+/* Accumulates raw key=value assignments from files and the command line; resolved in one go. */
+typedef struct va_config_src va_config_src_t;
+va_config_src_t *va_config_src_new(void);
+void va_config_src_free(va_config_src_t *src);
+/* Returns 0, or writes an error to err and returns non-zero. */
+int va_config_src_add(va_config_src_t *src, const char *key, const char *value, const char *origin, char *err, size_t errlen);
+int va_config_src_add_kv(va_config_src_t *src, const char *kv, const char *origin, char *err, size_t errlen);
+int va_config_src_load_file(va_config_src_t *src, const char *path, char *err, size_t errlen);
+/* Applies defaults, preset and assignments to cfg and validates. Returns 0 or non-zero with err set. */
+int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, size_t errlen);
+
+/* Iterates every key with its resolved value as text (for index attributes, info and metrics). */
+typedef void (*va_config_visit_fn)(const char *key, const char *value, void *ctx);
+void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx);
+/* Prints every key: name, default, doc. */
+void va_config_print_keys(FILE *f);
+const char *va_config_enum_name(const char *key, int value);
+#endif

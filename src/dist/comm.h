@@ -1,0 +1,13 @@
+/* comm.h: the collectives of the annealing loop. On the CPU backend they are MPI allreduces over
+ * MPI_COMM_WORLD; each times itself into the 'allreduce' phase and counts the bytes it moves. Sums are
+ * in double so that the result does not depend on the rank count beyond rounding. */
+#ifndef VECANNEAL_COMM_H
+#define VECANNEAL_COMM_H
+#include <stdint.h>
+
+void va_allreduce_sum_f64(double *buf, int64_t count);
+void va_allreduce_sum_f32(float *buf, int64_t count);
+void va_allreduce_max_f32(float *buf, int64_t count);
+void va_allreduce_min_i64(int64_t *buf, int64_t count);
+void va_allreduce_sum_i64(int64_t *buf, int64_t count);
+#endif

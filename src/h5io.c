@@ -1,0 +1,450 @@
+/* h5io.c: input validation, sharded reads with on-load conversion, and sharded writes (see h5io.h). */
+#define _GNU_SOURCE
+#include "h5io.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *va_dtype_name(va_dtype_t t) {
+  static const char *names[] = {"float32", "float64", "float16", "uint8", "int8"};
+  return names[t];
+}
+
+float va_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (mant == 0) bits = sign;
+    else { /* subnormal: renormalise */
+      int e = -1;
+      do { e++; mant <<= 1; } while (!(mant & 0x400u));
+      bits = sign | (uint32_t)(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) bits = sign | 0x7f800000u | mant << 13; /* Inf / NaN */
+  else bits = sign | (exp + 112) << 23 | mant << 13;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t va_float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
+  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow to Inf */
+  if (absx < 0x38800000u) { /* subnormal or zero in half */
+    if (absx < 0x33000000u) return (uint16_t)sign;
+    uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
+    int shift = 126 - (int)(absx >> 23) + 1 + 13 - 1;
+    uint32_t half = mant >> (shift + 1), rem = mant & ((1u << (shift + 1)) - 1), mid = 1u << shift;
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = ((absx >> 13) - (112u << 10)), rem = absx & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;
+  return (uint16_t)(sign | half);
+}
+
+hid_t va_h5_half_type(void) {
+  hid_t t = VA_H5(H5Tcopy(H5T_IEEE_F32LE));
+  VA_H5(H5Tset_fields(t, 15, 10, 5, 0, 10));
+  VA_H5(H5Tset_size(t, 2));
+  VA_H5(H5Tset_precision(t, 16));
+  VA_H5(H5Tset_ebias(t, 15));
+  return t;
+}
+
+int va_split_spec(const char *spec, char *file, size_t flen, char *dset, size_t dlen) {
+  const char *colon = strrchr(spec, ':');
+  if (!colon) {
+    snprintf(file, flen, "%s", spec);
+    snprintf(dset, dlen, "/train");
+  } else {
+    snprintf(file, flen, "%.*s", (int)(colon - spec), spec);
+    snprintf(dset, dlen, "%s", colon + 1);
+  }
+  return !file[0] || !dset[0];
+}
+
+int va_io_collective(int io_mode) {
+#ifdef VECANNEAL_PARALLEL_HDF5
+  return io_mode != VA_IO_INDEPENDENT && va_proc.nranks >= 1;
+#else
+  (void)io_mode;
+  return 0;
+#endif
+}
+
+void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *count) {
+  int64_t base = n / nranks, extra = n % nranks;
+  *start = rank * base + (rank < extra ? rank : extra);
+  *count = base + (rank < extra);
+}
+
+/* Reads a string attribute (fixed or variable length) into out; returns 0 when found. */
+static int read_str_attr(hid_t obj, const char *name, char *out, size_t outlen) {
+  out[0] = 0;
+  if (H5Aexists(obj, name) <= 0) return 1;
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  if (a < 0) return 1;
+  hid_t t = H5Aget_type(a);
+  int rc = 1;
+  if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    if (H5Tis_variable_str(t) > 0) {
+      char *s = NULL;
+      H5Tset_size(mt, H5T_VARIABLE);
+      if (H5Aread(a, mt, &s) >= 0 && s) { snprintf(out, outlen, "%s", s); rc = 0; H5free_memory(s); }
+    } else {
+      size_t sz = H5Tget_size(t);
+      char *buf = calloc(sz + 1, 1);
+      H5Tset_size(mt, sz + 1);
+      if (buf && H5Aread(a, mt, buf) >= 0) { snprintf(out, outlen, "%s", buf); rc = 0; }
+      free(buf);
+    }
+    H5Tclose(mt);
+  }
+  if (t >= 0) H5Tclose(t);
+  H5Aclose(a);
+  return rc;
+}
+
+/* Whether every component of an absolute or relative path exists as a link. */
+static int path_exists(hid_t file, const char *path) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; ; p++) {
+    if (*p == '/' || *p == 0) {
+      char c = *p;
+      *p = 0;
+      if (strcmp(buf, "/") && H5Lexists(file, buf, H5P_DEFAULT) <= 0) return 0;
+      if (!c) return 1;
+      *p = c;
+    }
+  }
+}
+
+static int probe_input(const char *spec, va_input_t *in, char *err, size_t errlen) {
+  memset(in, 0, sizeof *in);
+  if (va_split_spec(spec, in->file, sizeof in->file, in->dataset, sizeof in->dataset)) {
+    snprintf(err, errlen, "input '%s': expected FILE.h5:DATASET", spec);
+    return VA_EXIT_USAGE;
+  }
+  struct stat st;
+  if (stat(in->file, &st) != 0) { snprintf(err, errlen, "input file '%s': %s", in->file, strerror(errno)); return VA_EXIT_INPUT; }
+  if (!S_ISREG(st.st_mode)) { snprintf(err, errlen, "input file '%s' is not a regular file", in->file); return VA_EXIT_INPUT; }
+  if (access(in->file, R_OK) != 0) { snprintf(err, errlen, "input file '%s' is not readable: %s", in->file, strerror(errno)); return VA_EXIT_INPUT; }
+  hid_t f = H5Fopen(in->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) {
+    snprintf(err, errlen, "input file '%s' cannot be opened as HDF5 (truncated or not HDF5?): %s", in->file, va_h5_last_error());
+    return VA_EXIT_INPUT;
+  }
+  int rc = 0;
+  hid_t d = -1, space = -1, type = -1;
+  if (!path_exists(f, in->dataset)) {
+    snprintf(err, errlen, "input file '%s' has no dataset '%s'", in->file, in->dataset);
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  H5O_info_t oi;
+  if (H5Oget_info_by_name(f, in->dataset, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET) {
+    snprintf(err, errlen, "'%s' in '%s' is not a dataset", in->dataset, in->file);
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  d = H5Dopen2(f, in->dataset, H5P_DEFAULT);
+  space = d >= 0 ? H5Dget_space(d) : -1;
+  type = d >= 0 ? H5Dget_type(d) : -1;
+  if (d < 0 || space < 0 || type < 0) {
+    snprintf(err, errlen, "dataset '%s' in '%s' cannot be opened: %s", in->dataset, in->file, va_h5_last_error());
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  int ndims = H5Sget_simple_extent_ndims(space);
+  if (ndims != 2) {
+    snprintf(err, errlen, "dataset '%s' in '%s' has %d dimension(s); expected 2 (rows x dims)", in->dataset, in->file, ndims);
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  hsize_t dims[2];
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  in->n = (int64_t)dims[0];
+  in->d = (int64_t)dims[1];
+  if (in->n < 1 || in->d < 1) {
+    snprintf(err, errlen, "dataset '%s' in '%s' is empty (%lld x %lld)", in->dataset, in->file, (long long)in->n, (long long)in->d);
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  H5T_class_t cls = H5Tget_class(type);
+  size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT && size == 4) in->dtype = VA_DT_F32;
+  else if (cls == H5T_FLOAT && size == 8) in->dtype = VA_DT_F64;
+  else if (cls == H5T_FLOAT && size == 2) in->dtype = VA_DT_F16;
+  else if (cls == H5T_INTEGER && size == 1) in->dtype = H5Tget_sign(type) == H5T_SGN_NONE ? VA_DT_U8 : VA_DT_I8;
+  else {
+    snprintf(err, errlen, "dataset '%s' in '%s' has an unsupported element type (class %d, %zu bytes); supported: float32, float64, float16, uint8, int8",
+             in->dataset, in->file, (int)cls, size);
+    rc = VA_EXIT_INPUT; goto done;
+  }
+  in->elem_size = (int)size;
+  /* A contiguous dataset whose bytes lie past the end of the file means the file was truncated. */
+  hid_t dcpl = H5Dget_create_plist(d);
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS) {
+    haddr_t off = H5Dget_offset(d);
+    double need = (double)in->n * (double)in->d * (double)size;
+    if (off == HADDR_UNDEF) {
+      snprintf(err, errlen, "dataset '%s' in '%s' has no data written", in->dataset, in->file);
+      rc = VA_EXIT_INPUT;
+    } else if ((double)off + need > (double)st.st_size) {
+      snprintf(err, errlen, "input file '%s' is truncated: dataset '%s' needs bytes up to %.0f, the file has %lld",
+               in->file, in->dataset, (double)off + need, (long long)st.st_size);
+      rc = VA_EXIT_INPUT;
+    }
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (rc) goto done;
+  char dist[64];
+  if (read_str_attr(d, "distance", dist, sizeof dist) && read_str_attr(f, "distance", dist, sizeof dist)) dist[0] = 0;
+  in->metric_hint = (strstr(dist, "angular") || strstr(dist, "cosine")) ? VA_METRIC_COSINE : VA_METRIC_AUTO;
+done:
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  if (d >= 0) H5Dclose(d);
+  H5Fclose(f);
+  return rc;
+}
+
+void va_input_open(const char *spec, va_input_t *in) {
+  char err[1024] = "";
+  int rc = 0;
+  if (va_proc.rank == 0) rc = probe_input(spec, in, err, sizeof err);
+  VA_AGREE_OR_EXIT(rc, err);
+  VA_MPI(MPI_Bcast(in, (int)sizeof *in, MPI_BYTE, 0, MPI_COMM_WORLD));
+}
+
+static hid_t open_for_io(const char *path, unsigned flags, int collective) {
+  hid_t fapl = VA_H5(H5Pcreate(H5P_FILE_ACCESS));
+#ifdef VECANNEAL_PARALLEL_HDF5
+  if (collective) VA_H5(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL));
+#else
+  (void)collective;
+#endif
+  hid_t f = (flags & H5F_ACC_TRUNC) ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(path, flags, fapl);
+  H5Pclose(fapl);
+  return f;
+}
+
+static hid_t transfer_plist(int collective) {
+  hid_t dxpl = VA_H5(H5Pcreate(H5P_DATASET_XFER));
+#ifdef VECANNEAL_PARALLEL_HDF5
+  if (collective) VA_H5(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
+#else
+  (void)collective;
+#endif
+  return dxpl;
+}
+
+static hid_t mem_type_for(va_dtype_t t) {
+  switch (t) {
+    case VA_DT_F32: return H5Tcopy(H5T_NATIVE_FLOAT);
+    case VA_DT_F64: return H5Tcopy(H5T_NATIVE_DOUBLE);
+    case VA_DT_F16: return va_h5_half_type();
+    case VA_DT_U8: return H5Tcopy(H5T_NATIVE_UINT8);
+    case VA_DT_I8: return H5Tcopy(H5T_NATIVE_INT8);
+  }
+  return -1;
+}
+
+/* Converts nvals staged values to float32; returns the index of the first non-finite value or -1. */
+static int64_t convert_to_f32(va_dtype_t t, const void *src, float *dst, int64_t nvals) {
+  int64_t bad = -1;
+  switch (t) {
+    case VA_DT_F32: if (src != dst) memcpy(dst, src, (size_t)nvals * 4); break;
+    case VA_DT_F64: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const double *)src)[i]; break;
+    case VA_DT_F16: for (int64_t i = 0; i < nvals; i++) dst[i] = va_half_to_float(((const uint16_t *)src)[i]); break;
+    case VA_DT_U8: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const uint8_t *)src)[i]; return -1;
+    case VA_DT_I8: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const int8_t *)src)[i]; return -1;
+  }
+  for (int64_t i = 0; i < nvals; i++)
+    if (!isfinite(dst[i])) { bad = i; break; }
+  return bad;
+}
+
+void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
+                   int io_mode, int64_t *bad_row) {
+  int collective = va_io_collective(io_mode);
+  char err[1024] = "";
+  int rc = 0;
+  hid_t f = open_for_io(in->file, H5F_ACC_RDONLY, collective);
+  if (f < 0) { snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error()); rc = VA_EXIT_INPUT; }
+  VA_AGREE_OR_EXIT(rc, err);
+  hid_t d = VA_H5(H5Dopen2(f, in->dataset, H5P_DEFAULT));
+  hid_t fspace = VA_H5(H5Dget_space(d));
+  hid_t mtype = VA_H5(mem_type_for(in->dtype));
+  hid_t dxpl = transfer_plist(collective);
+  int64_t row_bytes = in->d * in->elem_size;
+  int64_t chunk_rows = (int64_t)chunk_bytes / row_bytes;
+  if (chunk_rows < 1) chunk_rows = 1;
+  /* float32 lands in place; other types go through one staging chunk (never a second shard copy). */
+  void *stage = in->dtype == VA_DT_F32 ? NULL : va_malloc((size_t)(chunk_rows * row_bytes), "read staging buffer");
+  int64_t rounds = (count + chunk_rows - 1) / chunk_rows;
+  if (collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+  *bad_row = -1;
+  for (int64_t r = 0; r < rounds; r++) {
+    int64_t r0 = r * chunk_rows, nr = count - r0;
+    if (nr > chunk_rows) nr = chunk_rows;
+    if (nr < 0) nr = 0;
+    hsize_t mdims[2] = {(hsize_t)(nr > 0 ? nr : 1), (hsize_t)in->d};
+    hid_t mspace = VA_H5(H5Screate_simple(2, mdims, NULL));
+    if (nr > 0) {
+      hsize_t off[2] = {(hsize_t)(start + r0), 0}, cnt[2] = {(hsize_t)nr, (hsize_t)in->d};
+      VA_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
+    } else {
+      VA_H5(H5Sselect_none(fspace));
+      VA_H5(H5Sselect_none(mspace));
+    }
+    float *dst = out + r0 * in->d;
+    void *buf = stage ? stage : (void *)dst;
+    if (H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0 && !rc) {
+      snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
+               (long long)(start + r0), (long long)(start + r0 + nr - 1), in->file, in->dataset, va_h5_last_error());
+      rc = VA_EXIT_INPUT;
+    }
+    H5Sclose(mspace);
+    if (nr > 0 && !rc && *bad_row < 0) {
+      int64_t bad = convert_to_f32(in->dtype, buf, dst, nr * in->d);
+      if (bad >= 0) *bad_row = start + r0 + bad / in->d;
+    }
+    if (rc && !collective) break;
+  }
+  free(stage);
+  H5Pclose(dxpl);
+  H5Tclose(mtype);
+  H5Sclose(fspace);
+  H5Dclose(d);
+  H5Fclose(f);
+  VA_AGREE_OR_EXIT(rc, err);
+}
+
+/* --- writing ------------------------------------------------------------------------------------ */
+static int write_collective; /* how the file in hand was opened */
+
+static void partial_name(const char *path, char *out, size_t len) { snprintf(out, len, "%s.partial", path); }
+
+int va_output_check(const char *path) {
+  char tmp[VA_PATH_MAX + 16], err[VA_PATH_MAX + 128] = "";
+  int rc = 0;
+  partial_name(path, tmp, sizeof tmp);
+  if (va_proc.rank == 0) {
+    FILE *f = path[0] ? fopen(tmp, "wb") : NULL;
+    if (!path[0]) { snprintf(err, sizeof err, "no output path given (--out)"); rc = VA_EXIT_USAGE; }
+    else if (!f) { snprintf(err, sizeof err, "cannot write output '%s': %s", path, strerror(errno)); rc = VA_EXIT_OUTPUT; }
+    else { fclose(f); unlink(tmp); }
+  }
+  return va_agree(rc, err);
+}
+
+int va_h5_write_file(const char *path, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows, void *ctx) {
+  int collective = va_io_collective(io_mode);
+  char err[1024] = "", tmp[VA_PATH_MAX + 16];
+  int rc = 0;
+  hid_t f = -1;
+  partial_name(path, tmp, sizeof tmp);
+  va_set_pending_output(tmp);
+  if (collective || va_proc.rank == 0) {
+    f = open_for_io(tmp, H5F_ACC_TRUNC, collective);
+    if (f < 0) { snprintf(err, sizeof err, "cannot create output '%s': %s (%s)", tmp, va_h5_last_error(), strerror(errno)); rc = VA_EXIT_OUTPUT; }
+  }
+  if (va_agree(rc, err)) { if (f >= 0) H5Fclose(f); return VA_EXIT_OUTPUT; }
+  write_collective = collective;
+  if (collective) {
+    setup(f, ctx);
+    rows(f, ctx);
+    VA_H5(H5Fclose(f));
+  } else {
+    /* Serial HDF5: one writer at a time, in rank order. */
+    int token = 0;
+    if (va_proc.rank == 0) {
+      setup(f, ctx);
+      rows(f, ctx);
+      VA_H5(H5Fclose(f));
+    } else {
+      VA_MPI(MPI_Recv(&token, 1, MPI_INT, va_proc.rank - 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      f = open_for_io(tmp, H5F_ACC_RDWR, 0);
+      if (f < 0) va_h5_fail("H5Fopen(output, RDWR)", __FILE__, __LINE__);
+      rows(f, ctx);
+      VA_H5(H5Fclose(f));
+    }
+    if (va_proc.rank + 1 < va_proc.nranks) VA_MPI(MPI_Send(&token, 1, MPI_INT, va_proc.rank + 1, 78, MPI_COMM_WORLD));
+  }
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  /* Only a complete file gets the final name. */
+  if (va_proc.rank == 0 && rename(tmp, path) != 0) {
+    snprintf(err, sizeof err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    rc = VA_EXIT_OUTPUT;
+  }
+  if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
+  va_set_pending_output(NULL);
+  return 0;
+}
+
+void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf) {
+  hid_t fspace = VA_H5(H5Dget_space(dset));
+  hid_t mspace = VA_H5(H5Scopy(fspace));
+  hid_t dxpl = transfer_plist(write_collective);
+  if (write_collective && va_proc.rank != 0) {
+    VA_H5(H5Sselect_none(fspace));
+    VA_H5(H5Sselect_none(mspace));
+  }
+  if (H5Sget_select_npoints(fspace) > 0 || write_collective) VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
+  H5Pclose(dxpl);
+  H5Sclose(mspace);
+  H5Sclose(fspace);
+}
+
+int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows) {
+  int64_t rounds = (local_rows + chunk_rows - 1) / chunk_rows;
+  if (write_collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+  return rounds;
+}
+
+void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf) {
+  if (nrows <= 0 && !write_collective) return;
+  hid_t fspace = VA_H5(H5Dget_space(dset));
+  int rank = H5Sget_simple_extent_ndims(fspace);
+  hsize_t mdims[2] = {(hsize_t)(nrows > 0 ? nrows : 1), (hsize_t)cols};
+  hid_t mspace = VA_H5(H5Screate_simple(rank, mdims, NULL));
+  if (nrows > 0) {
+    hsize_t off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)nrows, (hsize_t)cols};
+    VA_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
+  } else {
+    VA_H5(H5Sselect_none(fspace));
+    VA_H5(H5Sselect_none(mspace));
+  }
+  hid_t dxpl = transfer_plist(write_collective);
+  VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
+  H5Pclose(dxpl);
+  H5Sclose(mspace);
+  H5Sclose(fspace);
+}
+
+static void attr_write(hid_t obj, const char *name, hid_t type, const void *value) {
+  hid_t space = VA_H5(H5Screate(H5S_SCALAR));
+  if (H5Aexists(obj, name) > 0) VA_H5(H5Adelete(obj, name));
+  hid_t a = VA_H5(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+  VA_H5(H5Awrite(a, type, value));
+  H5Aclose(a);
+  H5Sclose(space);
+}
+
+void va_h5_attr_str(hid_t obj, const char *name, const char *value) {
+  hid_t t = VA_H5(H5Tcopy(H5T_C_S1));
+  VA_H5(H5Tset_size(t, strlen(value) + 1));
+  VA_H5(H5Tset_strpad(t, H5T_STR_NULLTERM));
+  attr_write(obj, name, t, value);
+  H5Tclose(t);
+}
+
+void va_h5_attr_i64(hid_t obj, const char *name, int64_t value) { attr_write(obj, name, H5T_NATIVE_INT64, &value); }
+void va_h5_attr_f64(hid_t obj, const char *name, double value) { attr_write(obj, name, H5T_NATIVE_DOUBLE, &value); }

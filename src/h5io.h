@@ -1,0 +1,70 @@
+/* h5io.h: HDF5 input validation and row-sharded reads/writes.
+ * Each rank reads or writes only its own contiguous row block (a hyperslab). With parallel HDF5 and
+ * io = collective, files are opened through MPI-IO and every transfer is collective (every rank calls
+ * H5Dread/H5Dwrite the same number of times, with an empty selection when it has nothing left).
+ * Without it (serial HDF5, or io = independent), reads open the file independently on every rank and
+ * writes pass a token rank by rank, since serial HDF5 allows one writer at a time. */
+#ifndef VECANNEAL_H5IO_H
+#define VECANNEAL_H5IO_H
+#include <hdf5.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum { VA_DT_F32, VA_DT_F64, VA_DT_F16, VA_DT_U8, VA_DT_I8 } va_dtype_t;
+
+typedef struct {
+  char file[VA_PATH_MAX], dataset[256];
+  int64_t n, d;
+  va_dtype_t dtype;
+  int elem_size;
+  int metric_hint; /* VA_METRIC_COSINE when the dataset or file says 'angular'/'cosine', else VA_METRIC_AUTO */
+} va_input_t;
+
+const char *va_dtype_name(va_dtype_t t);
+/* Splits "FILE:DATASET" (the last ':' separates; DATASET defaults to /train). */
+int va_split_spec(const char *spec, char *file, size_t flen, char *dset, size_t dlen);
+/* Collective: rank 0 validates the input (file, dataset, rank 2, supported type, n >= 1, d >= 1,
+ * storage present and within the file) and broadcasts the result; on failure every rank exits with
+ * VA_EXIT_INPUT after rank 0 prints one message. */
+void va_input_open(const char *spec, va_input_t *in);
+/* This rank's contiguous row block of n rows. */
+void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *count);
+/* Collective: reads rows [start, start + count) as float32 into out (count x d), converting on load
+ * through a staging buffer of at most chunk_bytes. Returns the first global row holding NaN/Inf
+ * (or -1) in *bad_row. Read failures (e.g. a truncated file) are agreed and exit with VA_EXIT_INPUT. */
+void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
+                   int io_mode, int64_t *bad_row);
+/* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
+int va_io_collective(int io_mode);
+
+/* --- writing ------------------------------------------------------------------------------------ */
+/* 'setup' creates datasets and attributes and writes the data every rank holds identically (rank 0's
+ * copy is written); 'rows' writes this rank's own rows with va_h5_write_rows. Collective call. */
+typedef void (*va_h5_setup_fn)(hid_t file, void *ctx);
+typedef void (*va_h5_rows_fn)(hid_t file, void *ctx);
+/* Collective: checks early (before any compute) that path can be written; returns 0 or an agreed
+ * exit code (message printed by rank 0). */
+int va_output_check(const char *path);
+/* Writes PATH.partial and renames it to path only when complete (the partial file is removed on any
+ * failure). Creates the file, runs setup and rows as described, closes. Returns 0, or VA_EXIT_OUTPUT
+ * (agreed on every rank, message printed by rank 0) when the file cannot be created. */
+int va_h5_write_file(const char *path, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows, void *ctx);
+/* Inside setup: writes a whole dataset from rank 0's buffer (other ranks select nothing). */
+void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);
+/* Inside rows: number of write rounds for local_rows in chunks of chunk_rows (max over ranks when
+ * collective, so every rank calls va_h5_write_rows equally often). */
+int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows);
+/* Inside rows: writes nrows x cols (cols = 1 for a 1-D dataset) at row0; nrows may be 0. */
+void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf);
+/* Attribute helpers (scalar, on any object). */
+void va_h5_attr_str(hid_t obj, const char *name, const char *value);
+void va_h5_attr_i64(hid_t obj, const char *name, int64_t value);
+void va_h5_attr_f64(hid_t obj, const char *name, double value);
+/* IEEE binary16, little-endian: HDF5 1.10 has no predefined half type. Caller closes. */
+hid_t va_h5_half_type(void);
+
+/* binary16 <-> float32 (round to nearest even). */
+float va_half_to_float(uint16_t h);
+uint16_t va_float_to_half(float f);
+#endif

@@ -1,0 +1,266 @@
+/* init.c: initial anchors (ALGORITHM.md s1): kmeans|| (scalable k-means++), random rows, farthest
+ * point (parity) and anchors from a file. Every random draw is keyed by global row or step, and every
+ * candidate list is sorted by global row, so the anchors do not depend on the rank count. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anneal.h"
+#include "dist/comm.h"
+#include "h5io.h"
+#include "metrics.h"
+#include "rng.h"
+#include "util.h"
+
+typedef struct { uint64_t key; int64_t row; } keyed_t;
+static int cmp_keyed(const void *pa, const void *pb) {
+  const keyed_t *a = pa, *b = pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->row > b->row) - (a->row < b->row);
+}
+static int cmp_i64(const void *pa, const void *pb) {
+  int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+  return (a > b) - (a < b);
+}
+
+/* k distinct rows, uniformly: the k smallest hash keys over all global rows. */
+static void random_rows(const va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
+  int64_t keep = k < st->n_local ? k : st->n_local;
+  keyed_t *loc = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof *loc, "random init keys");
+  for (int64_t i = 0; i < st->n_local; i++)
+    loc[i] = (keyed_t){va_rand_u64(st->cfg->seed, purpose, (uint64_t)(st->row0 + i), 0), st->row0 + i};
+  qsort(loc, (size_t)st->n_local, sizeof *loc, cmp_keyed);
+  int P = va_proc.nranks;
+  int *counts = va_malloc((size_t)P * sizeof(int), "gather"), *displs = va_malloc((size_t)P * sizeof(int), "gather");
+  int mine = (int)(keep * (int64_t)sizeof(keyed_t));
+  VA_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
+  int64_t total = 0;
+  for (int p = 0; p < P; p++) { displs[p] = (int)total; total += counts[p]; }
+  keyed_t *all = va_malloc((size_t)total, "random init gather");
+  VA_MPI(MPI_Allgatherv(loc, mine, MPI_BYTE, all, counts, displs, MPI_BYTE, MPI_COMM_WORLD));
+  int64_t nall = total / (int64_t)sizeof(keyed_t);
+  qsort(all, (size_t)nall, sizeof *all, cmp_keyed);
+  for (int64_t q = 0; q < k; q++) rows[q] = all[q].row;
+  free(all); free(displs); free(counts); free(loc);
+}
+
+static void init_random(va_state_t *st) {
+  int64_t *rows = va_malloc((size_t)st->k * sizeof *rows, "random init");
+  random_rows(st, st->k, VA_RNG_INIT_RANDOM, rows);
+  va_fetch_rows(st, rows, st->k, st->A);
+  free(rows);
+}
+
+/* Running minimum of each local row's distance to a set of anchors, updated with m new ones. */
+static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mind, uint32_t *tmp_a, float *tmp_r) {
+  float *cn = va_malloc((size_t)m * sizeof(float), "init norms");
+  va_row_norms(C, m, st->d, cn);
+  va_assign_cpu(st->X, st->n_local, st->d, C, cn, m, st->cosine, &st->aopts, tmp_a, tmp_r);
+  for (int64_t i = 0; i < st->n_local; i++)
+    if (tmp_r[i] < mind[i]) mind[i] = tmp_r[i];
+  free(cn);
+}
+
+/* Farthest-point (parity): anchor 0 is global row 0, each next one the row farthest from its nearest
+ * chosen anchor (ties to the lowest global row); O(k n d) through each row's running minimum. */
+static void init_farthest(va_state_t *st) {
+  int64_t d = st->d, n = st->n_local;
+  float *mind = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "farthest init");
+  for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
+  int64_t row = 0;
+  for (int64_t q = 0; q < st->k; q++) {
+    va_fetch_rows(st, &row, 1, st->A + q * d);
+    const float *a = st->A + q * d;
+    float best = -1;
+    int64_t arg = INT64_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      float dist = va_row_distance(st->X + i * d, a, d, st->cosine);
+      if (dist < mind[i]) mind[i] = dist;
+      if (mind[i] > best) { best = mind[i]; arg = st->row0 + i; }
+    }
+    float gbest = best;
+    va_allreduce_max_f32(&gbest, 1);
+    int64_t cand = (best == gbest) ? arg : INT64_MAX;
+    va_allreduce_min_i64(&cand, 1);
+    row = cand == INT64_MAX ? 0 : cand;
+  }
+  free(mind);
+}
+
+/* Weighted k-means++ on the gathered candidates, then weighted Lloyd steps; identical on every rank. */
+static void weighted_kmeanspp(const va_state_t *st, const float *C, const double *w, int64_t m, float *out) {
+  int64_t d = st->d, k = st->k;
+  double *best = va_malloc((size_t)m * sizeof(double), "kmeans++"), total = 0;
+  uint32_t *lab = va_malloc((size_t)m * sizeof(uint32_t), "kmeans++");
+  for (int64_t i = 0; i < m; i++) total += w[i];
+  /* First centre: drawn by weight. */
+  double u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, 0, 0) * total, cum = 0;
+  int64_t pick = m - 1;
+  for (int64_t i = 0; i < m; i++) { cum += w[i]; if (cum > u) { pick = i; break; } }
+  memcpy(out, C + pick * d, (size_t)d * sizeof(float));
+  for (int64_t i = 0; i < m; i++) best[i] = va_row_distance(C + i * d, out, d, st->cosine);
+  for (int64_t q = 1; q < k; q++) {
+    double pot = 0;
+    for (int64_t i = 0; i < m; i++) pot += w[i] * best[i];
+    u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 0) * pot;
+    cum = 0;
+    pick = -1;
+    for (int64_t i = 0; i < m; i++) { cum += w[i] * best[i]; if (cum > u && w[i] * best[i] > 0) { pick = i; break; } }
+    if (pick < 0) pick = (int64_t)(va_rand_u64(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 1) % (uint64_t)m);
+    memcpy(out + q * d, C + pick * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < m; i++) {
+      double dist = va_row_distance(C + i * d, out + q * d, d, st->cosine);
+      if (dist < best[i]) best[i] = dist;
+    }
+  }
+  /* A few weighted Lloyd steps on the candidates (the reference assignment is exact and serial). */
+  double *sum = va_malloc((size_t)(k * (d + 1)) * sizeof(double), "kmeans++ lloyd");
+  for (int it = 0; it < 5; it++) {
+    va_assign_ref(C, m, d, out, k, st->cosine, lab, (float *)best /* scratch, m floats fit */);
+    memset(sum, 0, (size_t)(k * (d + 1)) * sizeof(double));
+    for (int64_t i = 0; i < m; i++) {
+      double *s = sum + (int64_t)lab[i] * (d + 1);
+      for (int64_t t = 0; t < d; t++) s[t] += w[i] * C[i * d + t];
+      s[d] += w[i];
+    }
+    for (int64_t j = 0; j < k; j++)
+      if (sum[j * (d + 1) + d] > 0) {
+        for (int64_t t = 0; t < d; t++) out[j * d + t] = (float)(sum[j * (d + 1) + t] / sum[j * (d + 1) + d]);
+        if (st->cosine) {
+          double s2 = 0;
+          for (int64_t t = 0; t < d; t++) s2 += (double)out[j * d + t] * out[j * d + t];
+          if (s2 > 0) for (int64_t t = 0; t < d; t++) out[j * d + t] = (float)(out[j * d + t] / sqrt(s2));
+        }
+      }
+  }
+  free(sum); free(lab); free(best);
+}
+
+/* kmeans|| (Bahmani et al. 2012): rounds of independent oversampling by squared distance to the
+ * candidates so far, candidates weighted by the rows nearest to them, then weighted k-means++. */
+static void init_kmeans_parallel(va_state_t *st) {
+  const va_config_t *c = st->cfg;
+  int64_t d = st->d, n = st->n_local, k = st->k;
+  int64_t first = (int64_t)(va_rand_u64(c->seed, VA_RNG_INIT_FIRST, 0, 0) % (uint64_t)st->n);
+  int64_t ncand = 1, cap = 1 + (int64_t)ceil(c->kmeans_oversample * (double)k * (double)(c->kmeans_rounds + 1)) + k;
+  int64_t *cand_rows = va_malloc((size_t)cap * sizeof(int64_t), "kmeans|| rows");
+  cand_rows[0] = first;
+  float *C = va_malloc((size_t)(cap * d) * sizeof(float), "kmeans|| candidates");
+  va_fetch_rows(st, &first, 1, C);
+  float *mind = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "kmeans|| distances");
+  for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
+  update_min_dist(st, C, 1, mind, st->assign, st->r);
+  double l = c->kmeans_oversample * (double)k;
+  int64_t *picked = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "kmeans|| picks");
+  for (int64_t round = 1; round <= c->kmeans_rounds || (ncand < k && round <= c->kmeans_rounds + 5); round++) {
+    double phi = 0;
+    for (int64_t i = 0; i < n; i++) phi += mind[i];
+    va_allreduce_sum_f64(&phi, 1);
+    if (!(phi > 0)) break; /* every row sits on a candidate */
+    int64_t np = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double p = l * mind[i] / phi;
+      if (mind[i] > 0 && va_rand_unit(c->seed, VA_RNG_INIT_SAMPLE, (uint64_t)(st->row0 + i), (uint64_t)round) < p) picked[np++] = st->row0 + i;
+    }
+    /* Gather the picks in global row order (rank order = row order). */
+    int P = va_proc.nranks, mine = (int)np;
+    int *counts = va_malloc((size_t)P * sizeof(int), "gather"), *displs = va_malloc((size_t)P * sizeof(int), "gather");
+    VA_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
+    int64_t tot = 0;
+    for (int p = 0; p < P; p++) { displs[p] = (int)tot; tot += counts[p]; }
+    if (ncand + tot > cap) {
+      cap = ncand + tot;
+      cand_rows = realloc(cand_rows, (size_t)cap * sizeof(int64_t));
+      C = realloc(C, (size_t)(cap * d) * sizeof(float));
+      if (!cand_rows || !C) VA_FATAL("out of memory growing kmeans|| candidates");
+    }
+    VA_MPI(MPI_Allgatherv(picked, mine, MPI_INT64_T, cand_rows + ncand, counts, displs, MPI_INT64_T, MPI_COMM_WORLD));
+    free(counts); free(displs);
+    if (tot == 0) continue;
+    va_fetch_rows(st, cand_rows + ncand, tot, C + ncand * d);
+    update_min_dist(st, C + ncand * d, tot, mind, st->assign, st->r);
+    ncand += tot;
+  }
+  free(picked);
+  free(mind);
+  if (ncand < k) {
+    /* Fewer distinct candidates than anchors (tiny or duplicated data): top up with random rows. */
+    int64_t extra = k - ncand;
+    int64_t *rows = va_malloc((size_t)k * sizeof *rows, "kmeans|| fill");
+    random_rows(st, k, VA_RNG_INIT_RANDOM, rows);
+    qsort(rows, (size_t)k, sizeof *rows, cmp_i64);
+    va_fetch_rows(st, rows, extra, C + ncand * d);
+    memcpy(cand_rows + ncand, rows, (size_t)extra * sizeof(int64_t));
+    ncand += extra;
+    free(rows);
+  }
+  /* Weights: rows nearest to each candidate (an integer count, exact in any order). */
+  float *cn = va_malloc((size_t)ncand * sizeof(float), "kmeans|| norms");
+  va_row_norms(C, ncand, d, cn);
+  va_assign_cpu(st->X, n, d, C, cn, ncand, st->cosine, &st->aopts, st->assign, st->r);
+  double *w = va_calloc((size_t)ncand, sizeof(double), "kmeans|| weights");
+  for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
+  va_allreduce_sum_f64(w, ncand);
+  weighted_kmeanspp(st, C, w, ncand, st->A);
+  free(w); free(cn); free(C); free(cand_rows);
+}
+
+void va_init_file_read(va_state_t *st) {
+  const va_config_t *c = st->cfg;
+  char err[1024] = "";
+  int rc = 0;
+  int64_t dims[2] = {0, 0};
+  float *buf = NULL;
+  if (va_proc.rank == 0) {
+    char spec[2 * VA_PATH_MAX];
+    snprintf(spec, sizeof spec, "%s:%s", c->init_file, c->init_dataset);
+    hid_t f = H5Fopen(c->init_file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = f >= 0 ? H5Dopen2(f, c->init_dataset, H5P_DEFAULT) : -1;
+    hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
+    if (sp < 0) { snprintf(err, sizeof err, "init anchors '%s' cannot be read: %s", spec, va_h5_last_error()); rc = VA_EXIT_INPUT; }
+    else if (H5Sget_simple_extent_ndims(sp) != 2) { snprintf(err, sizeof err, "init anchors '%s' must be 2-D (k x d)", spec); rc = VA_EXIT_INPUT; }
+    else {
+      hsize_t hd[2];
+      H5Sget_simple_extent_dims(sp, hd, NULL);
+      dims[0] = (int64_t)hd[0]; dims[1] = (int64_t)hd[1];
+      if (dims[1] != st->d || dims[0] < 1 || dims[0] > st->n) {
+        snprintf(err, sizeof err, "init anchors '%s' are %lld x %lld; need 1..n rows of dimension %lld", spec, (long long)dims[0], (long long)dims[1], (long long)st->d);
+        rc = VA_EXIT_INPUT;
+      } else {
+        buf = va_malloc((size_t)(dims[0] * dims[1]) * sizeof(float), "init anchors");
+        if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) { snprintf(err, sizeof err, "init anchors '%s': %s", spec, va_h5_last_error()); rc = VA_EXIT_INPUT; }
+        for (int64_t i = 0; !rc && i < dims[0] * dims[1]; i++)
+          if (!isfinite(buf[i])) { snprintf(err, sizeof err, "init anchors '%s': anchor %lld holds NaN/Inf", spec, (long long)(i / dims[1])); rc = VA_EXIT_INPUT; }
+      }
+    }
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    if (f >= 0) H5Fclose(f);
+  }
+  VA_AGREE_OR_EXIT(rc, err);
+  VA_MPI(MPI_Bcast(dims, 2, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  st->k = st->k_initial = dims[0];
+  if (!buf) buf = va_malloc((size_t)(dims[0] * dims[1]) * sizeof(float), "init anchors");
+  VA_MPI(MPI_Bcast(buf, (int)(dims[0] * dims[1]), MPI_FLOAT, 0, MPI_COMM_WORLD));
+  /* File anchors are in input coordinates: move them into the job's (centred or unit) frame. */
+  for (int64_t j = 0; j < st->k; j++) {
+    float *a = buf + j * st->d;
+    double s = 0;
+    for (int64_t t = 0; t < st->d; t++) { a[t] = (float)(a[t] - st->center[t]); s += (double)a[t] * a[t]; }
+    if (st->cosine && s > 0) for (int64_t t = 0; t < st->d; t++) a[t] = (float)(a[t] / sqrt(s));
+  }
+  st->A = buf; /* va_state_alloc grows this buffer in place */
+}
+
+void va_init_anchors(va_state_t *st) {
+  va_tick_t t = va_tick();
+  switch (st->cfg->init_kind) {
+    case VA_INIT_RANDOM: init_random(st); break;
+    case VA_INIT_FARTHEST: init_farthest(st); break;
+    case VA_INIT_FILE: break; /* read by va_init_file_read before the state was allocated */
+    default: init_kmeans_parallel(st); break;
+  }
+  va_state_anchor_norms(st);
+  va_tock(VA_PH_INIT, t);
+}

@@ -1,0 +1,27 @@
+/* assign.h: nearest-anchor assignment, a(x) = argmin_j ||x - A_j||^2 (ties to the lowest j) and
+ * r(x) = that squared distance; with cosine (unit rows and anchors), a(x) = argmax_j x.A_j and
+ * r(x) = 1 - x.A_j. The fast path never holds an n x k matrix: it multiplies a tile of rows by all
+ * anchors (sgemm), scans the tile for the running argmin, and recomputes r for the winner exactly in
+ * double (the expanded form ||x||^2 - 2x.a + ||a||^2 loses digits when r is small next to ||x||^2). */
+#ifndef VECANNEAL_ASSIGN_H
+#define VECANNEAL_ASSIGN_H
+#include <stdint.h>
+
+typedef struct {
+  int threads;        /* worker threads for the tiles */
+  int64_t tile_rows;  /* rows per tile; 0 = auto */
+} va_assign_opts_t;
+
+/* Plain reference: every distance in double, ties to the lowest j. */
+void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine,
+                   uint32_t *assign, float *r);
+/* Fast path. anorm[j] = ||A_j||^2 (ignored for cosine). */
+void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k,
+                   int cosine, const va_assign_opts_t *opts, uint32_t *assign, float *r);
+/* Exact distance of one row to one anchor (double accumulation), as the assign pass reports it. */
+float va_row_distance(const float *x, const float *a, int64_t d, int cosine);
+/* Squared norms of m rows of length d. */
+void va_row_norms(const float *M, int64_t m, int64_t d, float *out);
+/* Sets the BLAS library's own thread count (OpenBLAS). */
+void va_blas_threads(int threads);
+#endif

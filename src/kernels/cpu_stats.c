@@ -1,0 +1,104 @@
+/* cpu_stats.c: per-anchor statistics on the CPU (see stats.h), plus plain references for the tests. */
+#include "kernels/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "util.h"
+
+void va_farthest_local(const uint32_t *assign, const float *r, int64_t n, int64_t k, float *rmax, int64_t *rarg) {
+  for (int64_t j = 0; j < k; j++) { rmax[j] = 0; rarg[j] = -1; }
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t j = assign[i];
+    if (rarg[j] < 0 || r[i] > rmax[j]) { rmax[j] = r[i]; rarg[j] = i; }
+  }
+}
+
+void va_hist_accumulate(const uint32_t *assign, const float *r, int64_t n, int64_t k, const float *rmax,
+                        int64_t bins, double *hist) {
+  (void)k;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t j = assign[i];
+    hist[(int64_t)j * bins + va_hist_bin(r[i], rmax[j], bins)] += 1.0;
+  }
+}
+
+void va_trim_bins(const double *hist, int64_t k, int64_t bins, double trim_near, double trim_far,
+                  int32_t *bin_lo, int32_t *bin_hi) {
+  for (int64_t j = 0; j < k; j++) {
+    const double *h = hist + j * bins;
+    double count = 0;
+    for (int64_t b = 0; b < bins; b++) count += h[b];
+    double drop_near = floor(trim_near * count), drop_far = floor(trim_far * count);
+    /* Lowest bin kept: drop whole leading bins while their total stays within drop_near. */
+    int64_t lo = 0;
+    double cum = 0;
+    while (lo < bins - 1 && cum + h[lo] <= drop_near) cum += h[lo++];
+    int64_t hi = bins - 1;
+    cum = 0;
+    while (hi > lo && cum + h[hi] <= drop_far) cum += h[hi--];
+    bin_lo[j] = (int32_t)lo;
+    bin_hi[j] = (int32_t)hi;
+  }
+}
+
+void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
+                         int64_t k, const va_stats_rule_t *rule, double *acc) {
+  (void)k;
+  const int64_t W = VA_STATS_W(d);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t j = assign[i];
+    double *a = acc + (int64_t)j * W;
+    a[VA_ST_COUNT(d)] += 1.0;
+    a[VA_ST_RSUM(d)] += r[i];
+    double w = 1.0;
+    if (rule->mode == VA_ROBUST_TRIM) {
+      int64_t b = va_hist_bin(r[i], rule->rmax[j], rule->bins);
+      if (b < rule->bin_lo[j] || b > rule->bin_hi[j]) continue;
+    } else if (rule->mode == VA_ROBUST_HUBER) {
+      double delta = rule->huber_delta[j], dist = sqrt((double)r[i]);
+      if (delta > 0 && dist > delta) w = delta / dist;
+    }
+    a[VA_ST_WEIGHT(d)] += w;
+    const float *x = X + i * d;
+    if (w == 1.0)
+      for (int64_t t = 0; t < d; t++) a[t] += x[t];
+    else
+      for (int64_t t = 0; t < d; t++) a[t] += w * x[t];
+  }
+}
+
+static const float *sort_r;
+static int cmp_by_r(const void *pa, const void *pb) {
+  int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+  return sort_r[a] < sort_r[b] ? -1 : sort_r[a] > sort_r[b] ? 1 : (a > b) - (a < b);
+}
+
+void va_trimmed_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d,
+                         double trim_near, double trim_far, double *mean) {
+  int64_t *idx = va_malloc((size_t)m * sizeof *idx, "trim reference");
+  memcpy(idx, members, (size_t)m * sizeof *idx);
+  sort_r = r;
+  qsort(idx, (size_t)m, sizeof *idx, cmp_by_r);
+  int64_t lo = (int64_t)floor(trim_near * (double)m), hi = m - (int64_t)floor(trim_far * (double)m);
+  for (int64_t t = 0; t < d; t++) mean[t] = 0;
+  for (int64_t q = lo; q < hi; q++)
+    for (int64_t t = 0; t < d; t++) mean[t] += X[idx[q] * d + t];
+  for (int64_t t = 0; t < d; t++) mean[t] /= (double)(hi - lo);
+  free(idx);
+}
+
+void va_huber_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d,
+                       double delta, double *mean) {
+  double wsum = 0;
+  for (int64_t t = 0; t < d; t++) mean[t] = 0;
+  for (int64_t q = 0; q < m; q++) {
+    double dist = sqrt((double)r[members[q]]);
+    double w = dist > delta ? delta / dist : 1.0;
+    wsum += w;
+    for (int64_t t = 0; t < d; t++) mean[t] += w * X[members[q] * d + t];
+  }
+  for (int64_t t = 0; t < d; t++) mean[t] /= wsum;
+}

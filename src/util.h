@@ -1,0 +1,67 @@
+/* util.h: process-wide context (rank, host), exit codes, checked-call macros and rank-0 logging.
+ * Every library call goes through a VA_* macro so that a failure names rank, host, file:line and the
+ * library's own message, and then ends every rank (MPI_Abort) instead of leaving the others hanging.
+ * Expected failures (bad input, bad config) go through va_agree(): all ranks agree on one error code,
+ * rank 0 prints one message, and every rank exits with that code. */
+#ifndef VECANNEAL_UTIL_H
+#define VECANNEAL_UTIL_H
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes (documented in README.md). */
+enum {
+  VA_EXIT_OK = 0,
+  VA_EXIT_INTERNAL = 1,  /* a library call failed or an invariant broke: MPI_Abort */
+  VA_EXIT_USAGE = 2,     /* bad command line or configuration */
+  VA_EXIT_INPUT = 3,     /* input file/dataset missing, malformed or holding bad values */
+  VA_EXIT_OUTPUT = 4,    /* the output cannot be written */
+  VA_EXIT_RESOURCE = 5,  /* not enough memory for the requested job */
+};
+
+typedef struct {
+  int rank, nranks;
+  int local_rank, local_nranks; /* within the node (MPI_COMM_TYPE_SHARED) */
+  char host[64];
+} va_proc_t;
+extern va_proc_t va_proc;
+
+void va_proc_init(void);
+
+/* Fatal, unexpected failure on this rank: print and MPI_Abort the whole job. */
+_Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define VA_FATAL(...) va_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+
+void va_mpi_fail(int err, const char *call, const char *file, int line);
+#define VA_MPI(call) do { int va_e_ = (call); if (va_e_ != MPI_SUCCESS) va_mpi_fail(va_e_, #call, __FILE__, __LINE__); } while (0)
+
+/* HDF5: the error stack's innermost message is quoted. Use for herr_t and hid_t results. */
+void va_h5_fail(const char *call, const char *file, int line);
+#define VA_H5(call) ({ __typeof__(call) va_r_ = (call); if (va_r_ < 0) va_h5_fail(#call, __FILE__, __LINE__); va_r_; })
+/* The innermost HDF5 error message of the current stack, for user-facing messages. */
+const char *va_h5_last_error(void);
+
+void *va_malloc(size_t bytes, const char *what);
+void *va_calloc(size_t count, size_t size, const char *what);
+
+/* Collective: every rank passes its own status (0 = fine). Returns the largest code. When non-zero,
+ * rank 0 prints the message of the lowest failing rank, once. */
+int va_agree(int code, const char *msg);
+/* Collective exit: finalize MPI and exit with code on every rank (removes the pending temporary file). */
+_Noreturn void va_exit_all(int code);
+/* Shorthand: agree, and if anyone failed, exit everywhere. */
+#define VA_AGREE_OR_EXIT(code, msg) do { int va_c_ = va_agree((code), (msg)); if (va_c_) va_exit_all(va_c_); } while (0)
+
+/* A temporary output file removed by any fatal or collective exit, so nothing half-written is left. */
+void va_set_pending_output(const char *path);
+
+/* Rank-0 logging to stdout, flushed. */
+void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double va_now(void);
+/* Peak resident set size of this process in bytes. */
+size_t va_peak_rss(void);
+/* Number of CPU cores this process may run on. */
+int va_cpu_count(void);
+#endif
