@@ -114,6 +114,15 @@ static void normalise(float *a, int64_t d) {
   }
 }
 
+void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step, double beta) {
+  for (int64_t q = 0; q < d; q++) {
+    double step = eta * (sum[q] / w - a[q]);
+    if (max_step > 0) step = step > max_step ? max_step : step < -max_step ? -max_step : step;
+    v[q] = beta * v[q] + (1.0 - beta) * step;
+    a[q] = (float)(a[q] + v[q]);
+  }
+}
+
 static double acc_at(const va_state_t *st, int64_t j, int64_t field) { return st->acc[j * VA_STATS_W(st->d) + field]; }
 
 /* Empty anchors move to the farthest member of the anchors with the largest energy contribution. */
@@ -188,21 +197,13 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   st->E = esum / (double)st->n;
 
   t = va_tick();
-  double eta = c->lr * st->T / (1.0 + st->T), beta = c->momentum;
+  double eta = va_eta(c->lr, st->T), beta = c->momentum;
   for (int64_t j = 0; j < k; j++) {
     double cnt = acc_at(st, j, VA_ST_COUNT(d)), w = acc_at(st, j, VA_ST_WEIGHT(d));
     st->rms_prev[j] = cnt > 0 ? sqrt(acc_at(st, j, VA_ST_RSUM(d)) / cnt) : 0;
     if (!(cnt > 0 && w > 0)) continue;
-    const double *sum = st->acc + j * W;
-    float *a = st->A + j * d;
-    double *v = st->vel + j * d;
-    for (int64_t q = 0; q < d; q++) {
-      double step = eta * (sum[q] / w - a[q]);
-      if (c->max_step > 0) step = step > c->max_step ? c->max_step : step < -c->max_step ? -c->max_step : step;
-      v[q] = beta * v[q] + (1.0 - beta) * step;
-      a[q] = (float)(a[q] + v[q]);
-    }
-    if (st->cosine) normalise(a, d);
+    va_update_anchor(st->A + j * d, st->vel + j * d, st->acc + j * W, w, d, eta, c->max_step, beta);
+    if (st->cosine) normalise(st->A + j * d, d);
   }
   reseed_empty(st);
   va_state_anchor_norms(st);
@@ -421,7 +422,7 @@ void va_anneal(va_state_t *st) {
     st->T *= 1.0 - c->cooling_rate;
     double ms = 1e3 * (va_now() - t0);
     if (c->progress_every > 0 && ((st->iter + 1) % c->progress_every == 0 || st->converged || st->iter + 1 == c->max_iter))
-      va_log0("%6lld %11.4g %14.8g %11.6f %12lld %7lld %9.2f\n", (long long)st->iter + 1, T_used, st->E,
+      va_log0("%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f\n", (long long)st->iter + 1, T_used, st->E,
               st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms);
   }
 }

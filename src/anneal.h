@@ -38,6 +38,11 @@ typedef struct {
   int64_t merges, splits, reseeds;
 } va_state_t;
 
+/* Step size eta(T) = lr T / (1 + T) (s2.3). */
+static inline double va_eta(double lr, double T) { return lr * T / (1.0 + T); }
+/* s2.3 for one anchor: step = clamp(eta (sum / w - a), +-max_step) per coordinate (max_step <= 0: no
+ * clamp); v <- beta v + (1 - beta) step; a <- a + v. */
+void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step, double beta);
 /* Allocates per-rank buffers once X, n, d, k, k_max are set. */
 void va_state_alloc(va_state_t *st);
 void va_state_free(va_state_t *st);

@@ -28,13 +28,14 @@ static void compress_usage(void) {
       "  --preset vlc          the prototype's parity settings (same as --set preset=vlc)\n"
       "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
       "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
+      "  --print-config        print the resolved configuration as an INI file and exit\n"
       "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
       "writable, 5 not enough memory.\n\n");
   va_config_print_keys(stdout);
 }
 
 /* Builds the configuration from --config, --set and the shorthands (applied in that order). */
-static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help) {
+static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help, int *print) {
   va_config_src_t *src = va_config_src_new();
   const char *v, *config_file = NULL;
   int rc = 0;
@@ -45,6 +46,7 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
                                              {"--preset", "preset"}, {"--backend", "backend"}, {"--seed", "seed"}};
   for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; break; }
+    if (!strcmp(argv[i], "--print-config")) { *print = 1; continue; }
     if ((v = va_opt(argc, argv, &i, "--config"))) continue;
     if ((v = va_opt(argc, argv, &i, "--set"))) { rc = va_config_src_add_kv(src, v, "--set", err, errlen); continue; }
     int matched = 0;
@@ -53,6 +55,7 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
     if (!matched) { snprintf(err, errlen, "compress: unknown argument '%s' (see vecanneal compress --help)", argv[i]); rc = 1; }
   }
   if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
+  if (*print) return rc;
   if (!rc && !*help && !cfg->input[0]) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
   if (!rc && !*help && !cfg->out[0]) { snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')"); rc = 1; }
   va_config_src_free(src);
@@ -118,9 +121,13 @@ int va_cmd_compress(int argc, char **argv) {
   double t_start = va_now();
   va_config_t cfg;
   char err[2048] = "";
-  int help = 0;
-  int rc = parse_args(argc, argv, &cfg, err, sizeof err, &help);
+  int help = 0, print = 0;
+  int rc = parse_args(argc, argv, &cfg, err, sizeof err, &help, &print);
   if (help) { compress_usage(); return 0; }
+  if (print && !rc) {
+    if (va_proc.rank == 0) va_config_print_ini(&cfg, stdout);
+    return 0;
+  }
   if (va_agree(rc ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
   if (cfg.backend == VA_BACKEND_CUDA) {
     VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");

@@ -25,7 +25,7 @@ typedef struct {
 
 static const key_def_t KEYS[] = {
   {"input", K_STR, F(input), "", 0, 0, NULL, "input vectors as FILE.h5:DATASET (ann-benchmarks layout: FILE.h5:/train)"},
-  {"out", K_STR, F(out), "", 0, 0, NULL, "output index file (written as OUT.tmp-* and renamed when complete)"},
+  {"out", K_STR, F(out), "", 0, 0, NULL, "output index file (written as OUT.partial and renamed when complete)"},
   {"metrics", K_STR, F(metrics), "", 0, 0, NULL, "optional JSON file for per-phase timings and memory (empty: none)"},
   {"preset", K_ENUM, F(preset), "default", 0, 0, "default|vlc", "default: tuned for low energy fast; vlc: the prototype's parity settings (ALGORITHM.md s3)"},
   {"k", K_INT, F(k), "256", 1, BIG, NULL, "number of anchors (same as --anchors)"},
@@ -65,14 +65,16 @@ static const key_def_t KEYS[] = {
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
-/* The prototype's behaviour (ALGORITHM.md s3). k_max -1: the prototype had no upper bound on k. */
+/* The prototype's behaviour (ALGORITHM.md s3). k_max -1: the prototype had no upper bound on k.
+ * k_min 0 (= the initial k): the prototype's merges never removed an anchor, so its k never fell
+ * below the initial k; with merges that delete (the fix) parity keeps that floor. */
 static const char *const PRESET_VLC[][2] = {
     {"k", "1024"}, {"T0", "1"}, {"cooling_rate", "0.01"}, {"lr", "0.1"}, {"robust", "trim"},
     {"trim_near", "0.1"}, {"trim_far", "0.1"}, {"max_iter", "1000"}, {"tol", "1e-4"},
     {"tol_mode", "absolute"}, {"min_changes", "10"}, {"maintenance_interval", "50"},
     {"init", "farthest"}, {"merge_factor", "0.1"}, {"split_count_factor", "2"},
     {"split_var_factor", "2"}, {"split_var_mode", "absolute"}, {"max_step", "0.1"},
-    {"momentum", "0"}, {"k_min", "1"}, {"k_max", "-1"}, {"metric", "l2"},
+    {"momentum", "0"}, {"k_min", "0"}, {"k_max", "-1"}, {"metric", "l2"},
 };
 
 typedef struct { char *key, *value, *origin; } assign_t;
@@ -306,6 +308,30 @@ void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx) {
       case K_DOUBLE: snprintf(v, sizeof v, "%.17g", *(const double *)base); break;
     }
     fn(k->name, v, ctx);
+  }
+}
+
+void va_config_print_ini(const va_config_t *cfg, FILE *f) {
+  fprintf(f, "# vecanneal compress configuration: every key with its value and meaning.\n"
+             "# Format: 'key = value' lines; '#' or ';' start a comment; [sections] only group keys.\n"
+             "# Applied in order: built-in defaults, preset, this file, then --set key=value on the command line.\n");
+  static const char *const sections[][2] = {{"input", "job"}, {"init", "initialisation"}, {"robust", "robust statistics"},
+                                            {"lr", "update"}, {"max_iter", "convergence"}, {"maintenance_interval", "maintenance"},
+                                            {"threads", "execution"}};
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def_t *k = &KEYS[i];
+    for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++)
+      if (!strcmp(sections[s][0], k->name)) fprintf(f, "\n[%s]\n", sections[s][1]);
+    char v[VA_PATH_MAX + 32];
+    const char *base = (const char *)cfg + k->offset;
+    switch (k->type) {
+      case K_STR: snprintf(v, sizeof v, "%s", base); break;
+      case K_ENUM: snprintf(v, sizeof v, "%s", k->size == sizeof(int) ? va_config_enum_name(k->name, *(const int *)base) : base); break;
+      case K_INT: snprintf(v, sizeof v, "%lld", (long long)*(const int64_t *)base); break;
+      case K_UINT: snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)base); break;
+      case K_DOUBLE: snprintf(v, sizeof v, "%.10g", *(const double *)base); break;
+    }
+    fprintf(f, "# %s%s%s%s\n%s = %s\n", k->doc, k->choices ? " [" : "", k->choices ? k->choices : "", k->choices ? "]" : "", k->name, v);
   }
 }
 

@@ -69,6 +69,8 @@ int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, s
 /* Iterates every key with its resolved value as text (for index attributes, info and metrics). */
 typedef void (*va_config_visit_fn)(const char *key, const char *value, void *ctx);
 void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx);
+/* Prints the configuration as an INI file, one documented line per key. */
+void va_config_print_ini(const va_config_t *cfg, FILE *f);
 /* Prints every key: name, default, doc. */
 void va_config_print_keys(FILE *f);
 const char *va_config_enum_name(const char *key, int value);

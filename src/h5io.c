@@ -183,8 +183,9 @@ static int probe_input(const char *spec, va_input_t *in, char *err, size_t errle
   else if (cls == H5T_FLOAT && size == 2) in->dtype = VA_DT_F16;
   else if (cls == H5T_INTEGER && size == 1) in->dtype = H5Tget_sign(type) == H5T_SGN_NONE ? VA_DT_U8 : VA_DT_I8;
   else {
-    snprintf(err, errlen, "dataset '%s' in '%s' has an unsupported element type (class %d, %zu bytes); supported: float32, float64, float16, uint8, int8",
-             in->dataset, in->file, (int)cls, size);
+    const char *cname = cls == H5T_INTEGER ? "integer" : cls == H5T_FLOAT ? "float" : cls == H5T_STRING ? "string" : cls == H5T_COMPOUND ? "compound" : "non-numeric";
+    snprintf(err, errlen, "dataset '%s' in '%s' has an unsupported element type (%s, %zu bytes); supported: float32, float64, float16, uint8, int8",
+             in->dataset, in->file, cname, size);
     rc = VA_EXIT_INPUT; goto done;
   }
   in->elem_size = (int)size;

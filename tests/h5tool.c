@@ -1,0 +1,133 @@
+/* h5tool.c: test helper for index files and bad inputs (no Python needed in CI).
+ *   h5tool attr FILE NAME           print a root attribute
+ *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical
+ *   h5tool close A B RTOL           exit 0 iff assignments and counts are identical and every anchor
+ *                                   agrees to RTOL relative (||a - b|| <= RTOL ||b||, per anchor)
+ *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata) or a
+ *                                   valid 64 x 8 one of another type (f64, u8, i8) */
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const DATASETS[] = {"/anchors", "/assignments", "/anchor_count", "/anchor_mse", "/history/energy",
+                                       "/history/changed", "/history/anchors", "/history/temperature"};
+
+static void *read_all(hid_t f, const char *name, size_t *bytes, hsize_t *dims, int *rank) {
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  if (d < 0) { fprintf(stderr, "missing dataset %s\n", name); exit(2); }
+  hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+  *rank = H5Sget_simple_extent_ndims(s);
+  H5Sget_simple_extent_dims(s, dims, NULL);
+  hssize_t np = H5Sget_simple_extent_npoints(s);
+  *bytes = (size_t)np * H5Tget_size(t);
+  void *buf = malloc(*bytes ? *bytes : 1);
+  H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+  H5Tclose(t); H5Sclose(s); H5Dclose(d);
+  return buf;
+}
+
+static int cmd_attr(const char *file, const char *name) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return 2;
+  hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+  if (a < 0) return 2;
+  hid_t t = H5Aget_type(a);
+  if (H5Tget_class(t) == H5T_STRING) {
+    char buf[4096] = {0};
+    H5Aread(a, t, buf);
+    printf("%s\n", buf);
+  } else if (H5Tget_class(t) == H5T_INTEGER) {
+    long long v; H5Aread(a, H5T_NATIVE_LLONG, &v); printf("%lld\n", v);
+  } else {
+    double v; H5Aread(a, H5T_NATIVE_DOUBLE, &v); printf("%.17g\n", v);
+  }
+  H5Tclose(t); H5Aclose(a); H5Fclose(f);
+  return 0;
+}
+
+static int cmd_same(const char *fa, const char *fb) {
+  hid_t a = H5Fopen(fa, H5F_ACC_RDONLY, H5P_DEFAULT), b = H5Fopen(fb, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (a < 0 || b < 0) { fprintf(stderr, "cannot open inputs\n"); return 2; }
+  int diff = 0;
+  for (size_t i = 0; i < sizeof DATASETS / sizeof *DATASETS; i++) {
+    size_t na, nb; hsize_t da[2], db[2]; int ra, rb;
+    void *x = read_all(a, DATASETS[i], &na, da, &ra), *y = read_all(b, DATASETS[i], &nb, db, &rb);
+    if (na != nb || memcmp(x, y, na)) { printf("differs: %s\n", DATASETS[i]); diff = 1; }
+    free(x); free(y);
+  }
+  H5Fclose(a); H5Fclose(b);
+  if (!diff) printf("bitwise identical: %s %s\n", fa, fb);
+  return diff;
+}
+
+static int cmd_close(const char *fa, const char *fb, double rtol) {
+  hid_t a = H5Fopen(fa, H5F_ACC_RDONLY, H5P_DEFAULT), b = H5Fopen(fb, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (a < 0 || b < 0) { fprintf(stderr, "cannot open inputs\n"); return 2; }
+  int bad = 0;
+  size_t na, nb; hsize_t da[2], db[2]; int ra, rb;
+  void *x = read_all(a, "/assignments", &na, da, &ra), *y = read_all(b, "/assignments", &nb, db, &rb);
+  if (na != nb) { printf("assignments: sizes differ\n"); bad = 1; }
+  else {
+    size_t n = na / 4, ndiff = 0;
+    for (size_t i = 0; i < n; i++) ndiff += ((uint32_t *)x)[i] != ((uint32_t *)y)[i];
+    if (ndiff) { printf("assignments: %zu of %zu rows differ\n", ndiff, n); bad = 1; }
+  }
+  free(x); free(y);
+  float *A = read_all(a, "/anchors", &na, da, &ra), *B = read_all(b, "/anchors", &nb, db, &rb);
+  if (na != nb) { printf("anchors: shapes differ (%llu vs %llu)\n", (unsigned long long)da[0], (unsigned long long)db[0]); bad = 1; }
+  else {
+    double worst = 0;
+    for (hsize_t j = 0; j < da[0]; j++) {
+      double e = 0, nrm = 0;
+      for (hsize_t t = 0; t < da[1]; t++) {
+        double u = A[j * da[1] + t], v = B[j * da[1] + t];
+        e += (u - v) * (u - v); nrm += v * v;
+      }
+      double r = nrm > 0 ? sqrt(e / nrm) : sqrt(e);
+      if (r > worst) worst = r;
+    }
+    printf("anchors: worst relative difference %.3g (tolerance %.3g)\n", worst, rtol);
+    if (!(worst <= rtol)) bad = 1;
+  }
+  free(A); free(B);
+  H5Fclose(a); H5Fclose(b);
+  return bad;
+}
+
+static void write_ds(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims, const void *buf) {
+  hid_t s = H5Screate_simple(rank, dims, NULL);
+  hid_t d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (buf) H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+  H5Dclose(d); H5Sclose(s);
+}
+
+static int cmd_make_bad(const char *out, const char *kind) {
+  hid_t f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) return 2;
+  float rows[64 * 8];
+  for (int i = 0; i < 64 * 8; i++) rows[i] = (float)((i * 37) % 11);
+  hsize_t dims2[2] = {64, 8}, dims1[1] = {512}, empty[2] = {0, 8};
+  if (!strcmp(kind, "1d")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 1, dims1, rows);
+  else if (!strcmp(kind, "int32")) { int v[512] = {0}; write_ds(f, "/train", H5T_NATIVE_INT, 2, dims2, v); }
+  else if (!strcmp(kind, "nan")) { rows[7 * 8 + 3] = NAN; write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows); }
+  else if (!strcmp(kind, "inf")) { rows[50 * 8] = INFINITY; write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows); }
+  else if (!strcmp(kind, "empty")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, empty, NULL);
+  else if (!strcmp(kind, "nodata")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, NULL);
+  else if (!strcmp(kind, "f64")) { double v[512]; for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25; write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v); }
+  else if (!strcmp(kind, "u8")) { unsigned char v[512]; for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20); write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v); }
+  else if (!strcmp(kind, "i8")) { signed char v[512]; for (int i = 0; i < 512; i++) v[i] = (signed char)(rows[i] * 10 - 50); write_ds(f, "/train", H5T_NATIVE_SCHAR, 2, dims2, v); }
+  else { fprintf(stderr, "unknown kind %s\n", kind); return 2; }
+  H5Fclose(f);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "attr")) return cmd_attr(argv[2], argv[3]);
+  if (argc == 4 && !strcmp(argv[1], "same")) return cmd_same(argv[2], argv[3]);
+  if (argc == 5 && !strcmp(argv[1], "close")) return cmd_close(argv[2], argv[3], atof(argv[4]));
+  if (argc == 4 && !strcmp(argv[1], "make-bad")) return cmd_make_bad(argv[2], argv[3]);
+  fprintf(stderr, "usage: h5tool attr|same|close|make-bad ...\n");
+  return 2;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# badinput.sh: every bad input gets one clear message from rank 0, the same non-zero exit code on
+# every rank (VECANNEAL_TRACE_EXIT makes each rank report its exit), no hang, and no index left behind.
+source "$(dirname "$0")/lib.sh"
+P=3
+good=$WORK/good.h5
+run_np 1 gen --out "$good" --n 500 --d 8 --clusters 4 > /dev/null || fail "gen"
+for kind in 1d int32 nan inf empty nodata; do "$TOOL" make-bad "$WORK/$kind.h5" $kind || fail "make-bad $kind"; done
+run_np 1 gen --out "$WORK/big.h5" --n 20000 --d 32 > /dev/null || fail "gen big"
+cp "$WORK/big.h5" "$WORK/trunc.h5" && truncate -s $(( $(stat -c %s "$WORK/big.h5") / 2 )) "$WORK/trunc.h5"
+printf 'lr = banana\n' > "$WORK/nonsense.ini"
+printf 'lrr = 0.1\n' > "$WORK/unknown.ini"
+printf 'this is not a config\n' > "$WORK/garbage.ini"
+
+# expect CODE PATTERN ARGS...: run compress on P ranks, check exit code, one message, every rank's exit.
+expect() {
+  local code=$1 pattern=$2; shift 2
+  local out=$WORK/case.out
+  rm -f "$out"*
+  VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" compress --out "$out" --set threads=1 "$@" > "$WORK/case.stdout" 2> "$WORK/case.stderr"
+  local rc=$?
+  local msgs=$(grep -c "vecanneal: error:" "$WORK/case.stderr")
+  local exits=$(grep -c "exits with code $code" "$WORK/case.stderr")
+  local msg=$(grep "vecanneal: error:" "$WORK/case.stderr" | head -1)
+  printf '%-40s rc %-3s %s\n' "$*" "$rc" "$msg"
+  [ $rc -eq 124 ] && fail "hang: $*"
+  [ $rc -eq "$code" ] || { cat "$WORK/case.stderr"; fail "expected exit $code, got $rc: $*"; }
+  [ "$msgs" -eq 1 ] || { cat "$WORK/case.stderr"; fail "expected one error message, got $msgs: $*"; }
+  [ "$exits" -eq $P ] || { cat "$WORK/case.stderr"; fail "expected $P ranks to exit with $code, saw $exits: $*"; }
+  echo "$msg" | grep -qi -- "$pattern" || fail "message does not mention '$pattern': $msg"
+  ls "$out"* > /dev/null 2>&1 && fail "output left behind: $(ls "$out"*)"
+  return 0
+}
+expect 3 "no such file"      --input "$WORK/missing.h5:/train" --anchors 4
+expect 3 "no dataset"        --input "$good:/nothere" --anchors 4
+expect 3 "dimension"         --input "$WORK/1d.h5:/train" --anchors 4
+expect 3 "unsupported"       --input "$WORK/int32.h5:/train" --anchors 4
+expect 3 "NaN or Inf"        --input "$WORK/nan.h5:/train" --anchors 4
+expect 3 "NaN or Inf"        --input "$WORK/inf.h5:/train" --anchors 4
+expect 3 "empty"             --input "$WORK/empty.h5:/train" --anchors 4
+expect 3 "no data"           --input "$WORK/nodata.h5:/train" --anchors 4
+expect 3 "truncated"         --input "$WORK/trunc.h5:/train" --anchors 4
+expect 2 "more than"         --input "$good:/train" --anchors 501
+expect 2 "outside"           --input "$good:/train" --anchors 0
+expect 2 "banana"            --input "$good:/train" --anchors 4 --config "$WORK/nonsense.ini"
+expect 2 "did you mean 'lr'" --input "$good:/train" --anchors 4 --config "$WORK/unknown.ini"
+expect 2 "expected 'key"     --input "$good:/train" --anchors 4 --config "$WORK/garbage.ini"
+expect 2 "not one of"        --input "$good:/train" --anchors 4 --set robust=median
+expect 2 "cannot open config" --input "$good:/train" --anchors 4 --config "$WORK/none.ini"
+expect 2 "unknown argument"  --input "$good:/train" --anchors 4 --bogus
+# Unwritable output: a directory that does not exist.
+VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" compress --input "$good:/train" --anchors 4 --out /nonexistent/dir/index.h5 > /dev/null 2> "$WORK/case.stderr"
+rc=$?
+[ $rc -eq 4 ] && [ "$(grep -c 'vecanneal: error:' "$WORK/case.stderr")" -eq 1 ] && [ "$(grep -c 'exits with code 4' "$WORK/case.stderr")" -eq $P ] || { cat "$WORK/case.stderr"; fail "unwritable output: rc $rc"; }
+echo "unwritable output                        rc 4   $(grep 'vecanneal: error:' "$WORK/case.stderr")"
+echo "PASS: badinput"
