@@ -20,3 +20,5 @@ va_job_test(ranks_cosine ranks.sh cosine --anchors 12 --set metric=cosine --set 
 va_job_test(parity_vlc_demo parity.sh)
 va_job_test(bad_inputs badinput.sh)
 va_job_test(configs configs.sh)
+va_job_test(serial_hdf5_build serial_hdf5.sh)
+set_tests_properties(serial_hdf5_build PROPERTIES SKIP_RETURN_CODE 77)
