@@ -185,7 +185,7 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   }
   va_tick_t t = va_tick();
   memset(st->acc, 0, (size_t)(k * W + 1) * sizeof(double));
-  va_stats_accumulate(st->X, st->n_local, d, st->assign, st->r, k, &rule, st->acc);
+  va_stats_accumulate_mt(st->X, st->n_local, d, st->assign, st->r, k, &rule, st->acc, st->aopts.threads);
   st->acc[k * W] = (double)changed_local;
   va_tock(VA_PH_REDUCE, t);
   va_allreduce_sum_f64(st->acc, k * W + 1);

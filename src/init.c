@@ -117,7 +117,9 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   /* A few weighted Lloyd steps on the candidates (the reference assignment is exact and serial). */
   double *sum = va_malloc((size_t)(k * (d + 1)) * sizeof(double), "kmeans++ lloyd");
   for (int it = 0; it < 5; it++) {
-    va_assign_ref(C, m, d, out, k, st->cosine, lab, (float *)best /* scratch, m floats fit */);
+    float *on = (float *)sum; /* scratch: k floats fit in the k x (d + 1) doubles */
+    va_row_norms(out, k, d, on);
+    va_assign_cpu(C, m, d, out, on, k, st->cosine, &st->aopts, lab, (float *)best /* scratch, m floats fit */);
     memset(sum, 0, (size_t)(k * (d + 1)) * sizeof(double));
     for (int64_t i = 0; i < m; i++) {
       double *s = sum + (int64_t)lab[i] * (d + 1);

@@ -70,6 +70,27 @@ void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *a
   }
 }
 
+void va_stats_accumulate_mt(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
+                            int64_t k, const va_stats_rule_t *rule, double *acc, int threads) {
+  const int64_t W = VA_STATS_W(d);
+  if (threads <= 1 || n < 4096) { va_stats_accumulate(X, n, d, assign, r, k, rule, acc); return; }
+  /* Thread t sums rows [t n / T, (t + 1) n / T) into its own buffer; buffers are added in thread order. */
+  double *part = va_calloc((size_t)(threads - 1) * (size_t)(k * W), sizeof(double), "per-thread statistics");
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#endif
+  for (int t = 0; t < threads; t++) {
+    int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    double *dst = t == 0 ? acc : part + (size_t)(t - 1) * (size_t)(k * W);
+    va_stats_accumulate(X + lo * d, hi - lo, d, assign + lo, r + lo, k, rule, dst);
+  }
+  for (int t = 1; t < threads; t++) {
+    const double *src = part + (size_t)(t - 1) * (size_t)(k * W);
+    for (int64_t i = 0; i < k * W; i++) acc[i] += src[i];
+  }
+  free(part);
+}
+
 static const float *sort_r;
 static int cmp_by_r(const void *pa, const void *pb) {
   int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;

@@ -39,6 +39,10 @@ void va_trim_bins(const double *hist, int64_t k, int64_t bins, double trim_near,
 /* acc (k x VA_STATS_W(d), zeroed by the caller) += this rank's contributions. */
 void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
                          int64_t k, const va_stats_rule_t *rule, double *acc);
+/* The same over `threads` contiguous row blocks, each into its own buffer, added in block order: the
+ * result depends on the thread count (summation order), never on scheduling. */
+void va_stats_accumulate_mt(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
+                            int64_t k, const va_stats_rule_t *rule, double *acc, int threads);
 /* Plain references for the tests: the exact trimmed mean (sort by r, drop floor(frac * count) at each
  * end) and the Huber-weighted mean, for one anchor's members. */
 void va_trimmed_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d,

@@ -1,0 +1,377 @@
+/* cuda_context.cu: the CUDA context (device buffers, stream, cuBLAS handle), row upload through pinned
+ * staging, anchors, downloads, row fetches and the small per-row kernels. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "kernels/cuda_internal.cuh"
+
+extern "C" {
+#include "kernels/assign.h"
+}
+
+/* Pinned staging buffer for uploads, each of two. */
+static const size_t PIN_BYTES = (size_t)32 << 20;
+/* Rows of the GEMM path's scratch: about this many floats. */
+static const int64_t GEMM_SCRATCH_FLOATS = (int64_t)16 << 20;
+
+extern "C" int va_cuda_device_count(void) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* no driver / no device: clear the sticky-free error and report none */
+    return 0;
+  }
+  return n;
+}
+
+void va_cuda_enter(const va_cuda_t *ctx) { VA_CUDA(cudaSetDevice(ctx->device)); }
+
+template <typename P> static void dalloc(P **p, size_t bytes, const char *what) {
+  cudaError_t e = cudaMalloc((void **)p, bytes ? bytes : 16);
+  if (e != cudaSuccess) {
+    size_t fr = 0, tot = 0;
+    (void)cudaGetLastError();
+    cudaMemGetInfo(&fr, &tot);
+    va_fatal_at(__FILE__, __LINE__, "cudaMalloc of %zu bytes for %s failed: %s (device has %zu of %zu bytes free)",
+                bytes, what, cudaGetErrorString(e), fr, tot);
+  }
+}
+template <typename P> static void dfree(P **p) {
+  if (*p) VA_CUDA(cudaFree((void *)*p));
+  *p = NULL;
+}
+
+static size_t elem_lp(int precision) { return precision >= VA_CUDA_FP16 ? 2 : 0; }
+
+extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int precision) {
+  int64_t dp = VA_ROUND_UP(d > 0 ? d : 1, VA_CUDA_DPAD), npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
+  int64_t kc = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
+  size_t rows = (size_t)npad * (size_t)dp * (4 + elem_lp(precision)) + (size_t)n * 6 * 4;
+  size_t anchors = (size_t)kc * ((size_t)dp * (4 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 64);
+  size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
+  size_t seg = ((size_t)n / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)n * 4 + ((size_t)64 << 20);
+  return rows + anchors + gemm + seg;
+}
+
+__global__ void iota_kernel(uint32_t *v, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    v[i] = (uint32_t)i;
+}
+
+static int grid_for(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65535 * 16) b = 65535 * 16;
+  return (int)b;
+}
+
+/* Per-anchor arrays sized by k_cap. */
+static void alloc_anchor_arrays(va_cuda_t *c) {
+  size_t kc = (size_t)c->k_cap, dp = (size_t)c->dp;
+  dalloc(&c->A32, kc * dp * 4, "anchors");
+  VA_CUDA(cudaMemsetAsync(c->A32, 0, kc * dp * 4, c->stream));
+  if (c->precision >= VA_CUDA_FP16) {
+    dalloc(&c->Alp, kc * dp * 2, "anchors (16-bit)");
+    VA_CUDA(cudaMemsetAsync(c->Alp, 0, kc * dp * 2, c->stream));
+  }
+  dalloc(&c->bias_l2, kc * 4, "anchor norms");
+  dalloc(&c->bias_cos, kc * 4, "anchor bias");
+  dalloc(&c->rmax_bits, kc * 4, "farthest");
+  dalloc(&c->rarg, kc * 8, "farthest rows");
+  dalloc(&c->rmax_in, kc * 4, "rmax");
+  dalloc(&c->bin_lo, kc * 4, "trim bins");
+  dalloc(&c->bin_hi, kc * 4, "trim bins");
+  dalloc(&c->huber, kc * 8, "huber delta");
+}
+static void free_anchor_arrays(va_cuda_t *c) {
+  dfree(&c->A32); dfree(&c->Alp); dfree(&c->bias_l2); dfree(&c->bias_cos); dfree(&c->rmax_bits);
+  dfree(&c->rarg); dfree(&c->rmax_in); dfree(&c->bin_lo); dfree(&c->bin_hi); dfree(&c->huber);
+  dfree(&c->C);
+  c->C_cap = 0;
+}
+
+extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision) {
+  if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16)
+    VA_FATAL("va_cuda_create: bad shape or precision (n %lld, d %lld, precision %d)", (long long)n_local, (long long)d, precision);
+  if (n_local >= (int64_t)UINT32_MAX) VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 32-bit row index", (long long)n_local);
+  int ndev = va_cuda_device_count();
+  if (device < 0 || device >= ndev) VA_FATAL("CUDA device %d asked for, but %d visible", device, ndev);
+  va_cuda_t *c = (va_cuda_t *)va_calloc(1, sizeof *c, "CUDA context");
+  c->device = device;
+  c->precision = precision;
+  c->n = n_local;
+  c->d = d;
+  c->dp = VA_ROUND_UP(d, VA_CUDA_DPAD);
+  c->npad = VA_ROUND_UP(n_local > 0 ? n_local : 1, VA_CUDA_ROWPAD);
+  c->k_cap = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
+  VA_CUDA(cudaSetDevice(device));
+  VA_CUDA(cudaGetDeviceProperties(&c->prop, device));
+  VA_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  VA_CUDA(cudaEventCreate(&c->ev0));
+  VA_CUDA(cudaEventCreate(&c->ev1));
+  VA_CUBLAS(cublasCreate(&c->blas));
+  VA_CUBLAS(cublasSetStream(c->blas, c->stream));
+  size_t rows = (size_t)c->npad * (size_t)c->dp, n = (size_t)(n_local > 0 ? n_local : 1);
+  dalloc(&c->X32, rows * 4, "rows");
+  VA_CUDA(cudaMemsetAsync(c->X32, 0, rows * 4, c->stream));
+  if (precision >= VA_CUDA_FP16) {
+    dalloc(&c->Xlp, rows * 2, "rows (16-bit)");
+    VA_CUDA(cudaMemsetAsync(c->Xlp, 0, rows * 2, c->stream));
+  }
+  dalloc(&c->overflow, sizeof(int), "flag");
+  VA_CUDA(cudaMemsetAsync(c->overflow, 0, sizeof(int), c->stream));
+  dalloc(&c->assign, n * 4, "assignments");
+  VA_CUDA(cudaMemsetAsync(c->assign, 0xFF, n * 4, c->stream));
+  dalloc(&c->r, n * 4, "row distances");
+  VA_CUDA(cudaMemsetAsync(c->r, 0, n * 4, c->stream));
+  dalloc(&c->keys, n * 4, "sort keys");
+  dalloc(&c->keys_sorted, n * 4, "sort keys");
+  dalloc(&c->iota, n * 4, "sort values");
+  dalloc(&c->vals_sorted, n * 4, "sort values");
+  iota_kernel<<<grid_for((int64_t)n, 256), 256, 0, c->stream>>>(c->iota, (int64_t)n);
+  VA_LAUNCHED();
+  dalloc(&c->counter, sizeof(unsigned long long), "counter");
+  VA_CUDA(cudaMallocHost((void **)&c->h_counter, sizeof(unsigned long long)));
+  alloc_anchor_arrays(c);
+  for (int b = 0; b < 2; b++) VA_CUDA(cudaEventCreateWithFlags(&c->staged[b], cudaEventDisableTiming));
+  c->fused_cfg = va_cuda_fused_config(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  return c;
+}
+
+extern "C" void va_cuda_destroy(va_cuda_t *c) {
+  if (!c) return;
+  va_cuda_enter(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  free_anchor_arrays(c);
+  dfree(&c->X32); dfree(&c->Xlp); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
+  dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
+  dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
+  dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp); dfree(&c->slot); dfree(&c->cent);
+  dfree(&c->d_rows); dfree(&c->d_rows_out);
+  for (int b = 0; b < 2; b++) {
+    if (c->pinned[b]) VA_CUDA(cudaFreeHost(c->pinned[b]));
+    VA_CUDA(cudaEventDestroy(c->staged[b]));
+  }
+  if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
+  VA_CUDA(cudaFreeHost(c->h_counter));
+  VA_CUBLAS(cublasDestroy(c->blas));
+  VA_CUDA(cudaEventDestroy(c->ev0));
+  VA_CUDA(cudaEventDestroy(c->ev1));
+  VA_CUDA(cudaStreamDestroy(c->stream));
+  free(c);
+}
+
+static const char *precision_name(int p) {
+  static const char *const names[] = {"fp32", "tf32", "fp16", "bf16"};
+  return p >= 0 && p <= 3 ? names[p] : "?";
+}
+
+extern "C" void va_cuda_describe(const va_cuda_t *c, char *buf, size_t len) {
+  snprintf(buf, len, "%s sm_%d%d, %.0f GiB, %d SMs, %s products", c->prop.name, c->prop.major, c->prop.minor,
+           (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), c->prop.multiProcessorCount,
+           precision_name(c->precision));
+}
+
+extern "C" void va_cuda_set_assign_variant(va_cuda_t *c, int v) { c->assign_variant = v; }
+extern "C" void va_cuda_set_stats_variant(va_cuda_t *c, int v) { c->stats_variant = v; }
+extern "C" int va_cuda_assign_variant(const va_cuda_t *c) {
+  int v = c->assign_variant;
+  if (v == VA_CUDA_ASSIGN_FUSED && (c->precision == VA_CUDA_FP32 || c->fused_cfg == 0))
+    VA_FATAL("the fused assign kernel does not apply here (%s products, d %lld)", precision_name(c->precision), (long long)c->d);
+  if (v == VA_CUDA_ASSIGN_AUTO) v = (c->precision != VA_CUDA_FP32 && c->fused_cfg) ? VA_CUDA_ASSIGN_FUSED : VA_CUDA_ASSIGN_GEMM;
+  return v;
+}
+
+void *va_cuda_host_scratch(va_cuda_t *c, size_t bytes) {
+  if (bytes > c->h_buf_bytes) {
+    if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
+    size_t b = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
+    VA_CUDA(cudaMallocHost(&c->h_buf, b));
+    c->h_buf_bytes = b;
+  }
+  return c->h_buf;
+}
+
+/* --- rows ------------------------------------------------------------------------------------------ */
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+/* dst[e] = src[e] in 16 bits for e in [0, count); flags a finite value that fp16 turns into inf. */
+template <typename T>
+__global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
+    float x = src[e];
+    T h = from_float<T>(x);
+    if (isinf((float)h) && isfinite(x)) *overflow = 1;
+    dst[e] = h;
+  }
+}
+
+static void convert_rows(va_cuda_t *c, const float *src, void *dst, int64_t count) {
+  if (count <= 0) return;
+  if (c->precision == VA_CUDA_FP16)
+    convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__half *)dst, count, c->overflow);
+  else
+    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__nv_bfloat16 *)dst, count, c->overflow);
+  VA_LAUNCHED();
+}
+
+extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
+  if (nrows <= 0) return;
+  if (row0 < 0 || row0 + nrows > c->n)
+    VA_FATAL("va_cuda_upload_rows: rows [%lld, %lld) outside the %lld local rows", (long long)row0, (long long)(row0 + nrows), (long long)c->n);
+  va_cuda_enter(c);
+  size_t rowb = (size_t)c->d * 4;
+  if (!c->pinned[0]) {
+    for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], PIN_BYTES));
+    c->pinned_bytes = PIN_BYTES;
+  }
+  int64_t per = (int64_t)(c->pinned_bytes / rowb);
+  if (per < 1) VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
+  for (int64_t off = 0; off < nrows; off += per) {
+    int64_t nr = nrows - off < per ? nrows - off : per;
+    int b = c->pin_next;
+    c->pin_next ^= 1;
+    VA_CUDA(cudaEventSynchronize(c->staged[b])); /* the last transfer out of this buffer is done */
+    memcpy(c->pinned[b], rows + off * c->d, (size_t)nr * rowb);
+    float *dst = c->X32 + (row0 + off) * c->dp;
+    VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nr, cudaMemcpyHostToDevice, c->stream));
+    VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
+    if (c->Xlp) convert_rows(c, dst, (char *)c->Xlp + (size_t)(row0 + off) * (size_t)c->dp * 2, nr * c->dp);
+  }
+}
+
+/* --- anchors --------------------------------------------------------------------------------------- */
+extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *anorm, int64_t k) {
+  if (k <= 0) VA_FATAL("va_cuda_set_anchors: k = %lld", (long long)k);
+  va_cuda_enter(c);
+  if (k > c->k_cap) {
+    VA_CUDA(cudaStreamSynchronize(c->stream));
+    free_anchor_arrays(c);
+    int64_t cap = 2 * c->k_cap;
+    c->k_cap = VA_ROUND_UP(k > cap ? k : cap, VA_CUDA_KPAD);
+    alloc_anchor_arrays(c);
+  }
+  c->k = k;
+  size_t rowb = (size_t)c->d * 4;
+  VA_CUDA(cudaMemcpy2DAsync(c->A32, (size_t)c->dp * 4, A, rowb, rowb, (size_t)k, cudaMemcpyHostToDevice, c->stream));
+  int64_t kp = VA_ROUND_UP(k, VA_CUDA_KPAD);
+  /* Bias: ||a||^2 (l2) and 0 (cosine) for real anchors, +inf for the padding so it never wins. */
+  float *h = (float *)va_cuda_host_scratch(c, (size_t)c->k_cap * 8);
+  VA_CUDA(cudaStreamSynchronize(c->stream)); /* h is reused: the previous upload out of it is done */
+  if (anorm) memcpy(h, anorm, (size_t)k * 4);
+  else va_row_norms(A, k, c->d, h);
+  float *hc = h + c->k_cap;
+  for (int64_t j = 0; j < c->k_cap; j++) {
+    if (j >= k) h[j] = INFINITY;
+    hc[j] = j < k ? 0.0f : INFINITY;
+  }
+  VA_CUDA(cudaMemcpyAsync(c->bias_l2, h, (size_t)c->k_cap * 4, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemcpyAsync(c->bias_cos, hc, (size_t)c->k_cap * 4, cudaMemcpyHostToDevice, c->stream));
+  if (c->Alp) convert_rows(c, c->A32, c->Alp, kp * c->dp);
+}
+
+/* --- downloads, fetches, remaps --------------------------------------------------------------------- */
+extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_host) {
+  if (c->n <= 0) return;
+  va_cuda_enter(c);
+  if (assign_host) VA_CUDA(cudaMemcpyAsync(assign_host, c->assign, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
+  if (r_host) VA_CUDA(cudaMemcpyAsync(r_host, c->r, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+__global__ void gather_kernel(const float *__restrict__ X, int64_t dp, int64_t d, const int64_t *__restrict__ rows,
+                              int64_t m, float *__restrict__ out) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * d; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t q = e / d, t = e % d;
+    out[e] = X[rows[q] * dp + t];
+  }
+}
+
+extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_t m, float *out) {
+  if (m <= 0) return;
+  for (int64_t q = 0; q < m; q++)
+    if (local_rows[q] < 0 || local_rows[q] >= c->n)
+      VA_FATAL("va_cuda_get_rows: local row %lld outside [0, %lld)", (long long)local_rows[q], (long long)c->n);
+  va_cuda_enter(c);
+  if (m > c->rows_cap) {
+    dfree(&c->d_rows);
+    dfree(&c->d_rows_out);
+    c->rows_cap = m;
+    dalloc(&c->d_rows, (size_t)m * 8, "row indices");
+    dalloc(&c->d_rows_out, (size_t)(m * c->d) * 4, "fetched rows");
+  }
+  VA_CUDA(cudaMemcpyAsync(c->d_rows, local_rows, (size_t)m * 8, cudaMemcpyHostToDevice, c->stream));
+  gather_kernel<<<grid_for(m * c->d, 256), 256, 0, c->stream>>>(c->X32, c->dp, c->d, c->d_rows, m, c->d_rows_out);
+  VA_LAUNCHED();
+  VA_CUDA(cudaMemcpyAsync(out, c->d_rows_out, (size_t)(m * c->d) * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+__global__ void remap_kernel(uint32_t *a, int64_t n, const uint32_t *__restrict__ map, int64_t k_old) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t j = a[i];
+    if (j < (uint64_t)k_old) a[i] = map[j];
+  }
+}
+
+extern "C" void va_cuda_remap_assign(va_cuda_t *c, const int64_t *newidx, int64_t k_old) {
+  if (c->n <= 0 || k_old <= 0) return;
+  va_cuda_enter(c);
+  va_cuda_ensure_segments(c, k_old); /* seg_start doubles as the map's device buffer */
+  uint32_t *h = (uint32_t *)va_cuda_host_scratch(c, (size_t)k_old * 4);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t j = 0; j < k_old; j++) h[j] = (uint32_t)newidx[j];
+  VA_CUDA(cudaMemcpyAsync(c->seg_start, h, (size_t)k_old * 4, cudaMemcpyHostToDevice, c->stream));
+  remap_kernel<<<grid_for(c->n, 256), 256, 0, c->stream>>>(c->assign, c->n, (const uint32_t *)c->seg_start, k_old);
+  VA_LAUNCHED();
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+__global__ void poison_kernel(uint32_t *a, float *r, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    a[i] = 0xFFFFFFFEu;
+    r[i] = __int_as_float(0x7fc00000);
+  }
+}
+
+extern "C" void va_cuda_debug_poison(va_cuda_t *c) {
+  if (c->n <= 0) return;
+  va_cuda_enter(c);
+  poison_kernel<<<grid_for(c->n, 256), 256, 0, c->stream>>>(c->assign, c->r, c->n);
+  VA_LAUNCHED();
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+/* --- segmented-reduction buffers (cuda_stats.cu) --------------------------------------------------- */
+void va_cuda_ensure_segments(va_cuda_t *c, int64_t nseg) {
+  if (nseg + 1 <= c->seg_cap && c->cub_tmp) return;
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  int64_t cap = nseg + 1;
+  if (cap < c->k_cap + 1) cap = c->k_cap + 1;
+  dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart); dfree(&c->acc);
+  dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp);
+  size_t W = (size_t)VA_STATS_W(c->d);
+  dalloc(&c->seg_start, (size_t)cap * 4, "segments");
+  dalloc(&c->seg_end, (size_t)cap * 4, "segments");
+  dalloc(&c->npieces, (size_t)cap * 4, "segments");
+  dalloc(&c->pstart, (size_t)cap * 4, "segments");
+  dalloc(&c->acc, (size_t)cap * W * 8, "statistics");
+  /* pieces: at most ceil(n / P) + nseg, P >= 256 */
+  c->partial_cap = c->n / 256 + cap + 1;
+  dalloc(&c->ptable, (size_t)c->partial_cap * 4, "piece table");
+  dalloc(&c->partial, (size_t)c->partial_cap * W * 8, "partial sums");
+  size_t b1 = 0, b2 = 0;
+  int items = (int)(c->n > 0 ? c->n : 1);
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, b1, c->keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, 32, c->stream));
+  VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, b2, c->npieces, c->pstart, (int)cap, c->stream));
+  c->cub_tmp_bytes = b1 > b2 ? b1 : b2;
+  dalloc(&c->cub_tmp, c->cub_tmp_bytes, "sort scratch");
+  c->seg_cap = cap;
+}

@@ -1,0 +1,95 @@
+/* cuda_kernels.h: the CUDA backend's device kernels behind a small, host-orchestrated C API.
+ * One context per rank holds that rank's rows on one GPU (n_local x d, float32 master copy, plus a
+ * float16/bfloat16 copy for the products when precision asks for it), the anchors, a[] and r[].
+ * Every call runs on the context's own stream and returns when its host outputs are ready.
+ * Semantics follow the CPU kernels (assign.h, stats.h): ties go to the lowest anchor, r is the exact
+ * distance to the winner (double accumulation, float result, as va_row_distance), and the statistics
+ * rows are the k x (d + 3) layout of stats.h. Any CUDA/cuBLAS failure is fatal (VA_FATAL: rank, host,
+ * file:line, the library's message, MPI_Abort). docs/CUDA.md describes kernels, precisions and numbers.
+ * Only built when VECANNEAL_CUDA is defined (cmake/cuda.cmake). */
+#ifndef VECANNEAL_CUDA_KERNELS_H
+#define VECANNEAL_CUDA_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Product precision. The float32 rows stay on the device in every mode: r, the statistics and the
+ * fetched rows are always exact float32 data; only the argmin's dot products use the lower precision. */
+enum { VA_CUDA_FP32 = 0, VA_CUDA_TF32 = 1, VA_CUDA_FP16 = 2, VA_CUDA_BF16 = 3 };
+/* Assign kernels: AUTO picks FUSED where it applies (tf32/fp16/bf16 and d small enough for its shared
+ * memory tiles), else GEMM (cuBLAS on row chunks + an argmin kernel; the only path for fp32). */
+enum { VA_CUDA_ASSIGN_AUTO = 0, VA_CUDA_ASSIGN_GEMM = 1, VA_CUDA_ASSIGN_FUSED = 2 };
+/* Statistics reduction: SORT (stable radix sort of rows by anchor + fixed-order segmented sums:
+ * bit-for-bit reproducible, the default) or ATOMIC (fp64 atomicAdd: order, hence last bits, vary). */
+enum { VA_CUDA_STATS_SORT = 0, VA_CUDA_STATS_ATOMIC = 1 };
+
+/* Number of visible CUDA devices; 0 when there is no driver or no device. Never fails. */
+int va_cuda_device_count(void);
+
+typedef struct va_cuda va_cuda_t;
+
+/* Device bytes a context of this shape will hold (rows, anchors, scratch), for a resource check
+ * before va_cuda_create. */
+size_t va_cuda_bytes_needed(int64_t n_local, int64_t d, int64_t k_cap, int precision);
+/* Context on device `device` for n_local rows of dimension d and up to k_cap anchors (it grows on
+ * demand past k_cap). precision: VA_CUDA_*. */
+va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision);
+/* e.g. "NVIDIA H200 sm_90, 139 GiB, 132 SMs, tf32 products" */
+void va_cuda_describe(const va_cuda_t *ctx, char *buf, size_t len);
+/* Choose the kernels (tests and benchmarks; the defaults are the production choice). */
+void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
+void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
+/* The assign kernel the next va_cuda_assign runs (AUTO resolved). */
+int va_cuda_assign_variant(const va_cuda_t *ctx);
+
+/* Rows [local_row0, local_row0 + nrows) from host float32 (nrows x d, row-major). Staged through two
+ * pinned buffers: the call returns once `rows` has been copied out, while the transfer to the device
+ * (and the conversion to the product precision) still runs, so the caller's next read overlaps it. */
+void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
+/* Anchors A (k x d) and their squared norms anorm (k; NULL: computed here as va_row_norms does). */
+void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int64_t k);
+/* Assign pass on the device (a[], r[] stay there). Returns the number of rows whose anchor differs
+ * from the previous pass (the first pass: all rows). */
+int64_t va_cuda_assign(va_cuda_t *ctx, int cosine);
+/* After a merge: a[i] <- newidx[a[i]] for every row (newidx has k_old entries). */
+void va_cuda_remap_assign(va_cuda_t *ctx, const int64_t *newidx, int64_t k_old);
+/* Per anchor: the largest local r (0 if no member) and its lowest local row (-1 if no member), as
+ * va_farthest_local. */
+void va_cuda_farthest(va_cuda_t *ctx, float *rmax_host, int64_t *rarg_host);
+/* hist_host (k x bins, zeroed by the caller) += member counts per bin over [0, rmax_host[j]], the
+ * bins of va_hist_bin. */
+void va_cuda_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, double *hist_host);
+/* acc_host (k x VA_STATS_W(d), zeroed by the caller) += this rank's contributions, as
+ * va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays of k entries). */
+void va_cuda_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, double *acc_host);
+/* Split's 2-means step (anneal.c split_anchors): rows whose anchor j has slot[j] = q >= 0 (slot has k
+ * entries, -1 = not splitting) join half 2q + (||x - cent[2q+1]|| < ||x - cent[2q]||), distances in
+ * double; sums_host (2m x (d + 1), zeroed by the caller) += [sum of members (d), member count]. */
+void va_cuda_split_accumulate(va_cuda_t *ctx, const int64_t *slot, int64_t m, const float *cent, double *sums_host);
+/* a[] and r[] to the host (either may be NULL). */
+void va_cuda_download(va_cuda_t *ctx, uint32_t *assign_host, float *r_host);
+/* m rows by local index, float32, m x d. */
+void va_cuda_get_rows(va_cuda_t *ctx, const int64_t *local_rows, int64_t m, float *out);
+void va_cuda_destroy(va_cuda_t *ctx);
+
+/* --- test and benchmark hooks ------------------------------------------------------------------ */
+/* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
+void va_cuda_debug_poison(va_cuda_t *ctx);
+/* Device time of one assign pass (kernels only, CUDA events), `reps` timed runs after `warmup`:
+ * the median in ms (min in *min_ms if not NULL). gemm_only: the cuBLAS products of the GEMM path
+ * alone, without the argmin (for the library's own rate). */
+double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, int gemm_only, double *min_ms);
+/* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. */
+double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int warmup, int reps, double *min_ms);
+/* Same for farthest + hist (bins > 0) together, excluding the host copies. */
+double va_cuda_bench_farthest_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

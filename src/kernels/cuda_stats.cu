@@ -1,0 +1,448 @@
+/* cuda_stats.cu: per-anchor reductions over the device's a[] and r[]: farthest member, trim histogram,
+ * the k x (d + 3) statistics, and the split's 2-means sums.
+ * Statistics, two ways:
+ *  SORT (default): a stable radix sort of the rows by segment (anchor), segment bounds, then pieces of
+ *    at most P consecutive members, each summed by one block in a fixed order into a partial row, and
+ *    a last pass adding each segment's partials in order. No floating-point atomics: the result is
+ *    the same bit for bit on every run.
+ *  ATOMIC: one warp per row adds its weighted row into the anchor's accumulator with fp64 atomicAdd.
+ *    The order of the additions varies from run to run, so the last bits do.
+ * Farthest, histogram and changed counts use integer atomics only (max/min/add), so they are exact. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "kernels/cuda_internal.cuh"
+
+extern "C" {
+#include "config.h"
+}
+
+static const int THREADS = 256;
+static const int PIECE = 256; /* rows per piece of the sorted reduction: one per thread of a block */
+
+static int grid_for(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65535 * 16) b = 65535 * 16;
+  return (int)b;
+}
+
+/* The rule on the device: arrays indexed by segment (anchor). */
+struct rule_dev {
+  int mode;
+  const float *rmax;
+  const int32_t *lo, *hi;
+  int64_t bins;
+  const double *delta;
+};
+
+__device__ __forceinline__ int64_t hist_bin(float r, float rmax, int64_t bins) {
+  if (!(rmax > 0)) return 0;
+  int64_t b = (int64_t)((double)r / (double)rmax * (double)bins);
+  return b < 0 ? 0 : b >= bins ? bins - 1 : b;
+}
+
+/* Weight of one member as va_stats_accumulate: 0 = not summed (trimmed), else the weight. */
+__device__ __forceinline__ double member_weight(const rule_dev &ru, uint32_t j, float r) {
+  if (ru.mode == VA_ROBUST_TRIM) {
+    int64_t b = hist_bin(r, ru.rmax[j], ru.bins);
+    return (b < ru.lo[j] || b > ru.hi[j]) ? 0.0 : 1.0;
+  }
+  if (ru.mode == VA_ROBUST_HUBER) {
+    double delta = ru.delta[j], dist = sqrt((double)r);
+    return (delta > 0 && dist > delta) ? delta / dist : 1.0;
+  }
+  return 1.0;
+}
+
+/* --- farthest -------------------------------------------------------------------------------------- */
+__global__ void farthest_max_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n, unsigned *rmax_bits) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    atomicMax(rmax_bits + a[i], __float_as_uint(r[i])); /* r >= 0: its bits order as the floats do */
+}
+__global__ void farthest_arg_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n,
+                                    const unsigned *__restrict__ rmax_bits, unsigned long long *rarg) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t j = a[i];
+    if (__float_as_uint(r[i]) == rmax_bits[j]) atomicMin(rarg + j, (unsigned long long)i);
+  }
+}
+
+static void farthest_launch(va_cuda_t *c) {
+  VA_CUDA(cudaMemsetAsync(c->rmax_bits, 0, (size_t)c->k * 4, c->stream));
+  VA_CUDA(cudaMemsetAsync(c->rarg, 0xFF, (size_t)c->k * 8, c->stream));
+  farthest_max_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->rmax_bits);
+  VA_LAUNCHED();
+  farthest_arg_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->rmax_bits, c->rarg);
+  VA_LAUNCHED();
+}
+
+extern "C" void va_cuda_farthest(va_cuda_t *c, float *rmax_host, int64_t *rarg_host) {
+  va_cuda_enter(c);
+  int64_t k = c->k;
+  if (c->n <= 0) {
+    for (int64_t j = 0; j < k; j++) { rmax_host[j] = 0; rarg_host[j] = -1; }
+    return;
+  }
+  farthest_launch(c);
+  char *h = (char *)va_cuda_host_scratch(c, (size_t)k * 12);
+  unsigned *hb = (unsigned *)h;
+  unsigned long long *ha = (unsigned long long *)(h + (size_t)k * 4);
+  VA_CUDA(cudaMemcpyAsync(hb, c->rmax_bits, (size_t)k * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(ha, c->rarg, (size_t)k * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t j = 0; j < k; j++) {
+    memcpy(&rmax_host[j], &hb[j], 4);
+    rarg_host[j] = ha[j] == ~0ull ? -1 : (int64_t)ha[j];
+  }
+}
+
+/* --- histogram ------------------------------------------------------------------------------------- */
+__global__ void hist_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n,
+                            const float *__restrict__ rmax, int64_t bins, unsigned *hist) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t j = a[i];
+    atomicAdd(hist + (int64_t)j * bins + hist_bin(r[i], rmax[j], bins), 1u);
+  }
+}
+
+static void hist_launch(va_cuda_t *c, const float *rmax_host, int64_t bins) {
+  int64_t k = c->k;
+  if (k * bins > c->hist_cap) {
+    VA_CUDA(cudaStreamSynchronize(c->stream));
+    if (c->hist) VA_CUDA(cudaFree(c->hist));
+    c->hist_cap = k * bins;
+    VA_CUDA(cudaMalloc((void **)&c->hist, (size_t)c->hist_cap * 4));
+  }
+  VA_CUDA(cudaMemcpyAsync(c->rmax_in, rmax_host, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemsetAsync(c->hist, 0, (size_t)(k * bins) * 4, c->stream));
+  hist_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->rmax_in, bins, c->hist);
+  VA_LAUNCHED();
+}
+
+extern "C" void va_cuda_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, double *hist_host) {
+  if (c->n <= 0 || bins <= 0) return;
+  va_cuda_enter(c);
+  int64_t k = c->k;
+  VA_CUDA(cudaStreamSynchronize(c->stream)); /* rmax_host may be pageable: plain ordering is enough */
+  hist_launch(c, rmax_host, bins);
+  unsigned *h = (unsigned *)va_cuda_host_scratch(c, (size_t)(k * bins) * 4);
+  VA_CUDA(cudaMemcpyAsync(h, c->hist, (size_t)(k * bins) * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t e = 0; e < k * bins; e++) hist_host[e] += (double)h[e];
+}
+
+/* --- sorted segmented reduction -------------------------------------------------------------------- */
+__global__ void seg_bounds_kernel(const uint32_t *__restrict__ ks, int64_t n, int64_t nseg, int32_t *start, int32_t *end) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t key = ks[i];
+    if (key >= (uint64_t)nseg) continue; /* the excluded segment */
+    if (i == 0 || ks[i - 1] != key) start[key] = (int32_t)i;
+    if (i == n - 1 || ks[i + 1] != key) end[key] = (int32_t)(i + 1);
+  }
+}
+__global__ void seg_pieces_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j <= nseg; j += (int64_t)gridDim.x * blockDim.x)
+    np[j] = j < nseg ? (end[j] - start[j] + PIECE - 1) / PIECE : 0;
+}
+__global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *__restrict__ pstart, int64_t nseg, int32_t *table) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nseg; j += (int64_t)gridDim.x * blockDim.x)
+    for (int32_t p = 0; p < np[j]; p++) table[pstart[j] + p] = (int32_t)j;
+}
+
+/* One block per piece: its rows (sorted positions) are spread one per thread; each warp then walks
+ * its 32 rows in order, every lane adding CQ columns (lane + 32 q) in double; the 8 warps' sums are
+ * added in warp order. Columns beyond 32 CQ take further passes. Scalars: count, weight, rsum. */
+template <int CQ>
+__global__ void __launch_bounds__(THREADS)
+seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
+                   const float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
+                   const int32_t *__restrict__ pstart, const int32_t *__restrict__ table, int64_t nseg, rule_dev ru,
+                   double *__restrict__ partial) {
+  const int64_t b = blockIdx.x;
+  if (b >= pstart[nseg]) return;
+  const int W = d + 3;
+  const int j = table[b];
+  const int p = (int)(b - pstart[j]);
+  const int s0 = start[j] + p * PIECE, s1 = min(end[j], s0 + PIECE);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  __shared__ double red[THREADS / 32][32 * CQ];
+  __shared__ double sred[THREADS / 32][3];
+  /* this thread's row */
+  const int pos = s0 + tid;
+  uint32_t myrow = 0;
+  double myw = 0, myr = 0, mycnt = 0, mywsum = 0;
+  if (pos < s1) {
+    myrow = rows_sorted[pos];
+    float rv = r[myrow];
+    myr = rv;
+    mycnt = 1;
+    myw = member_weight(ru, (uint32_t)j, rv);
+    mywsum = myw;
+  }
+  const int wrows = min(32, max(0, s1 - (s0 + warp * 32)));
+  for (int c0 = 0; c0 < d; c0 += 32 * CQ) {
+    double acc[CQ];
+#pragma unroll
+    for (int q = 0; q < CQ; q++) acc[q] = 0;
+#pragma unroll 4
+    for (int rr = 0; rr < wrows; rr++) {
+      uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
+      double w = __shfl_sync(0xffffffffu, myw, rr);
+      if (w == 0) continue;
+      const float *x = X32 + (int64_t)row * dp + c0;
+#pragma unroll
+      for (int q = 0; q < CQ; q++) {
+        int col = lane + 32 * q;
+        if (c0 + col < dp) acc[q] += w * (double)x[col]; /* padded columns hold zeros */
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < CQ; q++) red[warp][lane + 32 * q] = acc[q];
+    __syncthreads();
+    for (int col = tid; col < 32 * CQ; col += THREADS) {
+      double s = 0;
+      for (int w = 0; w < THREADS / 32; w++) s += red[w][col];
+      if (c0 + col < d) partial[b * W + c0 + col] = s;
+    }
+    __syncthreads();
+  }
+  /* scalars: fixed butterfly in the warp, then warps in order */
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    mycnt += __shfl_xor_sync(0xffffffffu, mycnt, o);
+    mywsum += __shfl_xor_sync(0xffffffffu, mywsum, o);
+    myr += __shfl_xor_sync(0xffffffffu, myr, o);
+  }
+  if (lane == 0) { sred[warp][0] = mywsum; sred[warp][1] = mycnt; sred[warp][2] = myr; }
+  __syncthreads();
+  if (tid < 3) {
+    double s = 0;
+    for (int w = 0; w < THREADS / 32; w++) s += sred[w][tid];
+    partial[b * W + d + tid] = s;
+  }
+}
+
+__global__ void seg_final_kernel(const double *__restrict__ partial, const int32_t *__restrict__ np,
+                                 const int32_t *__restrict__ pstart, int W, double *__restrict__ out) {
+  const int64_t j = blockIdx.x;
+  const int m = np[j];
+  const int64_t p0 = pstart[j];
+  for (int col = threadIdx.x; col < W; col += blockDim.x) {
+    double s = 0;
+    for (int p = 0; p < m; p++) s += partial[(p0 + p) * W + col];
+    out[j * W + col] = s;
+  }
+}
+
+/* keys[i] in [0, nseg]; nseg marks a row that joins no segment. out: nseg x (d + 3). */
+static void seg_reduce(va_cuda_t *c, const uint32_t *keys, int64_t nseg, const rule_dev &ru, double *out) {
+  va_cuda_ensure_segments(c, nseg);
+  int bits = 1;
+  while (bits < 32 && ((uint64_t)1 << bits) <= (uint64_t)nseg) bits++;
+  size_t tmp = c->cub_tmp_bytes;
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, (int)c->n, 0,
+                                          bits, c->stream));
+  VA_CUDA(cudaMemsetAsync(c->seg_start, 0, (size_t)(nseg + 1) * 4, c->stream));
+  VA_CUDA(cudaMemsetAsync(c->seg_end, 0, (size_t)(nseg + 1) * 4, c->stream));
+  seg_bounds_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, c->n, nseg, c->seg_start, c->seg_end);
+  VA_LAUNCHED();
+  seg_pieces_kernel<<<grid_for(nseg + 1, THREADS), THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces);
+  VA_LAUNCHED();
+  tmp = c->cub_tmp_bytes;
+  VA_CUDA(cub::DeviceScan::ExclusiveSum(c->cub_tmp, tmp, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
+  seg_table_kernel<<<grid_for(nseg, THREADS), THREADS, 0, c->stream>>>(c->npieces, c->pstart, nseg, c->ptable);
+  VA_LAUNCHED();
+  int64_t maxp = c->n / PIECE + nseg + 1;
+  int W = (int)VA_STATS_W(c->d);
+  if (c->dp <= 32)
+    seg_partial_kernel<1><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
+  else if (c->dp <= 64)
+    seg_partial_kernel<2><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
+  else if (c->dp <= 128)
+    seg_partial_kernel<4><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
+  else
+    seg_partial_kernel<8><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
+  VA_LAUNCHED();
+  seg_final_kernel<<<(unsigned)nseg, 128, 0, c->stream>>>(c->partial, c->npieces, c->pstart, W, out);
+  VA_LAUNCHED();
+}
+
+/* --- atomic reduction ------------------------------------------------------------------------------ */
+__global__ void __launch_bounds__(THREADS)
+stats_atomic_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ a,
+                    const float *__restrict__ r, int64_t n, rule_dev ru, double *acc) {
+  const int lane = threadIdx.x & 31;
+  const int W = d + 3;
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+    uint32_t j = a[i];
+    float rv = r[i];
+    double w = member_weight(ru, j, rv);
+    double *dst = acc + (int64_t)j * W;
+    if (lane == 0) {
+      atomicAdd(dst + d + 1, 1.0);
+      atomicAdd(dst + d + 2, (double)rv);
+      if (w != 0) atomicAdd(dst + d, w);
+    }
+    if (w == 0) continue;
+    const float *x = X32 + i * dp;
+    for (int t = lane; t < d; t += 32) atomicAdd(dst + t, w * (double)x[t]);
+  }
+}
+
+static rule_dev upload_rule(va_cuda_t *c, const va_stats_rule_t *rule) {
+  rule_dev ru = {rule ? rule->mode : VA_ROBUST_NONE, c->rmax_in, c->bin_lo, c->bin_hi, rule ? rule->bins : 0, c->huber};
+  int64_t k = c->k;
+  if (ru.mode == VA_ROBUST_TRIM) {
+    if (!rule->rmax || !rule->bin_lo || !rule->bin_hi || rule->bins <= 0) VA_FATAL("trim rule without its arrays");
+    VA_CUDA(cudaMemcpyAsync(c->rmax_in, rule->rmax, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+    VA_CUDA(cudaMemcpyAsync(c->bin_lo, rule->bin_lo, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+    VA_CUDA(cudaMemcpyAsync(c->bin_hi, rule->bin_hi, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+  } else if (ru.mode == VA_ROBUST_HUBER) {
+    if (!rule->huber_delta) VA_FATAL("huber rule without its deltas");
+    VA_CUDA(cudaMemcpyAsync(c->huber, rule->huber_delta, (size_t)k * 8, cudaMemcpyHostToDevice, c->stream));
+  }
+  return ru;
+}
+
+static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
+  int64_t W = VA_STATS_W(c->d);
+  va_cuda_ensure_segments(c, c->k);
+  if (c->stats_variant == VA_CUDA_STATS_ATOMIC) {
+    VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
+    int64_t blocks = (c->n + THREADS / 32 - 1) / (THREADS / 32);
+    if (blocks > 132 * 64) blocks = 132 * 64;
+    stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->assign, c->r, c->n, ru, c->acc);
+    VA_LAUNCHED();
+  } else {
+    seg_reduce(c, c->assign, c->k, ru, c->acc);
+  }
+}
+
+extern "C" void va_cuda_stats(va_cuda_t *c, const va_stats_rule_t *rule, double *acc_host) {
+  if (c->n <= 0) return;
+  va_cuda_enter(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  rule_dev ru = upload_rule(c, rule);
+  stats_launch(c, ru);
+  int64_t kw = c->k * VA_STATS_W(c->d);
+  double *h = (double *)va_cuda_host_scratch(c, (size_t)kw * 8);
+  VA_CUDA(cudaMemcpyAsync(h, c->acc, (size_t)kw * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t e = 0; e < kw; e++) acc_host[e] += h[e];
+}
+
+/* --- split: 2-means sums --------------------------------------------------------------------------- */
+__global__ void __launch_bounds__(THREADS)
+split_keys_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ a, int64_t n,
+                  const int32_t *__restrict__ slot, const float *__restrict__ cent, int64_t m, uint32_t *keys) {
+  const int lane = threadIdx.x & 31;
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+    int32_t q = slot[a[i]];
+    if (q < 0) {
+      if (lane == 0) keys[i] = (uint32_t)(2 * m);
+      continue;
+    }
+    const float *x = X32 + i * dp, *c0 = cent + (int64_t)(2 * q) * dp, *c1 = c0 + dp;
+    double d0 = 0, d1 = 0;
+    for (int t = lane; t < d; t += 32) {
+      double e0 = (double)x[t] - c0[t], e1 = (double)x[t] - c1[t];
+      d0 += e0 * e0;
+      d1 += e1 * e1;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      d0 += __shfl_xor_sync(0xffffffffu, d0, o);
+      d1 += __shfl_xor_sync(0xffffffffu, d1, o);
+    }
+    if (lane == 0) keys[i] = (uint32_t)(2 * q + (d1 < d0));
+  }
+}
+
+extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int64_t m, const float *cent, double *sums_host) {
+  if (c->n <= 0 || m <= 0) return;
+  va_cuda_enter(c);
+  int64_t k = c->k, d = c->d, W = VA_STATS_W(d), h2 = 2 * m;
+  if (h2 > c->split_cap || k > c->split_cap || !c->slot) {
+    VA_CUDA(cudaStreamSynchronize(c->stream));
+    if (c->slot) VA_CUDA(cudaFree(c->slot));
+    if (c->cent) VA_CUDA(cudaFree(c->cent));
+    c->split_cap = h2 > c->k_cap ? h2 : c->k_cap; /* >= k */
+    VA_CUDA(cudaMalloc((void **)&c->slot, (size_t)c->split_cap * 4));
+    VA_CUDA(cudaMalloc((void **)&c->cent, (size_t)(c->split_cap * c->dp) * 4));
+    VA_CUDA(cudaMemsetAsync(c->cent, 0, (size_t)(c->split_cap * c->dp) * 4, c->stream));
+  }
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  int32_t *hs = (int32_t *)va_cuda_host_scratch(c, (size_t)k * 4);
+  for (int64_t j = 0; j < k; j++) hs[j] = slot[j] < 0 ? -1 : (int32_t)slot[j];
+  VA_CUDA(cudaMemcpyAsync(c->slot, hs, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemcpy2DAsync(c->cent, (size_t)c->dp * 4, cent, (size_t)d * 4, (size_t)d * 4, (size_t)h2, cudaMemcpyHostToDevice, c->stream));
+  int64_t blocks = (c->n + THREADS / 32 - 1) / (THREADS / 32);
+  if (blocks > 132 * 64) blocks = 132 * 64;
+  split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)d, c->assign, c->n, c->slot, c->cent, m, c->keys);
+  VA_LAUNCHED();
+  rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
+  seg_reduce(c, c->keys, h2, ru, c->acc);
+  double *h = (double *)va_cuda_host_scratch(c, (size_t)(h2 * W) * 8);
+  VA_CUDA(cudaMemcpyAsync(h, c->acc, (size_t)(h2 * W) * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t q = 0; q < h2; q++) {
+    for (int64_t u = 0; u < d; u++) sums_host[q * (d + 1) + u] += h[q * W + u];
+    sums_host[q * (d + 1) + d] += h[q * W + VA_ST_COUNT(d)];
+  }
+}
+
+/* --- benchmarks ------------------------------------------------------------------------------------ */
+static double median_ms(std::vector<float> &v, double *min_ms) {
+  std::sort(v.begin(), v.end());
+  if (min_ms) *min_ms = v.empty() ? 0 : v[0];
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int warmup, int reps, double *min_ms) {
+  if (c->n <= 0) return 0;
+  va_cuda_enter(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  rule_dev ru = upload_rule(c, rule);
+  for (int w = 0; w < warmup; w++) stats_launch(c, ru);
+  std::vector<float> t;
+  for (int rep = 0; rep < reps; rep++) {
+    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
+    stats_launch(c, ru);
+    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
+    VA_CUDA(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    t.push_back(ms);
+  }
+  return median_ms(t, min_ms);
+}
+
+extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms) {
+  if (c->n <= 0) return 0;
+  va_cuda_enter(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  std::vector<float> t;
+  for (int rep = 0; rep < warmup + reps; rep++) {
+    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
+    farthest_launch(c);
+    if (bins > 0) hist_launch(c, rmax_host, bins);
+    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
+    VA_CUDA(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    if (rep >= warmup) t.push_back(ms);
+  }
+  return median_ms(t, min_ms);
+}

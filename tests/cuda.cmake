@@ -1,0 +1,17 @@
+# GPU tests (label gpu). Each exits 77 ("SKIP: ...") where the device they need is absent, which
+# CTest reports as skipped, never as passed. Built only with the CUDA backend (cmake/cuda.cmake).
+if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
+  add_executable(test_cuda_kernels ${VA_TEST_DIR}/cuda/test_cuda_kernels.c)
+  target_link_libraries(test_cuda_kernels PRIVATE vecanneal_core)
+  add_test(NAME cuda_kernels COMMAND test_cuda_kernels)
+  set_tests_properties(cuda_kernels PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)
+
+  if(VECANNEAL_HAVE_NCCL)
+    add_executable(test_nccl ${VA_TEST_DIR}/cuda/test_nccl.c)
+    target_link_libraries(test_nccl PRIVATE vecanneal_core)
+    # Two ranks, one GPU each: skipped (77) on machines with fewer than two devices.
+    add_test(NAME cuda_nccl_allreduce
+             COMMAND ${VA_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_nccl> ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(cuda_nccl_allreduce PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
+endif()

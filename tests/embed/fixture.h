@@ -1,0 +1,55 @@
+/* fixture.h: shared helpers of the embed tests: locating the model (with the "run scripts/fetch-model"
+ * message when it is absent), reading gzip'd or plain fixture files whole, splitting lines. */
+#ifndef VECANNEAL_TESTS_EMBED_FIXTURE_H
+#define VECANNEAL_TESTS_EMBED_FIXTURE_H
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+/* Whole file (gunzipped when it is gzip), NUL-terminated; exits with a message on failure. */
+static inline char *fx_read(const char *path, size_t *len) {
+  gzFile g = gzopen(path, "rb");
+  if (!g) { fprintf(stderr, "FAIL: cannot open fixture %s\n", path); exit(1); }
+  size_t cap = 1 << 20, n = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (n == cap) { cap *= 2; buf = realloc(buf, cap + 1); }
+    int r = gzread(g, buf + n, (unsigned)(cap - n));
+    if (r < 0) { fprintf(stderr, "FAIL: cannot read fixture %s\n", path); exit(1); }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  gzclose(g);
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+/* Splits buf at '\n' (a final '\n' ends the last line); returns the line count, fills starts/lens. */
+static inline size_t fx_lines(char *buf, size_t len, char ***starts, size_t **lens) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) n += buf[i] == '\n';
+  if (len && buf[len - 1] != '\n') n++;
+  *starts = malloc((n + 1) * sizeof **starts);
+  *lens = malloc((n + 1) * sizeof **lens);
+  size_t k = 0, s = 0;
+  for (size_t i = 0; i <= len && k < n; i++)
+    if (i == len || buf[i] == '\n') { (*starts)[k] = buf + s; (*lens)[k] = i - s; k++; s = i + 1; }
+  return n;
+}
+
+/* The model directory: argv value, or fails with the fetch-model hint when its files are missing. */
+static inline void fx_need_model(const char *dir, const char *file) {
+  char path[4096];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "FAIL: model file %s is missing: run scripts/fetch-model first (it installs "
+                    "all-MiniLM-L6-v2 under models/)\n", path);
+    exit(1);
+  }
+}
+#endif
