@@ -216,6 +216,8 @@ done:
   return rc;
 }
 
+int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen) { return probe_input(spec, in, err, errlen); }
+
 void va_input_open(const char *spec, va_input_t *in) {
   char err[1024] = "";
   int rc = 0;

@@ -24,6 +24,8 @@ typedef struct {
 const char *va_dtype_name(va_dtype_t t);
 /* Splits "FILE:DATASET" (the last ':' separates; DATASET defaults to /train). */
 int va_split_spec(const char *spec, char *file, size_t flen, char *dset, size_t dlen);
+/* Local (any one process): the validation below without MPI; returns 0 or an exit code with err set. */
+int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen);
 /* Collective: rank 0 validates the input (file, dataset, rank 2, supported type, n >= 1, d >= 1,
  * storage present and within the file) and broadcasts the result; on failure every rank exits with
  * VA_EXIT_INPUT after rank 0 prints one message. */
