@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "dist/comm.h"
 #include "kernels/stats.h"
 #include "metrics.h"
@@ -23,7 +24,7 @@ static void ensure_capacity(va_state_t *st, int64_t k_needed) {
   REALLOC(st->A, cap * d, "anchors");
   REALLOC(st->anorm, cap, "anchor norms");
   REALLOC(st->vel, cap * d, "momentum");
-  REALLOC(st->acc, cap * VA_STATS_W(d) + 1, "statistics");
+  REALLOC(st->acc, cap * VA_STATS_W(d) + 2, "statistics"); /* + changed rows + stop flag */
   REALLOC(st->rmax, cap, "rmax");
   REALLOC(st->rmax_local, cap, "rmax");
   REALLOC(st->rarg, cap, "rarg");
@@ -184,13 +185,15 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
     rule.huber_delta = delta;
   }
   va_tick_t t = va_tick();
-  memset(st->acc, 0, (size_t)(k * W + 1) * sizeof(double));
+  memset(st->acc, 0, (size_t)(k * W + 2) * sizeof(double));
   va_stats_accumulate_mt(st->X, st->n_local, d, st->assign, st->r, k, &rule, st->acc, st->aopts.threads);
   st->acc[k * W] = (double)changed_local;
+  st->acc[k * W + 1] = va_stop_requested(); /* every rank learns of a stop signal in the same iteration */
   va_tock(VA_PH_REDUCE, t);
-  va_allreduce_sum_f64(st->acc, k * W + 1);
+  va_allreduce_sum_f64(st->acc, k * W + 2);
   free(delta);
   st->changed = (int64_t)st->acc[k * W];
+  st->stop_agreed = st->acc[k * W + 1] > 0;
   double esum = 0;
   for (int64_t j = 0; j < k; j++) esum += acc_at(st, j, VA_ST_RSUM(d));
   st->E_prev = st->E;
@@ -401,7 +404,7 @@ void va_anneal(va_state_t *st) {
   st->min_changes = c->min_changes >= 0 ? c->min_changes : st->n / 1000;
   if (c->progress_every > 0)
     va_log0("%6s %11s %14s %11s %12s %7s %9s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter");
-  for (st->iter = 0; st->iter < c->max_iter && !st->converged; st->iter++) {
+  while (st->iter < c->max_iter && !st->converged) {
     double t0 = va_now();
     int64_t changed_local = assign_local(st);
     double T_used = st->T;
@@ -413,17 +416,25 @@ void va_anneal(va_state_t *st) {
       split_anchors(st);
       va_tock(VA_PH_MAINT, t);
     }
-    if (st->iter > 0) {
+    if (st->iter > 0) { /* iter still counts the iterations before this one */
       double dE = fabs(st->E - st->E_prev);
       double lim = c->tol_mode == VA_TOL_ABSOLUTE ? c->tol : c->tol * st->E_prev;
       st->still = (dE <= lim && st->changed <= st->min_changes) ? st->still + 1 : 0;
       st->converged = st->still >= 3;
     }
     st->T *= 1.0 - c->cooling_rate;
+    st->iter++;
     double ms = 1e3 * (va_now() - t0);
-    if (c->progress_every > 0 && ((st->iter + 1) % c->progress_every == 0 || st->converged || st->iter + 1 == c->max_iter))
-      va_log0("%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f\n", (long long)st->iter + 1, T_used, st->E,
+    if (c->progress_every > 0 && (st->iter % c->progress_every == 0 || st->converged || st->iter == c->max_iter))
+      va_log0("%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f\n", (long long)st->iter, T_used, st->E,
               st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms);
+    if (st->stop_agreed && st->checkpoint_fn) {
+      st->checkpoint_fn(st, st->checkpoint_ctx);
+      st->stopped = 1;
+      break;
+    }
+    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn)
+      st->checkpoint_fn(st, st->checkpoint_ctx);
   }
 }
 

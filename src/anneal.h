@@ -8,7 +8,7 @@
 #include "config.h"
 #include "kernels/assign.h"
 
-typedef struct {
+typedef struct va_state {
   const va_config_t *cfg;
   int64_t n, d, n_local, row0;
   float *X;          /* n_local x d */
@@ -35,6 +35,11 @@ typedef struct {
   double *h_energy, *h_temp;
   int64_t *h_changed, *h_k, h_cap;
   va_assign_opts_t aopts;
+  /* Called by the loop at checkpoint_every and when a stop signal was agreed (then the loop ends
+   * with stopped = 1). */
+  void (*checkpoint_fn)(struct va_state *st, void *ctx);
+  void *checkpoint_ctx;
+  int stop_agreed, stopped;
   int64_t merges, splits, reseeds;
 } va_state_t;
 

@@ -4,6 +4,7 @@
 int va_cmd_gen(int argc, char **argv);
 int va_cmd_compress(int argc, char **argv);
 int va_cmd_info(int argc, char **argv);
+int va_cmd_embed(int argc, char **argv);
 /* Shared option matcher: "--name value" or "--name=value"; advances *i past the value. */
 const char *va_opt(int argc, char **argv, int *i, const char *name);
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "anneal.h"
+#include "checkpoint.h"
 #include "commands.h"
 #include "dist/comm.h"
 #include "index.h"
@@ -29,12 +30,17 @@ static void compress_usage(void) {
       "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
       "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
       "  --print-config        print the resolved configuration as an INI file and exit\n"
+      "  --resume CKPT         continue from a checkpoint (same input and configuration)\n"
+      "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
+      "current iteration and exits with 75; checkpoint_every = N also writes one every N iterations.\n"
       "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
-      "writable, 5 not enough memory.\n\n");
+      "writable, 5 not enough memory, 75 stopped by a signal after writing a checkpoint.\n\n");
   va_config_print_keys(stdout);
 }
 
 /* Builds the configuration from --config, --set and the shorthands (applied in that order). */
+static const char *resume_path;
+
 static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help, int *print) {
   va_config_src_t *src = va_config_src_new();
   const char *v, *config_file = NULL;
@@ -47,6 +53,7 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
   for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; break; }
     if (!strcmp(argv[i], "--print-config")) { *print = 1; continue; }
+    if ((v = va_opt(argc, argv, &i, "--resume"))) { resume_path = v; continue; }
     if ((v = va_opt(argc, argv, &i, "--config"))) continue;
     if ((v = va_opt(argc, argv, &i, "--set"))) { rc = va_config_src_add_kv(src, v, "--set", err, errlen); continue; }
     int matched = 0;
@@ -111,6 +118,16 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
   return sq[0] / (double)st->n - m2;
 }
 
+typedef struct { const va_input_t *in; char path[VA_PATH_MAX + 16]; } ckpt_job_t;
+
+static void write_checkpoint(va_state_t *st, void *vctx) {
+  ckpt_job_t *job = vctx;
+  va_tick_t t = va_tick();
+  if (va_checkpoint_write(job->path, st, job->in)) va_exit_all(VA_EXIT_OUTPUT);
+  va_tock(VA_PH_WRITE, t);
+  va_log0("checkpoint after iteration %lld written to %s\n", (long long)st->iter, job->path);
+}
+
 static int choose_threads(const va_config_t *cfg) {
   if (cfg->threads > 0) return (int)cfg->threads;
   int t = va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
@@ -119,6 +136,7 @@ static int choose_threads(const va_config_t *cfg) {
 
 int va_cmd_compress(int argc, char **argv) {
   double t_start = va_now();
+  va_install_stop_signals();
   va_config_t cfg;
   char err[2048] = "";
   int help = 0, print = 0;
@@ -191,15 +209,29 @@ int va_cmd_compress(int argc, char **argv) {
   int64_t zero_rows = 0;
   st.total_var = preprocess(&st, &zero_rows);
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
-  if (cfg.init_kind == VA_INIT_FILE) va_init_file_read(&st);
-  va_state_alloc(&st);
-  va_init_anchors(&st);
+  if (resume_path) {
+    va_checkpoint_read(resume_path, &st, &in);
+    va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter, (long long)st.k, st.T);
+  } else {
+    if (cfg.init_kind == VA_INIT_FILE) va_init_file_read(&st);
+    va_state_alloc(&st);
+    va_init_anchors(&st);
+  }
   va_tock(VA_PH_INIT, t);
+  ckpt_job_t ckpt = {.in = &in};
+  va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
+  st.checkpoint_fn = write_checkpoint;
+  st.checkpoint_ctx = &ckpt;
   va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), cfg.init);
 
   double t_loop = va_now();
   va_anneal(&st);
   double loop_seconds = va_now() - t_loop;
+  if (st.stopped) {
+    va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
+    va_state_free(&st);
+    return VA_EXIT_CHECKPOINTED;
+  }
 
   double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"), *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
   double E = va_final_pass(&st, counts, mse);
@@ -220,6 +252,8 @@ int va_cmd_compress(int argc, char **argv) {
           (long long)st.iter, st.converged ? "converged" : "max_iter", (long long)st.k_initial, (long long)st.k, (long long)st.merges,
           (long long)st.splits, (long long)st.reseeds, E, ix.distortion, ix.ratio, st.iter ? 1e3 * loop_seconds / (double)st.iter : 0.0, total);
   va_log0("index written to %s\n", cfg.out);
+  /* A finished job has no use for its checkpoint. */
+  if (va_proc.rank == 0) remove(ckpt.path);
   va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend};
   va_metrics_write(cfg.metrics, &sum, &cfg);
   free(anchors); free(counts); free(mse);

@@ -57,6 +57,8 @@ static const key_def_t KEYS[] = {
   {"split_iters", K_INT, F(split_iters), "3", 1, 100, NULL, "2-means iterations of a split"},
   {"k_min", K_INT, F(k_min), "0", 0, BIG, NULL, "merges never take k below this; 0 = the initial k (k stays fixed unless k_min/k_max widen the range)"},
   {"k_max", K_INT, F(k_max), "0", -1, BIG, NULL, "splits never take k above this; 0 = the initial k, -1 = no bound but n"},
+  {"checkpoint_every", K_INT, F(checkpoint_every), "0", 0, 1e9, NULL, "write a checkpoint every this many iterations; 0 = only when stopped by SIGTERM/SIGUSR1"},
+  {"checkpoint", K_STR, F(checkpoint), "", 0, 0, NULL, "checkpoint file; empty = OUT.ckpt.h5"},
   {"threads", K_INT, F(threads), "0", 0, 4096, NULL, "threads per rank; 0 = the rank's cores / ranks on the node"},
   {"tile_rows", K_INT, F(tile_rows), "0", 0, 1 << 24, NULL, "rows per assign tile; 0 = auto (a tile of distances stays in cache)"},
   {"progress_every", K_INT, F(progress_every), "1", 0, 1e9, NULL, "print a progress line every this many iterations; 0 = none"},

@@ -46,6 +46,9 @@ typedef struct {
   double merge_factor, split_count_factor, split_var_factor;
   int split_var_mode;
   int64_t split_iters, k_min, k_max;
+  /* checkpoints */
+  int64_t checkpoint_every;
+  char checkpoint[VA_PATH_MAX];
   /* execution */
   int64_t threads, tile_rows, progress_every;
   double read_chunk_mb;

@@ -22,6 +22,7 @@ static void usage(void) {
       "  gen       write a synthetic dataset (Gaussian mixture or the prototype's demo data) to HDF5\n"
       "  compress  compress FILE.h5:DATASET into an HDF5 index of anchors + per-row assignments\n"
       "  info      summarise an index file\n"
+      "  embed     embed a text corpus (one text per line) with all-MiniLM-L6-v2 into HDF5 (distance angular)\n"
       "  help, --help, --version\n"
       "Run 'vecanneal COMMAND --help' for a command's options; README.md has examples.\n",
       VECANNEAL_VERSION);
@@ -40,6 +41,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "gen")) rc = va_cmd_gen(argc - 2, argv + 2);
   else if (!strcmp(cmd, "compress")) rc = va_cmd_compress(argc - 2, argv + 2);
   else if (!strcmp(cmd, "info")) rc = va_cmd_info(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "embed")) rc = va_cmd_embed(argc - 2, argv + 2);
   else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { va_log0("vecanneal %s\n", VECANNEAL_VERSION); rc = 0; }
   else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(); rc = 0; }
   else {

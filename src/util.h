@@ -18,6 +18,7 @@ enum {
   VA_EXIT_INPUT = 3,     /* input file/dataset missing, malformed or holding bad values */
   VA_EXIT_OUTPUT = 4,    /* the output cannot be written */
   VA_EXIT_RESOURCE = 5,  /* not enough memory for the requested job */
+  VA_EXIT_CHECKPOINTED = 75, /* stopped by SIGTERM/SIGUSR1 after writing a checkpoint: resume with --resume (EX_TEMPFAIL) */
 };
 
 typedef struct {

@@ -176,8 +176,8 @@ template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es
 }
 
 /* Block: BM rows x all anchors, 8 warps as WM x WN, warp tile (BM/WM) x (BN/WN). */
-template <typename T, int BM, int BN, int WM, int WN>
-__global__ void __launch_bounds__(THREADS, 1)
+template <typename T, int BM, int BN, int WM, int WN, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
 fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ bias, float scale,
                     const float *__restrict__ X32, const float *__restrict__ A32, int64_t n, int d, int dp, int ntiles,
                     int cosine, uint32_t *__restrict__ assign, float *__restrict__ r, unsigned long long *counter) {
@@ -322,20 +322,33 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
-/* Config 1: 128 x 128 tiles, warps 2 x 4 (64 x 32 each); config 2: 128 x 64, warps 4 x 2 (32 x 32). */
-int va_cuda_fused_config(const va_cuda_t *c) {
-  if (c->precision == VA_CUDA_FP32) return 0;
+/* Tile configurations: 1 = 128 x 128 tiles, warps 2 x 4 (64 x 32 each); 2 = 128 x 64, warps 4 x 2
+ * (32 x 32); 3 and 4 = the same asking for two blocks per SM (registers capped at 128). */
+static bool fused_fits(const va_cuda_t *c, int cfg) {
   size_t es = c->precision == VA_CUDA_TF32 ? 4 : 2, lim = (size_t)c->prop.sharedMemPerBlockOptin;
-  if (c->prop.major < 8) return 0;
-  if (fused_smem<128, 128, 4>(c->dp, es) <= lim) return 1;
-  if (fused_smem<128, 64, 2>(c->dp, es) <= lim) return 2;
+  size_t sm = (cfg == 1 || cfg == 3) ? fused_smem<128, 128, 4>(c->dp, es) : fused_smem<128, 64, 2>(c->dp, es);
+  if (cfg >= 3) return 2 * (sm + 1024) <= (size_t)c->prop.sharedMemPerMultiprocessor && sm <= lim;
+  return sm <= lim;
+}
+
+int va_cuda_fused_config(const va_cuda_t *c) {
+  if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
+  if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
+  if (fused_fits(c, 1)) return 1;
+  if (fused_fits(c, 2)) return 2;
   return 0;
 }
 
-template <typename T, int BM, int BN, int WM, int WN>
+extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
+  c->fused_force = cfg;
+  c->fused_cfg = va_cuda_fused_config(c);
+  return c->fused_cfg;
+}
+
+template <typename T, int BM, int BN, int WM, int WN, int MINB>
 static void launch_fused(va_cuda_t *c, const void *X, const void *A, int cosine) {
   size_t smem = fused_smem<BM, BN, WN>(c->dp, sizeof(T));
-  auto kern = fused_assign_kernel<T, BM, BN, WM, WN>;
+  auto kern = fused_assign_kernel<T, BM, BN, WM, WN, MINB>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int64_t kp = VA_ROUND_UP(c->k, VA_CUDA_KPAD);
   int ntiles = (int)(kp / BN);
@@ -347,8 +360,13 @@ static void launch_fused(va_cuda_t *c, const void *X, const void *A, int cosine)
 }
 
 template <typename T> static void fused_dispatch(va_cuda_t *c, const void *X, const void *A, int cosine) {
-  if (c->fused_cfg == 1) launch_fused<T, 128, 128, 2, 4>(c, X, A, cosine);
-  else launch_fused<T, 128, 64, 4, 2>(c, X, A, cosine);
+  switch (c->fused_cfg) {
+  case 1: launch_fused<T, 128, 128, 2, 4, 1>(c, X, A, cosine); break;
+  case 2: launch_fused<T, 128, 64, 4, 2, 1>(c, X, A, cosine); break;
+  case 3: launch_fused<T, 128, 128, 2, 4, 2>(c, X, A, cosine); break;
+  case 4: launch_fused<T, 128, 64, 4, 2, 2>(c, X, A, cosine); break;
+  default: VA_FATAL("no fused kernel configuration for this shape");
+  }
 }
 
 void va_cuda_assign_launch(va_cuda_t *c, int cosine, int variant, int gemm_only) {

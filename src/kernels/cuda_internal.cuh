@@ -100,8 +100,8 @@ struct va_cuda {
   int64_t *d_rows;             /* get_rows indices */
   float *d_rows_out;
   int64_t rows_cap;
-  /* resolved fused-kernel configuration: 0 none, 1 = 128x128 tiles, 2 = 128x64 */
-  int fused_cfg;
+  /* resolved fused-kernel configuration (cuda_assign.cu): 0 none, 1..4; fused_force: asked for */
+  int fused_cfg, fused_force;
 };
 
 /* Internal entry points across the .cu files. */

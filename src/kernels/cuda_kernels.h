@@ -80,6 +80,9 @@ void va_cuda_destroy(va_cuda_t *ctx);
 /* --- test and benchmark hooks ------------------------------------------------------------------ */
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
+/* Fused kernel tile configuration: 0 = automatic, 1 = 128x128 tiles, 2 = 128x64, 3/4 = the same with
+ * two blocks per SM. Returns the configuration now in force (0: the fused kernel does not apply). */
+int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Device time of one assign pass (kernels only, CUDA events), `reps` timed runs after `warmup`:
  * the median in ms (min in *min_ms if not NULL). gemm_only: the cuBLAS products of the GEMM path
  * alone, without the argmin (for the library's own rate). */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "embed/json.h"
 #include "embed/tokenizer.h"
 #include "fixture.h"
 
@@ -37,6 +38,29 @@ static int check_utf8(void) {
   return fails;
 }
 
+/* The JSON reader behind JSONL input: escapes, surrogate pairs, lone surrogates (counted), errors. */
+static int check_json(void) {
+  char err[256];
+  int64_t lone = 0;
+  const char *doc = "{\"id\": 3, \"meta\": {\"a\": [1, -2.5e3, null, true, \"x\"]}, "
+                    "\"text\": \"\\ud83d\\ude00 caf\\u00e9\\n\\\"q\\\" \\ud800x\"}";
+  va_json_t *j = va_json_parse(doc, strlen(doc), err, sizeof err, &lone);
+  const va_json_t *t = va_json_get(j, "text");
+  const char *want = "\xf0\x9f\x98\x80 caf\xc3\xa9\n\"q\" \xef\xbf\xbdx";
+  int fails = 0;
+  if (!t || t->type != VA_JSON_STR || t->len != strlen(want) || memcmp(t->str, want, t->len) || lone != 1) {
+    fprintf(stderr, "FAIL: JSON string decoding\n");
+    fails++;
+  }
+  va_json_free(j);
+  static const char *const bad[] = {"{\"text\": \"x\"", "{\"text\" \"x\"}", "{\"text\": \"x\"} y", "", "{\"a\": tru}", "[1,]"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    va_json_t *b = va_json_parse(bad[i], strlen(bad[i]), err, sizeof err, NULL);
+    if (b) { fprintf(stderr, "FAIL: JSON '%s' accepted\n", bad[i]); fails++; va_json_free(b); }
+  }
+  return fails;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: test_tokenizer MODEL_DIR DATA_DIR\n"); return 2; }
   fx_need_model(argv[1], "vocab.txt");
@@ -58,7 +82,7 @@ int main(int argc, char **argv) {
   memcpy(&nref, idsbuf + 8, 4);
   if (nref != n) { fprintf(stderr, "FAIL: corpus has %zu lines, reference ids %u\n", n, nref); return 1; }
 
-  int fails = check_utf8();
+  int fails = check_utf8() + check_json();
   const unsigned char *p = (const unsigned char *)idsbuf + 12, *end = (const unsigned char *)idsbuf + ilen;
   int32_t ids[256];
   size_t bad_lines = 0, tokens = 0, truncated = 0, nonascii = 0;
@@ -95,6 +119,6 @@ int main(int argc, char **argv) {
          n - bad_lines, n, nonascii, truncated, (long long)invalid, tokens, secs > 0 ? (double)n / secs : 0.0);
   va_tok_free(tok);
   free(corpus); free(idsbuf); free(line); free(len);
-  if (bad_lines || fails) { fprintf(stderr, "FAIL: %zu line(s) differ, %d UTF-8 case(s) wrong\n", bad_lines, fails); return 1; }
+  if (bad_lines || fails) { fprintf(stderr, "FAIL: %zu line(s) differ, %d UTF-8/JSON case(s) wrong\n", bad_lines, fails); return 1; }
   return 0;
 }

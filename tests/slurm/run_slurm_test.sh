@@ -217,6 +217,10 @@ state=$(jobfield "$id" JobState); ec=$(jobfield "$id" ExitCode)
 say "job $id: sbatch --wait exit $wrc, JobState=$state ExitCode=$ec"
 [ $wrc = 124 ] && { scancel "$id"; fail "compress job $id did not finish in time"; }
 [ "$state" = COMPLETED ] && [ "$ec" = 0:0 ] && [ $wrc = 0 ] || fail "compress job $id: state $state, exit $ec, sbatch $wrc"
+# The #SBATCH lines (with their trailing comments) were read: requeue on, the GPU per task asked.
+scontrol show job "$id" > "$W/job-$id.txt"
+grep -q "Requeue=1" "$W/job-$id.txt" || fail "job $id is not requeueable: #SBATCH --requeue not read"
+[ "$GPU_LINES" = stripped ] || grep -q "TresPerTask=.*gpu:1" "$W/job-$id.txt" || fail "job $id: no gpu per task"
 idx=$W/out/$id/index.h5
 [ -s "$idx" ] || fail "no index at $idx"
 [ -s "$W/out/$id/metrics.json" ] || fail "no metrics at $W/out/$id/metrics.json"
@@ -259,26 +263,36 @@ for i in $(seq 600); do sleep 0.1; done
 exit 1
 EOF
 chmod +x "$W/fake-vecanneal"
-say "3. requeue flow: compress.sbatch with a stand-in binary, USR1 to the batch shell"
-id=$(submit 20 "VECANNEAL=$W/fake-vecanneal,VECANNEAL_LAUNCHER=mpirun" --ntasks-per-node=1 \
-     --cpus-per-task=1 --time=5 "$(script compress.sbatch)" cpu.ini)
-id=${id%%;*}; [ -n "$id" ] || fail "requeue test: sbatch failed"
-out=$W/out/$id/index.h5
-t=$((SECONDS + $(left 40))); while [ $SECONDS -lt $t ] && [ ! -e "$out.started" ]; do sleep 0.3; done
-[ -e "$out.started" ] || { scancel "$id"; fail "requeue test: job $id never started the step"; }
-scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"
-# Slurm holds a requeued job back for cred_expire (10 s here, 120 s by default), then starts it.
-t=$((SECONDS + $(left 60)))
-while [ $SECONDS -lt $t ]; do
-  s=$(jobfield "$id" JobState)
-  [ "$s" = COMPLETED ] && break
-  case $s in FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
-  sleep 0.5
+# One job per launcher, side by side (1 task each): srun forwards USR1 to its tasks, mpirun to its ranks.
+LAUNCHERS="mpirun"; srun --mpi=list 2>&1 | grep -qw pmix && LAUNCHERS="srun mpirun"
+say "3. requeue flow: compress.sbatch with a stand-in binary, USR1 to the batch shell (launchers: $LAUNCHERS)"
+declare -A JOB
+for L in $LAUNCHERS; do
+  id=$(submit 20 "VECANNEAL=$W/fake-vecanneal,VECANNEAL_LAUNCHER=$L" --ntasks-per-node=1 \
+       --cpus-per-task=1 --time=5 "$(script compress.sbatch)" cpu.ini)
+  JOB[$L]=${id%%;*}; [ -n "${JOB[$L]}" ] || fail "requeue test ($L): sbatch failed"
 done
-s=$(jobfield "$id" JobState); r=$(jobfield "$id" Restarts); e=$(jobfield "$id" ExitCode)
-[ "$s" = COMPLETED ] && [ "$r" = 1 ] && [ "$e" = 0:0 ] || { scancel "$id"; fail "requeue test job $id: state $s, restarts $r, exit $e"; }
-grep -q "resumed from $out.ckpt" "$out" || fail "requeue test: the second run did not get --resume $out.ckpt"
-say "  ok: job $id USR1 -> checkpoint -> exit 75 -> requeued -> resumed from index.h5.ckpt -> COMPLETED"
+for L in $LAUNCHERS; do
+  id=${JOB[$L]}; out=$W/out/$id/index.h5
+  t=$((SECONDS + $(left 40))); while [ $SECONDS -lt $t ] && [ ! -e "$out.started" ]; do sleep 0.3; done
+  [ -e "$out.started" ] || fail "requeue test ($L): job $id never started the step"
+  # What --signal=B:USR1@T does at T seconds before the time limit: USR1 to the batch shell only.
+  scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"
+done
+# Slurm holds a requeued job back for cred_expire (10 s here, 120 s by default), then starts it.
+for L in $LAUNCHERS; do
+  id=${JOB[$L]}; out=$W/out/$id/index.h5
+  t=$((SECONDS + $(left 60)))
+  while [ $SECONDS -lt $t ]; do
+    s=$(jobfield "$id" JobState)
+    case $s in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+    sleep 0.5
+  done
+  s=$(jobfield "$id" JobState); r=$(jobfield "$id" Restarts); e=$(jobfield "$id" ExitCode)
+  [ "$s" = COMPLETED ] && [ "$r" = 1 ] && [ "$e" = 0:0 ] || fail "requeue test ($L) job $id: state $s, restarts $r, exit $e"
+  grep -q "resumed from $out.ckpt" "$out" || fail "requeue test ($L): the second run did not get --resume $out.ckpt"
+  say "  ok ($L): job $id USR1 -> checkpoint -> exit 75 -> requeued -> --resume index.h5.ckpt -> COMPLETED"
+done
 
 say "PASS (compress, scaling array, requeue flow) in $((SECONDS - T0)) s"
 exit 0

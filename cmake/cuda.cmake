@@ -1,0 +1,36 @@
+# CUDA backend: device kernels (src/kernels/cuda_*.cu) and the NCCL wrapper (src/dist/nccl_comm.c),
+# added to vecanneal_core. Included by the top-level CMakeLists.txt when VECANNEAL_HAVE_CUDA (the CUDA
+# language is enabled and CUDAToolkit found there); VECANNEAL_HAVE_NCCL adds NCCL.
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+# sm_90 (H100/H200) first; sm_80 keeps the build usable on A100s (the kernels need sm_80: cp.async,
+# ldmatrix, mma.sync bf16/tf32). Override with -DVECANNEAL_CUDA_ARCHITECTURES=...
+set(VECANNEAL_CUDA_ARCHITECTURES "90;80" CACHE STRING "CUDA architectures of the vecanneal kernels")
+
+target_sources(vecanneal_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_context.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu)
+set_target_properties(vecanneal_core PROPERTIES
+  CUDA_STANDARD 17
+  CUDA_STANDARD_REQUIRED ON
+  CUDA_ARCHITECTURES "${VECANNEAL_CUDA_ARCHITECTURES}"
+  CUDA_RUNTIME_LIBRARY Shared
+  POSITION_INDEPENDENT_CODE ON)
+target_compile_options(vecanneal_core PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
+target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_CUDA=1)
+target_include_directories(vecanneal_core PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(vecanneal_core PUBLIC CUDA::cudart CUDA::cublas)
+
+if(VECANNEAL_HAVE_NCCL)
+  target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/dist/nccl_comm.c)
+  target_include_directories(vecanneal_core PUBLIC ${NCCL_INCLUDE_DIR})
+  target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_NCCL=1)
+  target_link_libraries(vecanneal_core PUBLIC ${NCCL_LIBRARY})
+endif()
+
+# Kernel benchmark (not a test): bench/gpu_kernels [n d k reps].
+add_executable(gpu_kernels_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu_kernels.c)
+target_link_libraries(gpu_kernels_bench PRIVATE vecanneal_core)
+set(VECANNEAL_CUDA_SOURCES_ADDED ON)

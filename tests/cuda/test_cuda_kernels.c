@@ -1,0 +1,391 @@
+/* test_cuda_kernels.c: every CUDA kernel against the CPU kernels (kernels/assign.h, kernels/stats.h).
+ * Exits 77 ("SKIP: no CUDA device") without a device, 1 on any failure, 0 when all pass.
+ * Tolerances (docs/CUDA.md):
+ *  - assign: a row's anchor equals the CPU's (va_assign_cpu, fp32 sgemm) except near-ties; for a row
+ *    that differs, the exact distances to the two anchors may differ by at most
+ *    c_p * ||x|| * max_j ||A_j|| (the rounding bound of the product: c = 2e-5 fp32, 8 * 2^-10 tf32,
+ *    8 * 2^-11 fp16, 8 * 2^-8 bf16), and the share of such rows is capped (0.5% fp32, 10% tf32 and
+ *    fp16, 50% bf16 on this clustered data).
+ *  - r: the exact distance to the GPU's anchor: |r - va_row_distance| <= 1e-6 |r| + 1e-12 for every
+ *    precision (r is recomputed from the float32 rows in double, whatever the product precision).
+ *  - changed count, farthest (rmax bits and row), histogram: exactly the CPU's on the GPU's a and r.
+ *  - statistics and split sums: |gpu - cpu| <= 1e-9 (|cpu| + count_j * max|x|); counts exact; the
+ *    SORT reduction is bit-for-bit the same on a second run.
+ *  - fetched rows: bit-for-bit. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "kernels/assign.h"
+#include "kernels/cuda_kernels.h"
+#include "kernels/stats.h"
+#include "util.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                                   \
+  do {                                                                                                     \
+    if (!(cond)) {                                                                                         \
+      failures++;                                                                                          \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                          \
+      printf(__VA_ARGS__);                                                                                 \
+      printf("\n");                                                                                        \
+      fflush(stdout);                                                                                      \
+    }                                                                                                      \
+  } while (0)
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double unif(void) { return ((double)(rnd() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static double normal(void) { return sqrt(-2.0 * log(unif())) * cos(6.283185307179586 * unif()); }
+
+static void normalise(float *a, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; t++) s += (double)a[t] * a[t];
+  if (s > 0)
+    for (int64_t t = 0; t < d; t++) a[t] = (float)(a[t] / sqrt(s));
+}
+
+/* Clustered rows: 40 centres ~ N(0,1), members at 0.35 N(0,1) around them. */
+static float *make_rows(int64_t n, int64_t d, int cosine) {
+  int64_t nc = 40;
+  float *C = malloc((size_t)(nc * d) * sizeof(float)), *X = malloc((size_t)(n * d) * sizeof(float));
+  for (int64_t e = 0; e < nc * d; e++) C[e] = (float)normal();
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = (int64_t)(rnd() % (uint64_t)nc);
+    for (int64_t t = 0; t < d; t++) X[i * d + t] = C[c * d + t] + 0.35f * (float)normal();
+    if (cosine) normalise(X + i * d, d);
+  }
+  free(C);
+  return X;
+}
+/* Anchors near rows: a random row plus 0.05 N(0,1). */
+static float *make_anchors(const float *X, int64_t n, int64_t d, int64_t k, int cosine, double noise) {
+  float *A = malloc((size_t)(k * d) * sizeof(float));
+  for (int64_t j = 0; j < k; j++) {
+    int64_t i = (int64_t)(rnd() % (uint64_t)n);
+    for (int64_t t = 0; t < d; t++) A[j * d + t] = X[i * d + t] + (float)(noise * normal());
+    if (cosine) normalise(A + j * d, d);
+  }
+  return A;
+}
+
+static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
+static const double tie_c[] = {2e-5, 8.0 / 1024, 8.0 / 2048, 8.0 / 256};
+static const double tie_frac[] = {0.005, 0.10, 0.10, 0.50};
+
+static double norm2(const float *x, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+  return sqrt(s);
+}
+
+/* One assign pass checked against the CPU's a/r. Returns the GPU assignment in ga/gr. */
+static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine,
+                         int prec, const uint32_t *ca, const float *cr, uint32_t *ga, float *gr, const char *tag) {
+  va_cuda_debug_poison(ctx);
+  int64_t changed = va_cuda_assign(ctx, cosine);
+  CHECK(changed == n, "%s: changed %lld after poisoning, want every row (%lld)", tag, (long long)changed, (long long)n);
+  va_cuda_download(ctx, ga, gr);
+  double amax = 0;
+  for (int64_t j = 0; j < k; j++) { double a = norm2(A + j * d, d); if (a > amax) amax = a; }
+  int64_t mism = 0, bad_r = 0, bad_tie = 0, unwritten = 0;
+  double worst_tie = 0, worst_r = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (ga[i] >= (uint32_t)k || !(gr[i] == gr[i])) { unwritten++; continue; }
+    float rg = va_row_distance(X + i * d, A + (int64_t)ga[i] * d, d, cosine);
+    double er = fabs((double)gr[i] - rg);
+    if (er > 1e-6 * fabs(rg) + 1e-12) bad_r++;
+    if (er / (fabs(rg) + 1e-30) > worst_r) worst_r = er / (fabs(rg) + 1e-30);
+    if (ga[i] != ca[i]) {
+      mism++;
+      double bound = tie_c[prec] * norm2(X + i * d, d) * amax;
+      double gap = fabs((double)rg - (double)cr[i]);
+      if (gap / bound > worst_tie) worst_tie = gap / bound;
+      if (gap > bound) {
+        if (bad_tie < 5) printf("  %s row %lld: gpu anchor %u (r %.9g) vs cpu %u (r %.9g): gap %.3g > bound %.3g\n", tag,
+                                (long long)i, ga[i], rg, ca[i], cr[i], gap, bound);
+        bad_tie++;
+      }
+    }
+  }
+  double frac = n ? (double)mism / (double)n : 0;
+  printf("  %-34s mismatches %6lld (%.4f%%, cap %.1f%%), worst gap/bound %.3f, worst r rel err %.2g\n", tag,
+         (long long)mism, 100 * frac, 100 * tie_frac[prec], worst_tie, worst_r);
+  CHECK(unwritten == 0, "%s: %lld rows not written", tag, (long long)unwritten);
+  CHECK(bad_r == 0, "%s: %lld rows with r off the exact distance", tag, (long long)bad_r);
+  CHECK(bad_tie == 0, "%s: %lld differing rows beyond the near-tie bound", tag, (long long)bad_tie);
+  CHECK(frac <= tie_frac[prec], "%s: %.3f%% of rows differ (cap %.1f%%)", tag, 100 * frac, 100 * tie_frac[prec]);
+}
+
+static void check_acc(const double *g, const double *c, int64_t k, int64_t d, double xmax, const char *tag) {
+  int64_t W = VA_STATS_W(d), bad = 0;
+  double worst = 0;
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = c[j * W + VA_ST_COUNT(d)];
+    for (int64_t t = 0; t < W; t++) {
+      double gv = g[j * W + t], cv = c[j * W + t];
+      double tol;
+      if (t == VA_ST_COUNT(d)) tol = 0;
+      else if (t < d) tol = 1e-9 * (fabs(cv) + cnt * xmax);
+      else tol = 1e-9 * fabs(cv) + 1e-300;
+      double e = fabs(gv - cv);
+      if (!(e <= tol)) {
+        if (bad < 5) printf("  %s: anchor %lld field %lld: gpu %.17g cpu %.17g\n", tag, (long long)j, (long long)t, gv, cv);
+        bad++;
+      }
+      if (tol > 0 && e / tol > worst) worst = e / tol;
+    }
+  }
+  printf("  %-34s worst err/tol %.3g\n", tag, worst);
+  CHECK(bad == 0, "%s: %lld statistics entries off", tag, (long long)bad);
+}
+
+/* The split's 2-means sums as anneal.c computes them. */
+static void split_ref(const float *X, int64_t n, int64_t d, const uint32_t *a, const int64_t *slot, const float *cent,
+                      int64_t m, double *sums) {
+  int64_t SW = d + 1;
+  memset(sums, 0, (size_t)(2 * m * SW) * sizeof(double));
+  for (int64_t i = 0; i < n; i++) {
+    int64_t q = slot[a[i]];
+    if (q < 0) continue;
+    const float *x = X + i * d;
+    double d0 = 0, d1 = 0;
+    for (int64_t u = 0; u < d; u++) {
+      double e0 = (double)x[u] - cent[2 * q * d + u], e1 = (double)x[u] - cent[(2 * q + 1) * d + u];
+      d0 += e0 * e0;
+      d1 += e1 * e1;
+    }
+    double *s = sums + (2 * q + (d1 < d0)) * SW;
+    for (int64_t u = 0; u < d; u++) s[u] += x[u];
+    s[d] += 1;
+  }
+}
+
+static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, const uint32_t *ga,
+                             const float *gr, const char *tag) {
+  char t2[160];
+  int64_t W = VA_STATS_W(d), bins = 64;
+  double xmax = 0;
+  for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
+  /* farthest */
+  float *rmax_g = malloc((size_t)k * 4), *rmax_c = malloc((size_t)k * 4);
+  int64_t *rarg_g = malloc((size_t)k * 8), *rarg_c = malloc((size_t)k * 8);
+  va_cuda_farthest(ctx, rmax_g, rarg_g);
+  va_farthest_local(ga, gr, n, k, rmax_c, rarg_c);
+  int64_t bad = 0;
+  for (int64_t j = 0; j < k; j++)
+    if (memcmp(&rmax_g[j], &rmax_c[j], 4) != 0 || rarg_g[j] != rarg_c[j]) {
+      if (bad < 5) printf("  farthest anchor %lld: gpu %.9g row %lld, cpu %.9g row %lld\n", (long long)j, rmax_g[j],
+                          (long long)rarg_g[j], rmax_c[j], (long long)rarg_c[j]);
+      bad++;
+    }
+  CHECK(bad == 0, "%s farthest: %lld anchors differ", tag, (long long)bad);
+  /* histogram */
+  double *hg = calloc((size_t)(k * bins), 8), *hc = calloc((size_t)(k * bins), 8);
+  va_cuda_hist(ctx, rmax_c, bins, hg);
+  va_hist_accumulate(ga, gr, n, k, rmax_c, bins, hc);
+  bad = 0;
+  for (int64_t e = 0; e < k * bins; e++) bad += hg[e] != hc[e];
+  CHECK(bad == 0, "%s hist: %lld bins differ", tag, (long long)bad);
+  /* statistics: none, trim, huber; both reductions */
+  int32_t *lo = malloc((size_t)k * 4), *hi = malloc((size_t)k * 4);
+  va_trim_bins(hc, k, bins, 0.1, 0.1, lo, hi);
+  double *delta = malloc((size_t)k * 8);
+  double *cg = malloc((size_t)(k * W) * 8), *cc = malloc((size_t)(k * W) * 8), *cg2 = malloc((size_t)(k * W) * 8);
+  memset(cc, 0, (size_t)(k * W) * 8);
+  va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+  va_stats_accumulate(X, n, d, ga, gr, k, &none, cc);
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = cc[j * W + VA_ST_COUNT(d)];
+    delta[j] = (j % 5 == 4 || cnt == 0) ? 0.0 : 1.0 * sqrt(cc[j * W + VA_ST_RSUM(d)] / cnt);
+  }
+  va_stats_rule_t rules[3] = {
+      {.mode = VA_ROBUST_NONE},
+      {.mode = VA_ROBUST_TRIM, .bin_lo = lo, .bin_hi = hi, .rmax = rmax_c, .bins = bins},
+      {.mode = VA_ROBUST_HUBER, .huber_delta = delta}};
+  const char *rname[3] = {"none", "trim", "huber"};
+  for (int ri = 0; ri < 3; ri++) {
+    memset(cc, 0, (size_t)(k * W) * 8);
+    va_stats_accumulate(X, n, d, ga, gr, k, &rules[ri], cc);
+    for (int v = 0; v < 2; v++) {
+      va_cuda_set_stats_variant(ctx, v);
+      memset(cg, 0, (size_t)(k * W) * 8);
+      va_cuda_stats(ctx, &rules[ri], cg);
+      snprintf(t2, sizeof t2, "%s stats %s %s", tag, rname[ri], v ? "atomic" : "sort");
+      check_acc(cg, cc, k, d, xmax, t2);
+      if (v == VA_CUDA_STATS_SORT) {
+        memset(cg2, 0, (size_t)(k * W) * 8);
+        va_cuda_stats(ctx, &rules[ri], cg2);
+        CHECK(memcmp(cg, cg2, (size_t)(k * W) * 8) == 0, "%s: sorted reduction not reproducible bit for bit", t2);
+      }
+    }
+  }
+  va_cuda_set_stats_variant(ctx, VA_CUDA_STATS_SORT);
+  /* split: a quarter of the anchors (at most 40), seeded by two random rows each */
+  int64_t m = k / 4 > 40 ? 40 : (k / 4 > 0 ? k / 4 : 1);
+  int64_t *slot = malloc((size_t)k * 8);
+  for (int64_t j = 0; j < k; j++) slot[j] = -1;
+  for (int64_t q = 0; q < m; q++) slot[(q * 7 + 3) % k] = q;
+  /* anchors chosen twice keep the last slot; the rest simply get no members */
+  float *cent = malloc((size_t)(2 * m * d) * 4);
+  for (int64_t h = 0; h < 2 * m; h++) {
+    int64_t i = (int64_t)(rnd() % (uint64_t)n);
+    memcpy(cent + h * d, X + i * d, (size_t)d * 4);
+  }
+  double *sg = calloc((size_t)(2 * m * (d + 1)), 8), *sc = malloc((size_t)(2 * m * (d + 1)) * 8);
+  va_cuda_split_accumulate(ctx, slot, m, cent, sg);
+  split_ref(X, n, d, ga, slot, cent, m, sc);
+  bad = 0;
+  for (int64_t h = 0; h < 2 * m; h++) {
+    double cnt = sc[h * (d + 1) + d];
+    if (sg[h * (d + 1) + d] != cnt) bad++;
+    for (int64_t u = 0; u < d; u++)
+      if (!(fabs(sg[h * (d + 1) + u] - sc[h * (d + 1) + u]) <= 1e-9 * (fabs(sc[h * (d + 1) + u]) + cnt * xmax))) bad++;
+  }
+  CHECK(bad == 0, "%s split sums: %lld entries off", tag, (long long)bad);
+  /* rows back */
+  int64_t rows[64];
+  for (int q = 0; q < 64; q++) rows[q] = (int64_t)(rnd() % (uint64_t)n);
+  rows[0] = 0;
+  rows[63] = n - 1;
+  float *got = malloc((size_t)(64 * d) * 4);
+  va_cuda_get_rows(ctx, rows, 64, got);
+  bad = 0;
+  for (int q = 0; q < 64; q++) bad += memcmp(got + q * d, X + rows[q] * d, (size_t)d * 4) != 0;
+  CHECK(bad == 0, "%s get_rows: %lld rows differ", tag, (long long)bad);
+  /* remap: a rotation of the anchor ids, then back */
+  int64_t *map = malloc((size_t)k * 8), *inv = malloc((size_t)k * 8);
+  for (int64_t j = 0; j < k; j++) { map[j] = (j + 1) % k; inv[(j + 1) % k] = j; }
+  uint32_t *ra = malloc((size_t)n * 4);
+  va_cuda_remap_assign(ctx, map, k);
+  va_cuda_download(ctx, ra, NULL);
+  bad = 0;
+  for (int64_t i = 0; i < n; i++) bad += ra[i] != (uint32_t)map[ga[i]];
+  va_cuda_remap_assign(ctx, inv, k);
+  va_cuda_download(ctx, ra, NULL);
+  for (int64_t i = 0; i < n; i++) bad += ra[i] != ga[i];
+  CHECK(bad == 0, "%s remap: %lld rows wrong", tag, (long long)bad);
+  printf("  %-34s farthest, hist, split, get_rows, remap checked\n", tag);
+  free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c); free(hg); free(hc); free(lo); free(hi); free(delta);
+  free(cg); free(cc); free(cg2); free(slot); free(cent); free(sg); free(sc); free(got); free(map); free(inv); free(ra);
+}
+
+/* One shape: every precision, both metrics, both assign kernels, then the reductions. */
+static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
+  printf("case n %lld d %lld k %lld (k_cap %lld)\n", (long long)n, (long long)d, (long long)k, (long long)k_cap);
+  for (int cosine = 0; cosine <= 1; cosine++) {
+    float *X = make_rows(n, d, cosine);
+    float *A = make_anchors(X, n, d, k, cosine, 0.05);
+    float *anorm = malloc((size_t)k * 4);
+    va_row_norms(A, k, d, anorm);
+    uint32_t *ca = malloc((size_t)n * 4), *ga = malloc((size_t)n * 4), *ga1 = malloc((size_t)n * 4);
+    float *cr = malloc((size_t)n * 4), *gr = malloc((size_t)n * 4);
+    va_assign_opts_t opts = {.threads = va_cpu_count(), .tile_rows = 0};
+    va_assign_cpu(X, n, d, A, anorm, k, cosine, &opts, ca, cr);
+    for (int prec = 0; prec < 4; prec++) {
+      va_cuda_t *ctx = va_cuda_create(0, n, d, k_cap, prec);
+      /* three uneven pieces, last first */
+      int64_t cut1 = n / 3, cut2 = n / 3 + n / 4;
+      va_cuda_upload_rows(ctx, X + cut2 * d, cut2, n - cut2);
+      va_cuda_upload_rows(ctx, X, 0, cut1);
+      va_cuda_upload_rows(ctx, X + cut1 * d, cut1, cut2 - cut1);
+      va_cuda_set_anchors(ctx, A, prec == 1 ? NULL : anorm, k);
+      char tag[128];
+      /* GEMM, then each fused tile configuration that fits this shape */
+      for (int v = 0; v <= 4; v++) {
+        if (v == 0) {
+          va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_GEMM);
+          snprintf(tag, sizeof tag, "%s %s gemm", pname[prec], cosine ? "cosine" : "l2");
+        } else {
+          if (va_cuda_set_fused_config(ctx, v) != v) continue;
+          va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
+          snprintf(tag, sizeof tag, "%s %s fused cfg %d", pname[prec], cosine ? "cosine" : "l2", v);
+        }
+        check_assign(ctx, X, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
+      }
+      va_cuda_set_fused_config(ctx, 0);
+      va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_AUTO);
+      /* changed count against the previous pass: move the anchors a little */
+      memcpy(ga1, ga, (size_t)n * 4);
+      float *A2 = malloc((size_t)(k * d) * 4);
+      for (int64_t e = 0; e < k * d; e++) A2[e] = A[e] + (float)(0.02 * normal());
+      va_cuda_set_anchors(ctx, A2, NULL, k);
+      int64_t changed = va_cuda_assign(ctx, cosine), want = 0;
+      va_cuda_download(ctx, ga, gr);
+      for (int64_t i = 0; i < n; i++) want += ga[i] != ga1[i];
+      CHECK(changed == want, "%s: changed %lld, rows that moved %lld", tag, (long long)changed, (long long)want);
+      va_cuda_set_anchors(ctx, A, anorm, k);
+      va_cuda_assign(ctx, cosine);
+      va_cuda_download(ctx, ga, gr);
+      free(A2);
+      if (prec == 1 || prec == 2) {
+        snprintf(tag, sizeof tag, "%s %s", pname[prec], cosine ? "cosine" : "l2");
+        check_reductions(ctx, X, n, d, k, ga, gr, tag);
+      }
+      va_cuda_destroy(ctx);
+    }
+    free(X); free(A); free(anorm); free(ca); free(ga); free(ga1); free(cr); free(gr);
+  }
+}
+
+/* Tiny shapes against the plain double reference: no ties, so identical. */
+static void tiny_and_empty(void) {
+  const int64_t n = 5, d = 3, k = 2;
+  float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
+  uint32_t ca[5], ga[5];
+  float cr[5], gr[5];
+  va_assign_ref(X, n, d, A, k, 0, ca, cr);
+  for (int prec = 0; prec < 4; prec++) {
+    va_cuda_t *ctx = va_cuda_create(0, n, d, 1, prec);
+    va_cuda_upload_rows(ctx, X, 0, n);
+    va_cuda_set_anchors(ctx, A, NULL, k);
+    int64_t ch = va_cuda_assign(ctx, 0);
+    va_cuda_download(ctx, ga, gr);
+    int bad = ch != n;
+    for (int i = 0; i < n; i++) bad += ga[i] != ca[i] || fabsf(gr[i] - cr[i]) > 1e-6f * cr[i];
+    CHECK(bad == 0, "tiny %s: wrong", pname[prec]);
+    CHECK(va_cuda_assign(ctx, 0) == 0, "tiny %s: second pass changed rows", pname[prec]);
+    va_cuda_destroy(ctx);
+  }
+  va_cuda_t *ctx = va_cuda_create(0, 0, 8, 4, 1);
+  float A8[32] = {0};
+  va_cuda_set_anchors(ctx, A8, NULL, 4);
+  CHECK(va_cuda_assign(ctx, 0) == 0, "empty: rows changed");
+  float rm[4];
+  int64_t ra[4];
+  va_cuda_farthest(ctx, rm, ra);
+  CHECK(ra[0] == -1 && rm[0] == 0, "empty: farthest");
+  va_cuda_destroy(ctx);
+  printf("  tiny and empty shapes checked\n");
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  va_proc_init();
+  int ndev = va_cuda_device_count();
+  if (ndev == 0) {
+    printf("SKIP: no CUDA device\n");
+    MPI_Finalize();
+    return 77;
+  }
+  va_cuda_t *probe = va_cuda_create(0, 1, 1, 1, 0);
+  char desc[256];
+  va_cuda_describe(probe, desc, sizeof desc);
+  va_cuda_destroy(probe);
+  printf("device: %s (%d visible)\n", desc, ndev);
+  tiny_and_empty();
+  run_case(40009, 128, 1000, 16);  /* k grows past k_cap; 128x128 fused tiles */
+  run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile */
+  run_case(3001, 300, 130, 130);   /* large d: 128x64 fused tiles (16-bit), GEMM only for tf32 */
+  printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}
