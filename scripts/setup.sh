@@ -17,7 +17,8 @@ fi
 # Open MPI refuses to run as root unless told; containers and CI run as root.
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 export OMPI_MCA_btl_base_warn_component_unused=0
-cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release ${VECANNEAL_CMAKE_ARGS:-} > "$ROOT/build.log" 2>&1 \
-  || { cat "$ROOT/build.log"; exit 1; }
-cmake --build "$ROOT/build" -j "$(nproc)" >> "$ROOT/build.log" 2>&1 || { tail -50 "$ROOT/build.log"; exit 1; }
-echo "setup: built $ROOT/build/vecanneal ($(grep -o 'CUDA backend [A-Z]*, NCCL [A-Z]*, parallel HDF5 [A-Z]*' "$ROOT/build.log" | head -1))"
+mkdir -p "$ROOT/build"
+cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release ${VECANNEAL_CMAKE_ARGS:-} > "$ROOT/build/setup.log" 2>&1 \
+  || { cat "$ROOT/build/setup.log"; exit 1; }
+cmake --build "$ROOT/build" -j "$(nproc)" >> "$ROOT/build/setup.log" 2>&1 || { tail -50 "$ROOT/build/setup.log"; exit 1; }
+echo "setup: built $ROOT/build/vecanneal ($(grep -o "CUDA backend [A-Z]*, NCCL [A-Z]*, parallel HDF5 [A-Z]*" "$ROOT/build/setup.log" | head -1))"

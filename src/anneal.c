@@ -47,6 +47,7 @@ void va_state_alloc(va_state_t *st) {
 }
 
 void va_state_free(va_state_t *st) {
+  if (st->be && st->be->destroy) st->be->destroy(st);
   free(st->X); free(st->center); free(st->A); free(st->anorm); free(st->vel); free(st->assign); free(st->prev);
   free(st->r); free(st->acc); free(st->rmax); free(st->rmax_local); free(st->rarg); free(st->rms_prev);
   free(st->hist); free(st->bin_lo); free(st->bin_hi);
@@ -54,14 +55,28 @@ void va_state_free(va_state_t *st) {
   memset(st, 0, sizeof *st);
 }
 
-void va_state_anchor_norms(va_state_t *st) { va_row_norms(st->A, st->k, st->d, st->anorm); }
+void va_state_anchor_norms(va_state_t *st) {
+  va_row_norms(st->A, st->k, st->d, st->anorm);
+  st->be->set_anchors(st);
+}
 
-void va_fetch_rows(const va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
+void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
   memset(out, 0, (size_t)(m * st->d) * sizeof(float));
+  int64_t *mine = va_malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t), "fetch rows"), nm = 0;
   for (int64_t q = 0; q < m; q++) {
     int64_t g = global_rows[q] - st->row0;
-    if (g >= 0 && g < st->n_local) memcpy(out + q * st->d, st->X + g * st->d, (size_t)st->d * sizeof(float));
+    if (g >= 0 && g < st->n_local) mine[nm++] = g;
   }
+  if (nm) {
+    float *rows = va_malloc((size_t)(nm * st->d) * sizeof(float), "fetch rows");
+    st->be->get_rows(st, mine, nm, rows);
+    for (int64_t q = 0, p = 0; q < m; q++) {
+      int64_t g = global_rows[q] - st->row0;
+      if (g >= 0 && g < st->n_local) memcpy(out + q * st->d, rows + (p++) * st->d, (size_t)st->d * sizeof(float));
+    }
+    free(rows);
+  }
+  free(mine);
   /* One owner per row and zeros elsewhere: the float sum is exact. */
   va_allreduce_sum_f32(out, m * st->d);
 }
@@ -69,10 +84,7 @@ void va_fetch_rows(const va_state_t *st, const int64_t *global_rows, int64_t m, 
 /* Local assign pass; returns the local number of rows whose anchor changed. */
 static int64_t assign_local(va_state_t *st) {
   va_tick_t t = va_tick();
-  va_assign_cpu(st->X, st->n_local, st->d, st->A, st->anorm, st->k, st->cosine, &st->aopts, st->assign, st->r);
-  int64_t changed = 0;
-  for (int64_t i = 0; i < st->n_local; i++) changed += st->assign[i] != st->prev[i];
-  memcpy(st->prev, st->assign, (size_t)st->n_local * sizeof(uint32_t));
+  int64_t changed = st->be->assign(st);
   va_tock(VA_PH_ASSIGN, t);
   return changed;
 }
@@ -86,7 +98,7 @@ int64_t va_assign_pass(va_state_t *st) {
 /* Farthest member of each anchor, global: rmax (MAX allreduce); rarg stays local. */
 static void farthest_global(va_state_t *st) {
   va_tick_t t = va_tick();
-  va_farthest_local(st->assign, st->r, st->n_local, st->k, st->rmax_local, st->rarg);
+  st->be->farthest(st);
   memcpy(st->rmax, st->rmax_local, (size_t)st->k * sizeof(float));
   va_tock(VA_PH_REDUCE, t);
   va_allreduce_max_f32(st->rmax, st->k);
@@ -173,7 +185,7 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   if (c->robust == VA_ROBUST_TRIM) {
     va_tick_t t = va_tick();
     memset(st->hist, 0, (size_t)(k * c->trim_bins) * sizeof(double));
-    va_hist_accumulate(st->assign, st->r, st->n_local, k, st->rmax, c->trim_bins, st->hist);
+    st->be->hist(st, c->trim_bins, st->hist);
     va_tock(VA_PH_REDUCE, t);
     va_allreduce_sum_f64(st->hist, k * c->trim_bins);
     t = va_tick();
@@ -186,7 +198,7 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   }
   va_tick_t t = va_tick();
   memset(st->acc, 0, (size_t)(k * W + 2) * sizeof(double));
-  va_stats_accumulate_mt(st->X, st->n_local, d, st->assign, st->r, k, &rule, st->acc, st->aopts.threads);
+  st->be->stats(st, &rule, st->acc);
   st->acc[k * W] = (double)changed_local;
   st->acc[k * W + 1] = va_stop_requested(); /* every rank learns of a stop signal in the same iteration */
   va_tock(VA_PH_REDUCE, t);
@@ -290,7 +302,7 @@ static void merge_anchors(va_state_t *st) {
       m++;
     }
   for (int64_t j = 0; j < k; j++) if (target[j] != j) newidx[j] = newidx[target[j]];
-  for (int64_t i = 0; i < st->n_local; i++) st->assign[i] = st->prev[i] = (uint32_t)newidx[st->assign[i]];
+  st->be->remap(st, newidx, k);
   st->merges += k - m;
   st->k = m;
   free(newidx);
@@ -346,20 +358,7 @@ static void split_anchors(va_state_t *st) {
   for (int64_t it = 0; it < c->split_iters; it++) {
     va_tick_t t = va_tick();
     memset(sums, 0, (size_t)(2 * m * SW) * sizeof(double));
-    for (int64_t i = 0; i < st->n_local; i++) {
-      int64_t q = slot[st->assign[i]];
-      if (q < 0) continue;
-      const float *x = st->X + i * d;
-      double d0 = 0, d1 = 0;
-      for (int64_t u = 0; u < d; u++) {
-        double e0 = (double)x[u] - cent[2 * q * d + u], e1 = (double)x[u] - cent[(2 * q + 1) * d + u];
-        d0 += e0 * e0;
-        d1 += e1 * e1;
-      }
-      double *s = sums + (2 * q + (d1 < d0)) * SW;
-      for (int64_t u = 0; u < d; u++) s[u] += x[u];
-      s[d] += 1;
-    }
+    st->be->split_accumulate(st, slot, m, cent, sums);
     va_tock(VA_PH_MAINT, t);
     va_allreduce_sum_f64(sums, 2 * m * SW);
     for (int64_t h = 0; h < 2 * m; h++) {
@@ -439,22 +438,21 @@ void va_anneal(va_state_t *st) {
 }
 
 double va_final_pass(va_state_t *st, double *counts, double *mse) {
-  int64_t k = st->k;
+  int64_t k = st->k, d = st->d, W = VA_STATS_W(d);
   assign_local(st);
   va_tick_t t = va_tick();
-  double *buf = va_calloc((size_t)(2 * k), sizeof(double), "final statistics");
-  for (int64_t i = 0; i < st->n_local; i++) {
-    buf[st->assign[i]] += 1.0;
-    buf[k + st->assign[i]] += st->r[i];
-  }
+  double *acc = va_calloc((size_t)(k * W), sizeof(double), "final statistics");
+  va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+  st->be->stats(st, &none, acc);
   va_tock(VA_PH_REDUCE, t);
-  va_allreduce_sum_f64(buf, 2 * k);
+  va_allreduce_sum_f64(acc, k * W);
   double esum = 0;
   for (int64_t j = 0; j < k; j++) {
-    counts[j] = buf[j];
-    mse[j] = buf[j] > 0 ? buf[k + j] / buf[j] : 0;
-    esum += buf[k + j];
+    counts[j] = acc[j * W + VA_ST_COUNT(d)];
+    mse[j] = counts[j] > 0 ? acc[j * W + VA_ST_RSUM(d)] / counts[j] : 0;
+    esum += acc[j * W + VA_ST_RSUM(d)];
   }
-  free(buf);
+  free(acc);
+  st->be->sync_host(st);
   return esum / (double)st->n;
 }

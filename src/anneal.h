@@ -5,6 +5,7 @@
 #define VECANNEAL_ANNEAL_H
 #include <stdint.h>
 
+#include "backend.h"
 #include "config.h"
 #include "kernels/assign.h"
 
@@ -35,6 +36,8 @@ typedef struct va_state {
   double *h_energy, *h_temp;
   int64_t *h_changed, *h_k, h_cap;
   va_assign_opts_t aopts;
+  const va_backend_t *be; /* row operations (backend.h) */
+  void *be_ctx;
   /* Called by the loop at checkpoint_every and when a stop signal was agreed (then the loop ends
    * with stopped = 1). */
   void (*checkpoint_fn)(struct va_state *st, void *ctx);
@@ -55,7 +58,7 @@ void va_state_free(va_state_t *st);
 void va_state_anchor_norms(va_state_t *st);
 
 /* Collective: rows by global index (sorted or not), gathered on every rank (m x d). */
-void va_fetch_rows(const va_state_t *st, const int64_t *global_rows, int64_t m, float *out);
+void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out);
 /* Collective, before va_state_alloc: init = file: reads the anchors (sets k and A). */
 void va_init_file_read(va_state_t *st);
 /* Collective: initial anchors by cfg->init. */

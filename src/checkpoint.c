@@ -221,5 +221,6 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
   H5Sclose(fs);
   H5Dclose(ds);
   H5Fclose(f);
+  st->be->push_prev(st);
   va_state_anchor_norms(st);
 }

@@ -123,6 +123,7 @@ typedef struct { const va_input_t *in; char path[VA_PATH_MAX + 16]; } ckpt_job_t
 static void write_checkpoint(va_state_t *st, void *vctx) {
   ckpt_job_t *job = vctx;
   va_tick_t t = va_tick();
+  st->be->sync_host(st);
   if (va_checkpoint_write(job->path, st, job->in)) va_exit_all(VA_EXIT_OUTPUT);
   va_tock(VA_PH_WRITE, t);
   va_log0("checkpoint after iteration %lld written to %s\n", (long long)st->iter, job->path);
@@ -163,6 +164,7 @@ int va_cmd_compress(int argc, char **argv) {
   va_state_t st;
   memset(&st, 0, sizeof st);
   st.cfg = &cfg;
+  st.be = &va_backend_cpu;
   st.n = in.n;
   st.d = in.d;
   st.k = st.k_initial = cfg.k;

@@ -25,7 +25,7 @@ static int cmp_i64(const void *pa, const void *pb) {
 }
 
 /* k distinct rows, uniformly: the k smallest hash keys over all global rows. */
-static void random_rows(const va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
+static void random_rows(va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
   int64_t keep = k < st->n_local ? k : st->n_local;
   keyed_t *loc = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof *loc, "random init keys");
   for (int64_t i = 0; i < st->n_local; i++)
@@ -56,7 +56,7 @@ static void init_random(va_state_t *st) {
 static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mind, uint32_t *tmp_a, float *tmp_r) {
   float *cn = va_malloc((size_t)m * sizeof(float), "init norms");
   va_row_norms(C, m, st->d, cn);
-  va_assign_cpu(st->X, st->n_local, st->d, C, cn, m, st->cosine, &st->aopts, tmp_a, tmp_r);
+  st->be->assign_to(st, C, cn, m, tmp_a, tmp_r);
   for (int64_t i = 0; i < st->n_local; i++)
     if (tmp_r[i] < mind[i]) mind[i] = tmp_r[i];
   free(cn);
@@ -67,16 +67,19 @@ static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mi
 static void init_farthest(va_state_t *st) {
   int64_t d = st->d, n = st->n_local;
   float *mind = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "farthest init");
+  float *dist = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "farthest init");
+  uint32_t *lab = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(uint32_t), "farthest init");
   for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
   int64_t row = 0;
   for (int64_t q = 0; q < st->k; q++) {
     va_fetch_rows(st, &row, 1, st->A + q * d);
-    const float *a = st->A + q * d;
+    float an;
+    va_row_norms(st->A + q * d, 1, d, &an);
+    st->be->assign_to(st, st->A + q * d, &an, 1, lab, dist);
     float best = -1;
     int64_t arg = INT64_MAX;
     for (int64_t i = 0; i < n; i++) {
-      float dist = va_row_distance(st->X + i * d, a, d, st->cosine);
-      if (dist < mind[i]) mind[i] = dist;
+      if (dist[i] < mind[i]) mind[i] = dist[i];
       if (mind[i] > best) { best = mind[i]; arg = st->row0 + i; }
     }
     float gbest = best;
@@ -85,6 +88,8 @@ static void init_farthest(va_state_t *st) {
     va_allreduce_min_i64(&cand, 1);
     row = cand == INT64_MAX ? 0 : cand;
   }
+  free(lab);
+  free(dist);
   free(mind);
 }
 
@@ -200,7 +205,7 @@ static void init_kmeans_parallel(va_state_t *st) {
   /* Weights: rows nearest to each candidate (an integer count, exact in any order). */
   float *cn = va_malloc((size_t)ncand * sizeof(float), "kmeans|| norms");
   va_row_norms(C, ncand, d, cn);
-  va_assign_cpu(st->X, n, d, C, cn, ncand, st->cosine, &st->aopts, st->assign, st->r);
+  st->be->assign_to(st, C, cn, ncand, st->assign, st->r);
   double *w = va_calloc((size_t)ncand, sizeof(double), "kmeans|| weights");
   for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
   va_allreduce_sum_f64(w, ncand);

@@ -38,6 +38,7 @@ static float *clusters(const float (*c)[4], int nc, int per, int64_t *n) {
 static void setup(va_state_t *st, const va_config_t *cfg, float *X, int64_t n, int64_t k) {
   memset(st, 0, sizeof *st);
   st->cfg = cfg;
+  st->be = &va_backend_cpu;
   st->n = st->n_local = n;
   st->d = 4;
   st->X = X;

@@ -1,0 +1,44 @@
+/* backend.h: the operations of the annealing loop that touch rows, behind one table so that the loop
+ * (anneal.c, init.c) is the same for every backend. The CPU backend works on st->X / st->assign /
+ * st->r on the host; the CUDA backend keeps rows, assignments and distances on the GPU and only
+ * per-anchor results (k-sized) cross to the host. Host arrays st->assign / st->r are valid after
+ * sync_host(). */
+#ifndef VECANNEAL_BACKEND_H
+#define VECANNEAL_BACKEND_H
+#include <stdint.h>
+
+#include "kernels/stats.h"
+
+struct va_state;
+typedef struct va_backend {
+  const char *name;
+  /* A or k changed (anchor norms are current). */
+  void (*set_anchors)(struct va_state *st);
+  /* Main assign pass with the current anchors; returns the local rows whose anchor changed since the
+   * previous main pass. */
+  int64_t (*assign)(struct va_state *st);
+  /* A side pass against m other vectors C (norms cn) into host arrays a and r (n_local each); does not
+   * touch the main pass's state. */
+  void (*assign_to)(struct va_state *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r);
+  /* Local farthest member per anchor into st->rmax_local / st->rarg. */
+  void (*farthest)(struct va_state *st);
+  /* hist (k x bins, zeroed) += per-anchor counts per bin over [0, st->rmax[j]]. */
+  void (*hist)(struct va_state *st, int64_t bins, double *hist);
+  /* acc (k x (d + 3), zeroed) += this rank's statistics under rule. */
+  void (*stats)(struct va_state *st, const va_stats_rule_t *rule, double *acc);
+  /* After a merge: every row's anchor a <- newidx[a] (k_old entries), also the previous-pass copy. */
+  void (*remap)(struct va_state *st, const int64_t *newidx, int64_t k_old);
+  /* Split 2-means step: see va_cuda_split_accumulate / anneal.c. sums (2m x (d + 1), zeroed). */
+  void (*split_accumulate)(struct va_state *st, const int64_t *slot, int64_t m, const float *cent, double *sums);
+  /* m rows by local index, float32 (m x d), in the job's frame (centred or unit). */
+  void (*get_rows)(struct va_state *st, const int64_t *local_rows, int64_t m, float *out);
+  /* st->assign, st->r and st->prev on the host (for the index and checkpoints). */
+  void (*sync_host)(struct va_state *st);
+  /* st->prev (host, e.g. from a checkpoint) becomes the previous-pass assignment. */
+  void (*push_prev)(struct va_state *st);
+  /* Frees the backend's resources. */
+  void (*destroy)(struct va_state *st);
+} va_backend_t;
+
+extern const va_backend_t va_backend_cpu;
+#endif
