@@ -7,6 +7,14 @@
 
 #include "anneal.h"
 #include "checkpoint.h"
+#ifdef VECANNEAL_CUDA
+#include "backend_cuda.h"
+#include "kernels/cuda_kernels.h"
+#endif
+#ifdef VECANNEAL_NCCL
+#include <nccl.h>
+#include "dist/nccl_comm.h"
+#endif
 #include "commands.h"
 #include "dist/comm.h"
 #include "index.h"
@@ -135,6 +143,46 @@ static int choose_threads(const va_config_t *cfg) {
   return t > 0 ? t : 1;
 }
 
+/* Collective: CPU or CUDA for every rank (never a mix: both would have to agree to the last bit).
+ * auto takes CUDA when this build has it, every rank sees a device and the largest shard's product
+ * (rows x k x d) reaches gpu_min_work; prints the choice on rank 0. */
+static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
+  st->be = &va_backend_cpu;
+#ifdef VECANNEAL_CUDA
+  int dev = cfg->backend == VA_BACKEND_CPU ? -1 : va_cuda_pick_device((int)cfg->device);
+  int all_have = dev >= 0;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  double work = (double)st->n_local * (double)st->k * (double)st->d;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &work, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  if (cfg->backend == VA_BACKEND_CUDA && !all_have) {
+    char err[256];
+    snprintf(err, sizeof err, "backend 'cuda' asked for, but rank %d on %s sees no usable CUDA device (device = %lld)", va_proc.rank, va_proc.host, (long long)cfg->device);
+    VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
+  }
+  int use = all_have && (cfg->backend == VA_BACKEND_CUDA || work >= cfg->gpu_min_work);
+  if (cfg->backend == VA_BACKEND_AUTO && all_have && !use)
+    va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: staying on the CPU\n", work, cfg->gpu_min_work);
+  if (use) {
+    va_backend_cuda_attach(st, dev, cfg->precision);
+    free(st->X); /* the rows live on the GPU now */
+    st->X = NULL;
+    char desc[256];
+    va_cuda_describe((va_cuda_t *)st->be_ctx, desc, sizeof desc);
+#ifdef VECANNEAL_NCCL
+    va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, dev));
+    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
+            va_config_enum_name("precision", cfg->precision));
+#else
+    va_log0("backend cuda: %d rank(s), %s, MPI allreduce (no NCCL in this build), precision %s\n", va_proc.nranks, desc,
+            va_config_enum_name("precision", cfg->precision));
+#endif
+    return "cuda";
+  }
+#endif
+  va_log0("backend cpu: %d rank(s), OpenBLAS, %d thread(s) per rank\n", va_proc.nranks, st->aopts.threads);
+  return "cpu";
+}
+
 int va_cmd_compress(int argc, char **argv) {
   double t_start = va_now();
   va_install_stop_signals();
@@ -148,9 +196,11 @@ int va_cmd_compress(int argc, char **argv) {
     return 0;
   }
   if (va_agree(rc ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
+#ifndef VECANNEAL_CUDA
   if (cfg.backend == VA_BACKEND_CUDA) {
     VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
   }
+#endif
   const char *backend = "cpu";
 
   va_input_t in;
@@ -164,7 +214,6 @@ int va_cmd_compress(int argc, char **argv) {
   va_state_t st;
   memset(&st, 0, sizeof st);
   st.cfg = &cfg;
-  st.be = &va_backend_cpu;
   st.n = in.n;
   st.d = in.d;
   st.k = st.k_initial = cfg.k;
@@ -179,7 +228,7 @@ int va_cmd_compress(int argc, char **argv) {
   va_blas_threads(threads);
 #endif
   int io_coll = va_io_collective(cfg.io);
-  va_log0("vecanneal %s compress: backend %s (OpenBLAS), %d rank(s), %d thread(s)/rank, HDF5 %s, io %s\n", VECANNEAL_VERSION, backend,
+  va_log0("vecanneal %s compress: %d rank(s), %d thread(s)/rank, HDF5 %s, io %s\n", VECANNEAL_VERSION,
           va_proc.nranks, threads,
 #ifdef VECANNEAL_PARALLEL_HDF5
           "parallel",
@@ -211,6 +260,7 @@ int va_cmd_compress(int argc, char **argv) {
   int64_t zero_rows = 0;
   st.total_var = preprocess(&st, &zero_rows);
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
+  backend = choose_backend(&st, &cfg);
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);
     va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter, (long long)st.k, st.T);
@@ -232,6 +282,7 @@ int va_cmd_compress(int argc, char **argv) {
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
     va_state_free(&st);
+    va_comm_finalize();
     return VA_EXIT_CHECKPOINTED;
   }
 
@@ -260,5 +311,6 @@ int va_cmd_compress(int argc, char **argv) {
   va_metrics_write(cfg.metrics, &sum, &cfg);
   free(anchors); free(counts); free(mse);
   va_state_free(&st);
+  va_comm_finalize();
   return 0;
 }

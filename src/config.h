@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 enum { VA_BACKEND_AUTO, VA_BACKEND_CPU, VA_BACKEND_CUDA };
+enum { VA_PREC_FP32, VA_PREC_TF32, VA_PREC_FP16, VA_PREC_BF16 }; /* same values as VA_CUDA_* */
 enum { VA_METRIC_AUTO, VA_METRIC_L2, VA_METRIC_COSINE };
 enum { VA_INIT_KMEANSPP, VA_INIT_RANDOM, VA_INIT_FARTHEST, VA_INIT_FILE };
 enum { VA_ROBUST_NONE, VA_ROBUST_TRIM, VA_ROBUST_HUBER };
@@ -25,6 +26,9 @@ typedef struct {
   int64_t k;
   uint64_t seed;
   int backend, metric;
+  int precision;        /* VA_PREC_* (CUDA backend) */
+  int64_t device;
+  double gpu_min_work;
   /* initialisation */
   char init[VA_PATH_MAX];
   int64_t kmeans_rounds;

@@ -42,7 +42,30 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "compress")) rc = va_cmd_compress(argc - 2, argv + 2);
   else if (!strcmp(cmd, "info")) rc = va_cmd_info(argc - 2, argv + 2);
   else if (!strcmp(cmd, "embed")) rc = va_cmd_embed(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { va_log0("vecanneal %s\n", VECANNEAL_VERSION); rc = 0; }
+  else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    va_log0("vecanneal %s (cuda %s, nccl %s, hdf5 %s, openmp %s)\n", VECANNEAL_VERSION,
+#ifdef VECANNEAL_CUDA
+            "yes",
+#else
+            "no",
+#endif
+#ifdef VECANNEAL_NCCL
+            "yes",
+#else
+            "no",
+#endif
+#ifdef VECANNEAL_PARALLEL_HDF5
+            "parallel",
+#else
+            "serial",
+#endif
+#ifdef VECANNEAL_OPENMP
+            "yes");
+#else
+            "no");
+#endif
+    rc = 0;
+  }
   else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(); rc = 0; }
   else {
     char err[256];

@@ -6,6 +6,13 @@
 #include <stdint.h>
 
 void va_allreduce_sum_f64(double *buf, int64_t count);
+#ifdef VECANNEAL_NCCL
+struct va_nccl;
+/* From now on the calls below reduce through this NCCL communicator (CUDA backend). */
+void va_comm_use_nccl(struct va_nccl *c);
+#endif
+/* Collective: releases the NCCL communicator, if any. */
+void va_comm_finalize(void);
 void va_allreduce_sum_f32(float *buf, int64_t count);
 void va_allreduce_max_f32(float *buf, int64_t count);
 void va_allreduce_min_i64(int64_t *buf, int64_t count);

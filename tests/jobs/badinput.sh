@@ -48,6 +48,7 @@ expect 2 "expected 'key"     --input "$good:/train" --anchors 4 --config "$WORK/
 expect 2 "not one of"        --input "$good:/train" --anchors 4 --set robust=median
 expect 2 "cannot open config" --input "$good:/train" --anchors 4 --config "$WORK/none.ini"
 expect 2 "unknown argument"  --input "$good:/train" --anchors 4 --bogus
+expect 2 "CUDA"              --input "$good:/train" --anchors 4 --backend cuda
 # Unwritable output: a directory that does not exist.
 VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" compress --input "$good:/train" --anchors 4 --out /nonexistent/dir/index.h5 > /dev/null 2> "$WORK/case.stderr"
 rc=$?

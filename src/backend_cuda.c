@@ -1,0 +1,84 @@
+/* backend_cuda.c: the CUDA backend of backend.h. The rank's rows live on its GPU for the whole run
+ * (uploaded once, through pinned staging buffers); assignments and distances stay there too; only
+ * per-anchor results (k-sized statistics, farthest members, histograms) and fetched rows come back.
+ * st->assign / st->r on the host are refreshed only by sync_host (index, checkpoints). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "anneal.h"
+#include "backend_cuda.h"
+#include "kernels/cuda_kernels.h"
+#include "util.h"
+
+static va_cuda_t *ctx_of(va_state_t *st) { return (va_cuda_t *)st->be_ctx; }
+
+static void gpu_set_anchors(va_state_t *st) { va_cuda_set_anchors(ctx_of(st), st->A, st->anorm, st->k); }
+
+static int64_t gpu_assign(va_state_t *st) { return va_cuda_assign(ctx_of(st), st->cosine); }
+
+/* A side pass (initialisation): the anchors in the context are swapped for C and restored after, and
+ * the previous-pass assignment is put back so the main pass's change count is unaffected. */
+static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r) {
+  va_cuda_t *g = ctx_of(st);
+  uint32_t *keep = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof(uint32_t), "assign_to");
+  va_cuda_download(g, keep, NULL);
+  va_cuda_set_anchors(g, C, cn, m);
+  va_cuda_assign(g, st->cosine);
+  va_cuda_download(g, a, r);
+  va_cuda_set_assign(g, keep);
+  free(keep);
+  if (st->k > 0 && st->A) va_cuda_set_anchors(g, st->A, st->anorm, st->k);
+}
+
+static void gpu_farthest(va_state_t *st) { va_cuda_farthest(ctx_of(st), st->rmax_local, st->rarg); }
+static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(ctx_of(st), st->rmax, bins, hist); }
+static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, double *acc) { va_cuda_stats(ctx_of(st), rule, acc); }
+static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) { va_cuda_remap_assign(ctx_of(st), newidx, k_old); }
+static void gpu_split(va_state_t *st, const int64_t *slot, int64_t m, const float *cent, double *sums) {
+  va_cuda_split_accumulate(ctx_of(st), slot, m, cent, sums);
+}
+static void gpu_get_rows(va_state_t *st, const int64_t *rows, int64_t m, float *out) { va_cuda_get_rows(ctx_of(st), rows, m, out); }
+static void gpu_sync_host(va_state_t *st) {
+  va_cuda_download(ctx_of(st), st->assign, st->r);
+  memcpy(st->prev, st->assign, (size_t)st->n_local * sizeof(uint32_t));
+}
+static void gpu_push_prev(va_state_t *st) { va_cuda_set_assign(ctx_of(st), st->prev); }
+static void gpu_destroy(va_state_t *st) {
+  if (st->be_ctx) va_cuda_destroy(ctx_of(st));
+  st->be_ctx = NULL;
+}
+
+const va_backend_t va_backend_cuda = {
+    .name = "cuda",
+    .set_anchors = gpu_set_anchors,
+    .assign = gpu_assign,
+    .assign_to = gpu_assign_to,
+    .farthest = gpu_farthest,
+    .hist = gpu_hist,
+    .stats = gpu_stats,
+    .remap = gpu_remap,
+    .split_accumulate = gpu_split,
+    .get_rows = gpu_get_rows,
+    .sync_host = gpu_sync_host,
+    .push_prev = gpu_push_prev,
+    .destroy = gpu_destroy,
+};
+
+int va_cuda_pick_device(int requested) {
+  int n = va_cuda_device_count();
+  if (n <= 0) return -1;
+  if (requested >= 0) return requested < n ? requested : -1;
+  return va_proc.local_rank % n;
+}
+
+void va_backend_cuda_attach(va_state_t *st, int device, int precision) {
+  va_cuda_t *g = va_cuda_create(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision);
+  /* Rows go up in chunks through the context's pinned double buffer. */
+  const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;
+  for (int64_t r0 = 0; r0 < st->n_local; r0 += chunk) {
+    int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;
+    va_cuda_upload_rows(g, st->X + r0 * st->d, r0, nr);
+  }
+  st->be = &va_backend_cuda;
+  st->be_ctx = g;
+}

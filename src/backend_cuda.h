@@ -1,0 +1,19 @@
+/* backend_cuda.h: choosing a GPU and attaching the CUDA backend to a job's state. */
+#ifndef VECANNEAL_BACKEND_CUDA_H
+#define VECANNEAL_BACKEND_CUDA_H
+#include "backend.h"
+
+#include <stdint.h>
+
+struct va_state;
+struct va_cuda;
+/* Device a[] <- host assign (n_local entries): the previous pass the next one is compared with. */
+void va_cuda_set_assign(struct va_cuda *ctx, const uint32_t *assign_host);
+extern const va_backend_t va_backend_cuda;
+/* The device of this rank: `requested` if >= 0 (and visible), else node-local rank modulo the visible
+ * devices; -1 when there is none. */
+int va_cuda_pick_device(int requested);
+/* Creates the device context for st (rows from st->X, uploaded now) and switches st to the CUDA
+ * backend. precision: VA_CUDA_FP32 / TF32 / FP16 / BF16. */
+void va_backend_cuda_attach(struct va_state *st, int device, int precision);
+#endif
