@@ -137,6 +137,42 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
   va_log0("checkpoint after iteration %lld written to %s\n", (long long)st->iter, job->path);
 }
 
+/* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). */
+static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads) {
+  double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
+  double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
+  double bytes = n * d * 4 + n * 12;                              /* shard, assign, prev, r */
+  if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
+  bytes += k * (d * 4 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors, momentum, statistics */
+  if (cfg->robust == VA_ROBUST_TRIM) bytes += k * (double)cfg->trim_bins * 8;
+  bytes += threads * tile * k * 4;                                 /* assign tiles */
+  return bytes;
+}
+
+/* Available memory for this rank: MemAvailable (and the cgroup limit, if any) over the node's ranks. */
+static double host_bytes_available(void) {
+  double avail = -1;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) avail = (double)kb * 1024;
+    fclose(f);
+  }
+  f = fopen("/sys/fs/cgroup/memory.max", "r");
+  if (f) {
+    long long lim, cur = 0;
+    if (fscanf(f, "%lld", &lim) == 1) {
+      FILE *g = fopen("/sys/fs/cgroup/memory.current", "r");
+      if (g) { if (fscanf(g, "%lld", &cur) != 1) cur = 0; fclose(g); }
+      if (avail < 0 || (double)(lim - cur) < avail) avail = (double)(lim - cur);
+    }
+    fclose(f);
+  }
+  return avail < 0 ? -1 : avail / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+}
+
 static int choose_threads(const va_config_t *cfg) {
   if (cfg->threads > 0) return (int)cfg->threads;
   int t = va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
@@ -240,6 +276,14 @@ int va_cmd_compress(int argc, char **argv) {
           (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k, cfg.init,
           va_config_enum_name("robust", cfg.robust), cfg.preset);
 
+  if (cfg.memory_check) {
+    double need = host_bytes_needed(&cfg, &in, st.n_local, threads), avail = host_bytes_available();
+    int short_of = avail >= 0 && need > avail;
+    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are available "
+             "per rank there (%d ranks on the node); use more nodes or ranks, or set memory_check = off",
+             va_proc.rank, va_proc.host, need / 1073741824.0, (long long)st.n_local, (long long)st.d, avail / 1073741824.0, va_proc.local_nranks);
+    VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
+  }
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
   st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);

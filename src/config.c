@@ -62,6 +62,7 @@ static const key_def_t KEYS[] = {
   {"k_max", K_INT, F(k_max), "0", -1, BIG, NULL, "splits never take k above this; 0 = the initial k, -1 = no bound but n"},
   {"checkpoint_every", K_INT, F(checkpoint_every), "0", 0, 1e9, NULL, "write a checkpoint every this many iterations; 0 = only when stopped by SIGTERM/SIGUSR1"},
   {"checkpoint", K_STR, F(checkpoint), "", 0, 0, NULL, "checkpoint file; empty = OUT.ckpt.h5"},
+  {"memory_check", K_ENUM, F(memory_check), "on", 0, 0, "off|on", "refuse a job whose per-rank memory estimate exceeds the node's available memory / ranks on the node (docs/MEMORY.md)"},
   {"threads", K_INT, F(threads), "0", 0, 4096, NULL, "threads per rank; 0 = the rank's cores / ranks on the node"},
   {"tile_rows", K_INT, F(tile_rows), "0", 0, 1 << 24, NULL, "rows per assign tile; 0 = auto (a tile of distances stays in cache)"},
   {"progress_every", K_INT, F(progress_every), "1", 0, 1e9, NULL, "print a progress line every this many iterations; 0 = none"},

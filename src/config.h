@@ -57,6 +57,7 @@ typedef struct {
   int64_t threads, tile_rows, progress_every;
   double read_chunk_mb;
   int io;
+  int memory_check;
   /* derived from init (not keys) */
   int init_kind;
   char init_file[VA_PATH_MAX], init_dataset[256];

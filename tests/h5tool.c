@@ -4,7 +4,7 @@
  *   h5tool close A B RTOL [FRAC]    exit 0 iff at most FRAC (default 0) of the assignments differ and
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
  *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata) or a
- *                                   valid 64 x 8 one of another type (f64, u8, i8) */
+ *                                   valid 64 x 8 one of another type (f64, u8, i8), or huge (1 TiB declared) */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -116,6 +116,14 @@ static int cmd_make_bad(const char *out, const char *kind) {
   else if (!strcmp(kind, "inf")) { rows[50 * 8] = INFINITY; write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows); }
   else if (!strcmp(kind, "empty")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, empty, NULL);
   else if (!strcmp(kind, "nodata")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, NULL);
+  else if (!strcmp(kind, "huge")) {
+    /* 2^31 x 128 float32 (1 TiB) declared, chunked, nothing written: tiny on disk. */
+    hsize_t big[2] = {(hsize_t)1 << 31, 128}, chunk[2] = {1024, 128};
+    hid_t s = H5Screate_simple(2, big, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, 2, chunk);
+    hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    H5Dclose(d); H5Pclose(pl); H5Sclose(s);
+  }
   else if (!strcmp(kind, "f64")) { double v[512]; for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25; write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v); }
   else if (!strcmp(kind, "u8")) { unsigned char v[512]; for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20); write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v); }
   else if (!strcmp(kind, "i8")) { signed char v[512]; for (int i = 0; i < 512; i++) v[i] = (signed char)(rows[i] * 10 - 50); write_ds(f, "/train", H5T_NATIVE_SCHAR, 2, dims2, v); }

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 P=3
 good=$WORK/good.h5
 run_np 1 gen --out "$good" --n 500 --d 8 --clusters 4 > /dev/null || fail "gen"
-for kind in 1d int32 nan inf empty nodata; do "$TOOL" make-bad "$WORK/$kind.h5" $kind || fail "make-bad $kind"; done
+for kind in 1d int32 nan inf empty nodata huge; do "$TOOL" make-bad "$WORK/$kind.h5" $kind || fail "make-bad $kind"; done
 run_np 1 gen --out "$WORK/big.h5" --n 20000 --d 32 > /dev/null || fail "gen big"
 cp "$WORK/big.h5" "$WORK/trunc.h5" && truncate -s $(( $(stat -c %s "$WORK/big.h5") / 2 )) "$WORK/trunc.h5"
 printf 'lr = banana\n' > "$WORK/nonsense.ini"
@@ -40,6 +40,7 @@ expect 3 "NaN or Inf"        --input "$WORK/inf.h5:/train" --anchors 4
 expect 3 "empty"             --input "$WORK/empty.h5:/train" --anchors 4
 expect 3 "no data"           --input "$WORK/nodata.h5:/train" --anchors 4
 expect 3 "truncated"         --input "$WORK/trunc.h5:/train" --anchors 4
+expect 5 "GiB are available" --input "$WORK/huge.h5:/train" --anchors 4
 expect 2 "more than"         --input "$good:/train" --anchors 501
 expect 2 "outside"           --input "$good:/train" --anchors 0
 expect 2 "banana"            --input "$good:/train" --anchors 4 --config "$WORK/nonsense.ini"
