@@ -260,8 +260,8 @@ void va_init_file_read(va_state_t *st) {
   st->A = buf; /* va_state_alloc grows this buffer in place */
 }
 
+/* Timed by the caller (the init phase also covers preprocessing). */
 void va_init_anchors(va_state_t *st) {
-  va_tick_t t = va_tick();
   switch (st->cfg->init_kind) {
     case VA_INIT_RANDOM: init_random(st); break;
     case VA_INIT_FARTHEST: init_farthest(st); break;
@@ -269,5 +269,4 @@ void va_init_anchors(va_state_t *st) {
     default: init_kmeans_parallel(st); break;
   }
   va_state_anchor_norms(st);
-  va_tock(VA_PH_INIT, t);
 }
