@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "anneal.h"
 #include "checkpoint.h"
@@ -175,7 +176,11 @@ static double host_bytes_available(void) {
 
 static int choose_threads(const va_config_t *cfg) {
   if (cfg->threads > 0) return (int)cfg->threads;
-  int t = va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  /* Bound by the launcher (srun --cpus-per-task, mpirun --bind-to): use what this rank was given;
+   * unbound: share the node's cores among its ranks. */
+  int mine = va_cpu_count();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int t = (online > 0 && mine < online) ? mine : mine / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
   return t > 0 ? t : 1;
 }
 
@@ -318,7 +323,7 @@ int va_cmd_compress(int argc, char **argv) {
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
   st.checkpoint_fn = write_checkpoint;
   st.checkpoint_ctx = &ckpt;
-  va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), cfg.init);
+  va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), resume_path ? "resumed" : cfg.init);
 
   double t_loop = va_now();
   va_anneal(&st);

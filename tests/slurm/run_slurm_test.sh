@@ -1,16 +1,21 @@
 #!/bin/bash
 # run_slurm_test.sh VECANNEAL_BINARY REPO_DIR
 # The `slurm` CTest: a throw-away one-node Slurm cluster (munged, slurmctld, slurmd on localhost,
-# all state in a temp dir) runs the job scripts of jobs/slurm/ as shipped:
-#   1. compress.sbatch, 2 tasks, CPU config (srun --mpi=pmix when this Slurm has pmix, else mpirun);
-#      job state COMPLETED 0:0, index readable by `vecanneal info`, metrics written;
+# all state in a temp dir, two fake GPUs) runs the job scripts of jobs/slurm/ as shipped:
+#   0. all four scripts pass bash -n and sbatch --test-only (their #SBATCH lines parse);
+#   1. compress.sbatch, 2 tasks, CPU config, sbatch --wait (srun --mpi=pmix when this Slurm has
+#      pmix, else mpirun): job COMPLETED 0:0, index readable by `vecanneal info`, metrics written;
 #   2. scaling.sbatch as a 2-element array (1 and 2 ranks) through the mpirun fallback;
-#   3. the signal/requeue flow with a stand-in binary (vecanneal has no checkpoints yet): USR1 to the
-#      batch shell (as --signal=B:USR1@T does) -> forwarded -> exit 75 -> scontrol requeue -> the
-#      second run gets --resume CKPT and completes.
+#   3. the time-limit flow with the real binary, once per launcher (2 ranks): USR1 to the batch
+#      shell mid-run (what --signal=B:USR1@T does) -> forwarded -> checkpoint, exit 75 -> scontrol
+#      requeue -> the second run resumes and ends as an uninterrupted run does; a plain scancel
+#      keeps the checkpoint and is not requeued;
+#   4. --gpus-per-task=1 --gpu-bind=single:1 give each srun rank its own (fake) GPU;
+#   5. embed.sbatch and pipeline.sbatch on 20 lines, when models/all-MiniLM-L6-v2 is installed.
 # Installs slurm-wlm and munge with apt-get when missing (root only; VA_SLURM_NO_INSTALL=1: don't).
 # Exits 0 pass, 1 fail, 77 skip (Slurm unavailable here), always with the reason.
-# VA_SLURM_KEEP=1 keeps the temp dir (logs, slurm.conf) for a look afterwards.
+# VA_SLURM_KEEP=1 keeps the temp dir (logs, slurm.conf) for a look afterwards;
+# VA_SLURM_NO_FAKE_GPUS=1 runs without fake GPUs (the scripts' GPU lines are then stripped).
 set -u
 BIN=${1:?usage: run_slurm_test.sh VECANNEAL_BINARY REPO_DIR}
 REPO=${2:?usage: run_slurm_test.sh VECANNEAL_BINARY REPO_DIR}
@@ -45,8 +50,8 @@ if ! need; then
   command -v apt-get >/dev/null || skip "Slurm is not installed and there is no apt-get"
   say "installing slurm-wlm and munge with apt-get"
   export DEBIAN_FRONTEND=noninteractive
-  { timeout "$(left 120)" apt-get update &&
-    timeout "$(left 150)" apt-get install -y --no-install-recommends slurm-wlm munge; } > /tmp/va-slurm-apt.log 2>&1 ||
+  { timeout "$(left 120)" apt-get -o DPkg::Lock::Timeout=60 update &&
+    timeout "$(left 150)" apt-get -o DPkg::Lock::Timeout=60 install -y --no-install-recommends slurm-wlm munge; } > /tmp/va-slurm-apt.log 2>&1 ||
     { tail -n 5 /tmp/va-slurm-apt.log; skip "apt-get install slurm-wlm munge failed (log /tmp/va-slurm-apt.log)"; }
   need || skip "slurm-wlm/munge installed but a command is still missing"
 fi
@@ -98,12 +103,12 @@ munge -S "$MSOCK" -n | unmunge -S "$MSOCK" >/dev/null || skip "munge credentials
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PORTS=(); p=$((20000 + $$ % 20000))
 while [ ${#PORTS[@]} -lt 2 ]; do port_free "$p" && PORTS+=("$p"); p=$((p + 1)); done
-HOST=$(hostname -s)
+HOST=$(uname -n); HOST=${HOST%%.*}   # what slurmd matches NodeName against
 NCPU=$(nproc)
 # Fake GPUs, so the scripts' --gpus-per-task/--gpu-bind lines are tested as shipped: character
 # devices (copies of /dev/null) for gres.conf; the CPU config never touches them.
 GRES=""
-if mknod "$TMP/fakegpu0" c 1 3 2>/dev/null && mknod "$TMP/fakegpu1" c 1 3 2>/dev/null; then
+if [ -z "${VA_SLURM_NO_FAKE_GPUS:-}" ] && mknod "$TMP/fakegpu0" c 1 3 2>/dev/null && mknod "$TMP/fakegpu1" c 1 3 2>/dev/null; then
   echo "NodeName=$HOST Name=gpu File=$TMP/fakegpu[0-1]" > "$TMP/gres.conf"
   GRES="Gres=gpu:2"
 fi
@@ -184,6 +189,14 @@ say "cluster up: node $HOST, $NCPU CPUs, ports ${PORTS[*]}, GPU lines $GPU_LINES
 # --- helpers ---------------------------------------------------------------------------------------
 W=$TMP/work
 jobfield() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+wait_job() {   # wait_job ID SECONDS: polls until the job has ended (faster than sbatch --wait)
+  local t=$((SECONDS + $2))
+  while [ $SECONDS -lt $t ]; do
+    case $(jobfield "$1" JobState) in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE) return 0 ;; esac
+    sleep 0.5
+  done
+  return 1
+}
 script() {   # the script to submit: as shipped, or without its GPU lines when there are no fake GPUs
   if [ "$GPU_LINES" = shipped ]; then echo "$REPO/jobs/slurm/$1"
   else sed '/^#SBATCH --gpu/d' "$REPO/jobs/slurm/$1" > "$W/$1" && echo "$W/$1"; fi
@@ -193,6 +206,8 @@ script() {   # the script to submit: as shipped, or without its GPU lines when t
 submit() { local to=$1 ex=$2; shift 2; (cd "$W" && timeout "$to" sbatch --parsable --export="ALL,VECANNEAL_HOME=$REPO,$ex" "$@"); }
 
 # --- data and config -------------------------------------------------------------------------------
+# A private copy of the binary: a rebuild during the test (make in another shell) can't break a job.
+cp "$BIN" "$TMP/vecanneal" && BIN=$TMP/vecanneal || fail "cannot copy $BIN"
 (cd "$W" && mpirun --oversubscribe -n 1 "$BIN" gen --out "$W/data.h5" --n 2000 --d 16 --clusters 8 --seed 7) > "$W/gen.log" 2>&1 ||
   { cat "$W/gen.log"; fail "vecanneal gen failed"; }
 cat > "$W/cpu.ini" <<EOF
@@ -205,6 +220,15 @@ backend = cpu
 max_iter = 30
 progress_every = 10
 EOF
+
+# --- 0. every script parses: bash -n, and sbatch --test-only on this cluster (sizes cut to fit) ------
+for f in compress embed pipeline scaling; do
+  bash -n "$REPO/jobs/slurm/$f.sbatch" || fail "$f.sbatch: bash syntax error"
+  msg=$(cd "$W" && timeout "$(left 20)" sbatch --test-only --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 \
+        --time=5 "$(script $f.sbatch)" 2>&1) || { echo "$msg"; fail "sbatch --test-only $f.sbatch refused"; }
+done
+bash -n "$REPO/jobs/slurm/common.sh" || fail "common.sh: bash syntax error"
+say "0. all four scripts pass bash -n and sbatch --test-only"
 
 # --- 1. compress.sbatch ----------------------------------------------------------------------------
 say "1. compress.sbatch: 2 tasks x 1 CPU, config cpu.ini, sbatch --wait"
@@ -248,51 +272,114 @@ done
 [ "$(grep -c . "$W/out/$id/scaling.tsv")" = 3 ] || { cat "$W/out/$id/scaling.tsv"; fail "scaling.tsv is not a header + 2 lines"; }
 say "  ok: $(tr '\t\n' ' |' < "$W/out/$id/scaling.tsv")"
 
-# --- 3. signal -> exit 75 -> requeue -> --resume (stand-in binary) ---------------------------------
-# vecanneal has no checkpoints yet: this stand-in plays its future part. Without --resume it waits
-# for SIGUSR1, writes OUT.ckpt and exits 75; with --resume CKPT it writes the index and exits 0.
-cat > "$W/fake-vecanneal" <<'EOF'
-#!/bin/bash
-out=""; resume=""
-while [ $# -gt 0 ]; do case $1 in --out) out=$2; shift ;; --resume) resume=$2; shift ;; esac; shift; done
-echo "fake-vecanneal: restart ${SLURM_RESTART_COUNT:-0}, resume '${resume}'"
-if [ -n "$resume" ]; then echo "resumed from $resume" > "$out"; exit 0; fi
-trap 'echo checkpoint > "$out.ckpt"; echo "fake-vecanneal: USR1, checkpoint written"; exit 75' USR1
-touch "$out.started"
-for i in $(seq 600); do sleep 0.1; done
-exit 1
-EOF
-chmod +x "$W/fake-vecanneal"
-# One job per launcher, side by side (1 task each): srun forwards USR1 to its tasks, mpirun to its ranks.
+# --- 3. time-limit signal -> checkpoint -> exit 75 -> requeue -> --resume --------------------------
+# A run long enough to be interrupted (50000 x 32, k 64, ~100 iterations; 'tol = 0' only stops when
+# nothing changes any more), once per launcher with 2 ranks. The jobs overlap: while one waits out
+# its requeue delay the other runs. The resumed result must equal an uninterrupted run's.
+(cd "$W" && mpirun --oversubscribe -n 1 "$BIN" gen --out "$W/long.h5" --n 50000 --d 32 --clusters 64 --seed 11) >> "$W/gen.log" 2>&1 ||
+  { cat "$W/gen.log"; fail "vecanneal gen (long) failed"; }
+printf '%s\n' "input = $W/long.h5:/train" "k = 64" "backend = cpu" "max_iter = 400" "tol = 0" \
+  "tol_mode = absolute" "min_changes = 0" "progress_every = 1" > "$W/long.ini"
+(cd "$W" && mpirun --oversubscribe -n 2 "$BIN" compress --config long.ini --set threads=1 --set progress_every=0 \
+  --out "$W/long-ref.h5") > "$W/long-ref.log" 2>&1 || { cat "$W/long-ref.log"; fail "uninterrupted reference run failed"; }
+summary() { "$BIN" info "$1" | grep -E '^ *(iterations|k_final|final_energy|distortion|converged) '; }
+REF=$(summary "$W/long-ref.h5")
 LAUNCHERS="mpirun"; srun --mpi=list 2>&1 | grep -qw pmix && LAUNCHERS="srun mpirun"
-say "3. requeue flow: compress.sbatch with a stand-in binary, USR1 to the batch shell (launchers: $LAUNCHERS)"
-declare -A JOB
+say "3. requeue flow: compress.sbatch, 2 ranks, USR1 to the batch shell mid-run (launchers: $LAUNCHERS)"
+declare -A JOB SIGNALLED
 for L in $LAUNCHERS; do
-  id=$(submit 20 "VECANNEAL=$W/fake-vecanneal,VECANNEAL_LAUNCHER=$L" --ntasks-per-node=1 \
-       --cpus-per-task=1 --time=5 "$(script compress.sbatch)" cpu.ini)
-  JOB[$L]=${id%%;*}; [ -n "${JOB[$L]}" ] || fail "requeue test ($L): sbatch failed"
+  id=$(submit 20 "VECANNEAL=$BIN,VECANNEAL_LAUNCHER=$L" --ntasks-per-node=2 --cpus-per-task=1 --time=5 \
+       "$(script compress.sbatch)" long.ini)
+  JOB[$L]=${id%%;*}; [ -n "${JOB[$L]}" ] || fail "requeue test ($L): sbatch failed"; SIGNALLED[$L]=0
 done
-for L in $LAUNCHERS; do
-  id=${JOB[$L]}; out=$W/out/$id/index.h5
-  t=$((SECONDS + $(left 40))); while [ $SECONDS -lt $t ] && [ ! -e "$out.started" ]; do sleep 0.3; done
-  [ -e "$out.started" ] || fail "requeue test ($L): job $id never started the step"
-  # What --signal=B:USR1@T does at T seconds before the time limit: USR1 to the batch shell only.
-  scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"
-done
-# Slurm holds a requeued job back for cred_expire (10 s here, 120 s by default), then starts it.
-for L in $LAUNCHERS; do
-  id=${JOB[$L]}; out=$W/out/$id/index.h5
-  t=$((SECONDS + $(left 60)))
-  while [ $SECONDS -lt $t ]; do
-    s=$(jobfield "$id" JobState)
-    case $s in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
-    sleep 0.5
+# Signal each job once its first iteration line shows: what --signal=B:USR1@T does at T seconds
+# before the time limit (USR1 to the batch shell only). Then wait for every job to end.
+t=$((SECONDS + $(left 150)))
+while [ $SECONDS -lt $t ]; do
+  ended=0
+  for L in $LAUNCHERS; do
+    id=${JOB[$L]}
+    if [ "${SIGNALLED[$L]}" = 0 ] && grep -Eq '^ +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+ ' "$W/va-compress-$id.out" 2>/dev/null; then
+      scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"; SIGNALLED[$L]=1
+    fi
+    case $(jobfield "$id" JobState) in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) ended=$((ended + 1)) ;; esac
   done
+  [ "$ended" = "$(echo $LAUNCHERS | wc -w)" ] && break
+  sleep 0.3
+done
+for L in $LAUNCHERS; do
+  id=${JOB[$L]}; log=$W/va-compress-$id.out; out=$W/out/$id/index.h5
   s=$(jobfield "$id" JobState); r=$(jobfield "$id" Restarts); e=$(jobfield "$id" ExitCode)
+  [ "${SIGNALLED[$L]}" = 1 ] || fail "requeue test ($L): job $id never showed an iteration (state $s)"
   [ "$s" = COMPLETED ] && [ "$r" = 1 ] && [ "$e" = 0:0 ] || fail "requeue test ($L) job $id: state $s, restarts $r, exit $e"
-  grep -q "resumed from $out.ckpt" "$out" || fail "requeue test ($L): the second run did not get --resume $out.ckpt"
-  say "  ok ($L): job $id USR1 -> checkpoint -> exit 75 -> requeued -> --resume index.h5.ckpt -> COMPLETED"
+  it=$(sed -n 's/^checkpoint after iteration \([0-9]*\) written.*/\1/p' "$log" | head -n 1)
+  [ -n "$it" ] || fail "requeue test ($L): no 'checkpoint after iteration' in $log"
+  grep -q "exit 75: checkpoint written, requeueing" "$log" || fail "requeue test ($L): the script did not requeue on 75"
+  grep -q "^resuming from $out.ckpt.h5 after iteration $it " "$log" || fail "requeue test ($L): the second run did not resume from $out.ckpt.h5"
+  [ ! -e "$out.ckpt.h5" ] || fail "requeue test ($L): the checkpoint outlived the completed job"
+  got=$(summary "$out")
+  [ "$got" = "$REF" ] || { echo "resumed:"; echo "$got"; echo "uninterrupted:"; echo "$REF"; fail "requeue test ($L): resumed result differs from the uninterrupted run"; }
+  say "  ok ($L): job $id USR1 -> checkpoint after iteration $it -> exit 75 -> requeued -> --resume -> COMPLETED, same result as uninterrupted"
 done
 
-say "PASS (compress, scaling array, requeue flow) in $((SECONDS - T0)) s"
+# scancel must cancel: vecanneal's SIGTERM also ends in checkpoint + 75, which must not requeue.
+id=$(submit 20 "VECANNEAL=$BIN" --ntasks-per-node=2 --cpus-per-task=1 --time=5 "$(script compress.sbatch)" long.ini)
+id=${id%%;*}; [ -n "$id" ] || fail "scancel test: sbatch failed"
+log=$W/va-compress-$id.out
+t=$((SECONDS + $(left 40)))
+until grep -Eq '^ +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+ ' "$log" 2>/dev/null || [ $SECONDS -ge $t ]; do sleep 0.3; done
+scancel "$id" || fail "scancel $id"
+t=$((SECONDS + $(left 30)))
+until grep -q "not requeued" "$log" 2>/dev/null || [ $SECONDS -ge $t ]; do sleep 0.3; done
+sleep 1
+s=$(jobfield "$id" JobState); r=$(jobfield "$id" Restarts)
+[ "$s" = CANCELLED ] && [ "$r" = 0 ] || fail "scancel test: job $id is $s with $r restarts, want CANCELLED, 0"
+grep -q "not requeued" "$log" || fail "scancel test: no 'not requeued' in $log"
+[ -s "$W/out/$id/index.h5.ckpt.h5" ] || fail "scancel test: no checkpoint kept in out/$id"
+say "  ok: scancel of job $id -> checkpoint kept, exit 75 not requeued, CANCELLED"
+
+# --- 4. one GPU per rank (the fake GPUs of this cluster) -------------------------------------------
+# A probe in place of vecanneal prints what each rank sees.
+printf '%s\n' '#!/bin/bash' \
+  'echo "gpu-probe: rank ${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-?}} CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"' > "$W/gpu-probe"
+chmod +x "$W/gpu-probe"
+if [ "$GPU_LINES" = shipped ] && [[ $LAUNCHERS == *srun* ]]; then
+  id=$(submit 20 "VECANNEAL=$W/gpu-probe" --ntasks-per-node=2 --cpus-per-task=1 --time=5 "$(script compress.sbatch)" cpu.ini)
+  id=${id%%;*}; [ -n "$id" ] || fail "GPU binding test: sbatch failed"
+  wait_job "$id" "$(left 40)" || fail "GPU binding test: job $id did not end"
+  [ "$(jobfield "$id" JobState)" = COMPLETED ] || fail "GPU binding test: job $id $(jobfield "$id" JobState)"
+  devs=$(sed -n 's/^gpu-probe: rank [0-9]* CUDA_VISIBLE_DEVICES=//p' "$W/va-compress-$id.out" | sort | tr '\n' ' ')
+  [ "$devs" = "0 1 " ] || fail "GPU binding test: ranks saw CUDA_VISIBLE_DEVICES '$devs', want one GPU each (0, 1)"
+  say "4. --gpus-per-task=1 --gpu-bind=single:1 under srun: rank GPUs $devs"; DONE_EXTRA=", GPU binding"
+else
+  say "4. GPU binding not checked (GPU lines $GPU_LINES, launchers $LAUNCHERS)"; DONE_EXTRA=""
+fi
+
+# --- 5. embed.sbatch and pipeline.sbatch (when the model is installed) ----------------------------
+MODEL=$REPO/models/all-MiniLM-L6-v2
+if [ -f "$MODEL/model.safetensors" ] && [ -f "$REPO/tests/data/embed_small.jsonl" ]; then
+  cp "$REPO/tests/data/embed_small.jsonl" "$W/corpus.jsonl"
+  printf '%s\n' "k = 4" "backend = cpu" "progress_every = 0" > "$W/embed-k4.ini"
+  ide=$(submit 20 "VECANNEAL=$BIN,VECANNEAL_MODEL=$MODEL" --ntasks-per-node=1 --cpus-per-task=1 --time=5 \
+        "$(script embed.sbatch)" corpus.jsonl); ide=${ide%%;*}
+  idp=$(submit 20 "VECANNEAL=$BIN,VECANNEAL_MODEL=$MODEL,VECANNEAL_CORPUS=corpus.jsonl" --ntasks-per-node=1 \
+        --cpus-per-task=1 --time=5 "$(script pipeline.sbatch)" embed-k4.ini); idp=${idp%%;*}
+  [ -n "$ide" ] && [ -n "$idp" ] || fail "embed/pipeline: sbatch failed"
+  { wait_job "$ide" "$(left 90)" && wait_job "$idp" "$(left 90)"; } || fail "embed/pipeline jobs $ide $idp did not end"
+  for id in $ide $idp; do
+    [ "$(jobfield "$id" JobState)" = COMPLETED ] || fail "embed/pipeline job $id: $(jobfield "$id" JobState) $(jobfield "$id" ExitCode)"
+  done
+  [ -s "$W/out/$ide/vectors.h5" ] || fail "embed.sbatch: no out/$ide/vectors.h5"
+  [ -s "$W/out/$idp/vectors.h5" ] || fail "pipeline.sbatch: no out/$idp/vectors.h5"
+  info=$("$BIN" info "$W/out/$idp/index.h5") || fail "pipeline.sbatch: vecanneal info out/$idp/index.h5 failed"
+  for want in "n  *20" "d  *384" "metric  *cosine" "k_final  *4"; do
+    echo "$info" | grep -q "^ *$want\$" || fail "pipeline index: no line '$want'"
+  done
+  say "5. embed.sbatch (job $ide) and pipeline.sbatch (job $idp, embed + compress): 20 x 384, cosine, k 4"
+  DONE_EXTRA="$DONE_EXTRA, embed, pipeline"
+else
+  say "5. embed/pipeline not run: no model in $MODEL (scripts/fetch-model installs it)"
+fi
+
+say "PASS (scripts parse, compress, scaling array, requeue flow$DONE_EXTRA) in $((SECONDS - T0)) s"
 exit 0
