@@ -9,3 +9,6 @@ target_sources(vecanneal_core PRIVATE ${VA_EMBED_SOURCES})
 # The source tree's model directory is embed's last fallback, so a build run from anywhere finds it.
 set_property(SOURCE src/embed/embed.c APPEND PROPERTY COMPILE_DEFINITIONS
   VA_EMBED_SOURCE_MODEL_DIR="${CMAKE_CURRENT_SOURCE_DIR}/models/all-MiniLM-L6-v2")
+# Lets gcc if-convert and vectorise the encoder's element-wise loops (GELU, softmax exp): neither flag
+# reorders arithmetic or assumes finite values, so results are those of the plain build.
+set_property(SOURCE src/embed/bert_cpu.c APPEND PROPERTY COMPILE_OPTIONS -fno-trapping-math -fno-math-errno)

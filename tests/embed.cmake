@@ -17,7 +17,7 @@ foreach(t test_embed_tokenizer test_embed_encoder test_embed_h5check)
 endforeach()
 
 add_test(NAME embed_tokenizer COMMAND test_embed_tokenizer ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR})
-add_test(NAME embed_encoder COMMAND test_embed_encoder ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR} 2)
+add_test(NAME embed_encoder COMMAND test_embed_encoder ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR} 1)
 add_test(NAME embed_e2e COMMAND bash ${VA_TEST_DIR}/embed/e2e.sh $<TARGET_FILE:vecanneal> $<TARGET_FILE:test_embed_h5check>
                                 ${VA_MPIEXEC} ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR} ${CMAKE_CURRENT_BINARY_DIR}/embed_e2e)
 set_tests_properties(embed_tokenizer embed_encoder embed_e2e PROPERTIES LABELS "embed;cpu" TIMEOUT 600

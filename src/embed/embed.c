@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bert_cpu.h"
@@ -251,10 +252,19 @@ static void json_escaped(FILE *f, const char *s) {
 }
 
 enum { PH_LOAD, PH_READ, PH_TOKENIZE, PH_ENCODE, PH_WRITE, PH_TOTAL, NPH };
+
+/* CPU seconds of this process (all its threads): throughput per CPU second is what survives a busy
+ * machine, where wall-clock rates drop with the load. */
+static double cpu_seconds(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 static const char *const ph_names[NPH] = {"load_model", "read", "tokenize", "encode", "write", "total"};
 
-static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, int threads, const char *weights_dtype) {
-  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0;
+static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype) {
+  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0;
+  VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -274,6 +284,7 @@ static void write_metrics(const embed_args_t *a, const embed_out_t *o, const dou
   double total = mx[PH_TOTAL] > 0 ? mx[PH_TOTAL] : 1e-9, enc = mx[PH_ENCODE] > 0 ? mx[PH_ENCODE] : 1e-9;
   fprintf(f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
           (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
+  fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum, cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
   fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
@@ -361,6 +372,7 @@ int va_cmd_embed(int argc, char **argv) {
 
   /* Tokenize (JSONL: take the "text" field first). */
   t0 = va_now();
+  double cpu0 = cpu_seconds();
   int64_t cap = n_local * 32 + 16, used = 0;
   int32_t *ids = malloc((size_t)cap * sizeof *ids);
   int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
@@ -401,7 +413,7 @@ int va_cmd_embed(int argc, char **argv) {
     used += k;
     truncated += info.truncated != 0;
     invalid += info.invalid_utf8;
-    empty += k == 2;
+    empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
   }
   rc = va_agree(rc, err);
   if (rc) { free(ids); free(off); free(lens); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
@@ -460,6 +472,7 @@ int va_cmd_embed(int argc, char **argv) {
   free(bids); free(blens); free(bout); free(order); free(ids); free(off); free(lens);
   va_tok_free(tok);
   ph[PH_ENCODE] = va_now() - t0;
+  double cpu_used = cpu_seconds() - cpu0;
 
   /* Write: each rank its own rows, in input order. */
   t0 = va_now();
@@ -474,7 +487,7 @@ int va_cmd_embed(int argc, char **argv) {
   ph[PH_TOTAL] = va_now() - t_start;
   double enc_max = 0;
   VA_MPI(MPI_Allreduce(&ph[PH_ENCODE], &enc_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  write_metrics(&a, &o, ph, threads, wdt);
+  write_metrics(&a, &o, ph, cpu_used, threads, wdt);
   va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
           a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
   return 0;

@@ -265,7 +265,7 @@ static int32_t special_at(const va_tokenizer_t *t, const uint32_t *c, size_t lef
     while (j < L && c[j] == (uint32_t)(unsigned char)names[k][j]) j++;
     if (j == L) {
       *mlen = L;
-      const int32_t *ids = &t->sp.pad;
+      const int32_t ids[5] = {t->sp.pad, t->sp.unk, t->sp.cls, t->sp.sep, t->sp.mask};
       return ids[k];
     }
   }

@@ -15,8 +15,14 @@ static inline char *fx_read(const char *path, size_t *len) {
   if (!g) { fprintf(stderr, "FAIL: cannot open fixture %s\n", path); exit(1); }
   size_t cap = 1 << 20, n = 0;
   char *buf = malloc(cap + 1);
+  if (!buf) { fprintf(stderr, "FAIL: out of memory reading %s\n", path); exit(1); }
   for (;;) {
-    if (n == cap) { cap *= 2; buf = realloc(buf, cap + 1); }
+    if (n == cap) {
+      char *nb = realloc(buf, 2 * cap + 1);
+      if (!nb) { fprintf(stderr, "FAIL: out of memory reading %s\n", path); exit(1); }
+      buf = nb;
+      cap *= 2;
+    }
     int r = gzread(g, buf + n, (unsigned)(cap - n));
     if (r < 0) { fprintf(stderr, "FAIL: cannot read fixture %s\n", path); exit(1); }
     if (r == 0) break;
@@ -26,6 +32,14 @@ static inline char *fx_read(const char *path, size_t *len) {
   buf[n] = 0;
   *len = n;
   return buf;
+}
+
+/* n little-endian float32 values at p, copied into fresh (aligned) memory. */
+static inline float *fx_floats(const char *p, size_t n) {
+  float *f = malloc(n * sizeof *f + 1);
+  if (!f) { fprintf(stderr, "FAIL: out of memory\n"); exit(1); }
+  memcpy(f, p, n * sizeof *f);
+  return f;
 }
 
 /* Splits buf at '\n' (a final '\n' ends the last line); returns the line count, fills starts/lens. */

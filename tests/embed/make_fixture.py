@@ -18,6 +18,7 @@ Writes, under tests/data/:
                           256 tokens)
   embed_ref.f32           their sentence-transformers embeddings: "VAEMBF32", uint32 rows, uint32 dim,
                           then rows x dim little-endian float32 (fp32 on the CPU, normalised)
+  embed_small.jsonl       lines 101..120 of embed_ref.txt as JSONL (extra fields, escapes)
 usage: make_fixture.py MODEL_DIR OUT_DIR
 """
 import glob
@@ -198,6 +199,15 @@ def main():
     with open(os.path.join(OUT, "embed_ref.f32"), "wb") as f:
         f.write(b"VAEMBF32" + struct.pack("<II", emb.shape[0], emb.shape[1]))
         f.write(emb.astype("<f4").tobytes())
+    # JSONL twin of reference lines 101..120 for the end-to-end test: other fields, nesting, key orders,
+    # and \u escapes (ensure_ascii) on two lines of three.
+    import json
+    with open(os.path.join(OUT, "embed_small.jsonl"), "w", encoding="utf-8") as f:
+        for i, line in enumerate(ref[100:120]):
+            t = line.decode("utf-8", "replace")
+            rec = ({"id": 100 + i, "meta": {"source": "embed_ref.txt", "tags": ["a", 1, 2.5e3, None, True]}, "text": t}
+                   if i % 2 else {"text": t, "id": 100 + i})
+            f.write(json.dumps(rec, ensure_ascii=(i % 3 != 0)) + "\n")
     ntok = sum(len(i) for i in ids)
     print("make_fixture: %d corpus lines (%d non-ASCII, %d with ill-formed UTF-8, %d truncated), %d tokens; "
           "%d embedding reference lines (%d over %d tokens)"

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   memcpy(&rrows, rb + 8, 4);
   memcpy(&rdim, rb + 12, 4);
   if (memcmp(rb, "VAEMBF32", 8) || rdim != 384 || (long)rrows < first + rows) return fail("reference too small");
-  const float *ref = (const float *)(rb + 16) + (size_t)first * 384;
+  float *ref = fx_floats(rb + 16 + (size_t)first * 384 * 4, (size_t)rows * 384);
   double minc = 2, maxn = 0;
   long worst = -1;
   for (long i = 0; i < rows; i++) {
@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
          worst, maxn);
   free(x);
   free(rb);
+  free(ref);
   if (minc < 0.9999) return fail("a row is below cosine 0.9999 (wrong order or wrong values)");
   if (maxn > 1e-4) return fail("rows are not unit vectors");
   return 0;

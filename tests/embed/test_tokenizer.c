@@ -61,6 +61,41 @@ static int check_json(void) {
   return fails;
 }
 
+/* Random bytes (biased towards UTF-8 lead bytes, '[' and special-token text) through the tokenizer
+ * and the JSON reader: nothing may crash or write past the id buffer (run under ASan in development). */
+static int check_random(va_tokenizer_t *tok) {
+  static const char *const frags[] = {"[MASK]", "[CLS", "[SEP]", "\xe4\xb8\xad", "\xcc\x81", "\xf0\x9f\x98\x80", "##", " ", "\\u", "\"", "{", "}"};
+  uint64_t x = 88172645463325252ull;
+  char buf[4096];
+  int32_t ids[64];
+  int fails = 0;
+  for (int it = 0; it < 20000; it++) {
+    size_t n = 0, len;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    len = x % sizeof buf;
+    while (n < len) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      if (x % 4 == 0) {
+        const char *f = frags[(x >> 8) % (sizeof frags / sizeof frags[0])];
+        size_t fl = strlen(f);
+        if (n + fl > len) break;
+        memcpy(buf + n, f, fl);
+        n += fl;
+      } else if (x % 4 == 1) buf[n++] = (char)('a' + (x >> 8) % 26);
+      else buf[n++] = (char)(x >> 16);
+    }
+    int max = 2 + (int)(x % 62);
+    int k = va_tok_encode(tok, buf, n, max, ids, NULL);
+    if (k < 2 || k > max || ids[0] != va_tok_special(tok)->cls || ids[k - 1] != va_tok_special(tok)->sep) {
+      fprintf(stderr, "FAIL: random input %d gave %d ids (max %d)\n", it, k, max);
+      fails++;
+    }
+    char err[128];
+    va_json_free(va_json_parse(buf, n, err, sizeof err, NULL));
+  }
+  return fails;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: test_tokenizer MODEL_DIR DATA_DIR\n"); return 2; }
   fx_need_model(argv[1], "vocab.txt");
@@ -82,7 +117,7 @@ int main(int argc, char **argv) {
   memcpy(&nref, idsbuf + 8, 4);
   if (nref != n) { fprintf(stderr, "FAIL: corpus has %zu lines, reference ids %u\n", n, nref); return 1; }
 
-  int fails = check_utf8() + check_json();
+  int fails = check_utf8() + check_json() + check_random(tok);
   const unsigned char *p = (const unsigned char *)idsbuf + 12, *end = (const unsigned char *)idsbuf + ilen;
   int32_t ids[256];
   size_t bad_lines = 0, tokens = 0, truncated = 0, nonascii = 0;
