@@ -10,7 +10,8 @@ set(VECANNEAL_CUDA_ARCHITECTURES "90;80" CACHE STRING "CUDA architectures of the
 target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_context.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON

@@ -4,7 +4,8 @@ if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
   add_executable(test_cuda_kernels ${VA_TEST_DIR}/cuda/test_cuda_kernels.c)
   target_link_libraries(test_cuda_kernels PRIVATE vecanneal_core)
   add_test(NAME cuda_kernels COMMAND test_cuda_kernels)
-  set_tests_properties(cuda_kernels PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)
+  set_tests_properties(cuda_kernels PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 
   if(VECANNEAL_HAVE_NCCL)
     add_executable(test_nccl ${VA_TEST_DIR}/cuda/test_nccl.c)
@@ -12,6 +13,7 @@ if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
     # Two ranks, one GPU each: skipped (77) on machines with fewer than two devices.
     add_test(NAME cuda_nccl_allreduce
              COMMAND ${VA_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_nccl> ${MPIEXEC_POSTFLAGS})
-    set_tests_properties(cuda_nccl_allreduce PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+    set_tests_properties(cuda_nccl_allreduce PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;NCCL_NVLS_ENABLE=0")
   endif()
 endif()

@@ -15,8 +15,8 @@ extern "C" {
 
 /* Pinned staging buffer for uploads, each of two. */
 static const size_t PIN_BYTES = (size_t)32 << 20;
-/* Rows of the GEMM path's scratch: about this many floats. */
-static const int64_t GEMM_SCRATCH_FLOATS = (int64_t)16 << 20;
+/* The GEMM path's scratch: about this many floats (cuda_assign.cu gemm_chunk). */
+static const int64_t GEMM_SCRATCH_FLOATS = (int64_t)32 << 20;
 
 extern "C" int va_cuda_device_count(void) {
   int n = 0;
@@ -97,7 +97,7 @@ static void free_anchor_arrays(va_cuda_t *c) {
 extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision) {
   if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16)
     VA_FATAL("va_cuda_create: bad shape or precision (n %lld, d %lld, precision %d)", (long long)n_local, (long long)d, precision);
-  if (n_local >= (int64_t)UINT32_MAX) VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 32-bit row index", (long long)n_local);
+  if (n_local >= (int64_t)INT32_MAX) VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 31-bit row index", (long long)n_local);
   int ndev = va_cuda_device_count();
   if (device < 0 || device >= ndev) VA_FATAL("CUDA device %d asked for, but %d visible", device, ndev);
   va_cuda_t *c = (va_cuda_t *)va_calloc(1, sizeof *c, "CUDA context");
@@ -187,7 +187,9 @@ extern "C" int va_cuda_assign_variant(const va_cuda_t *c) {
   return v;
 }
 
+/* Pinned host scratch; waits for the stream first, so no earlier copy still reads or writes it. */
 void *va_cuda_host_scratch(va_cuda_t *c, size_t bytes) {
+  VA_CUDA(cudaStreamSynchronize(c->stream));
   if (bytes > c->h_buf_bytes) {
     if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
     size_t b = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
@@ -262,14 +264,14 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
   size_t rowb = (size_t)c->d * 4;
   VA_CUDA(cudaMemcpy2DAsync(c->A32, (size_t)c->dp * 4, A, rowb, rowb, (size_t)k, cudaMemcpyHostToDevice, c->stream));
   int64_t kp = VA_ROUND_UP(k, VA_CUDA_KPAD);
-  /* Bias: ||a||^2 (l2) and 0 (cosine) for real anchors, +inf for the padding so it never wins. */
+  /* Half bias: the argmax of x.a - ||a||^2 / 2 (l2) or of x.a (cosine) is the nearest anchor; the
+   * padding gets +inf so it never wins. */
   float *h = (float *)va_cuda_host_scratch(c, (size_t)c->k_cap * 8);
-  VA_CUDA(cudaStreamSynchronize(c->stream)); /* h is reused: the previous upload out of it is done */
   if (anorm) memcpy(h, anorm, (size_t)k * 4);
   else va_row_norms(A, k, c->d, h);
   float *hc = h + c->k_cap;
   for (int64_t j = 0; j < c->k_cap; j++) {
-    if (j >= k) h[j] = INFINITY;
+    h[j] = j < k ? 0.5f * h[j] : INFINITY; /* exact: a power of two */
     hc[j] = j < k ? 0.0f : INFINITY;
   }
   VA_CUDA(cudaMemcpyAsync(c->bias_l2, h, (size_t)c->k_cap * 4, cudaMemcpyHostToDevice, c->stream));
@@ -285,6 +287,8 @@ extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_h
   if (r_host) VA_CUDA(cudaMemcpyAsync(r_host, c->r, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
 }
+
+/* va_cuda_set_assign: cuda_set_assign.cu */
 
 __global__ void gather_kernel(const float *__restrict__ X, int64_t dp, int64_t d, const int64_t *__restrict__ rows,
                               int64_t m, float *__restrict__ out) {
@@ -326,7 +330,6 @@ extern "C" void va_cuda_remap_assign(va_cuda_t *c, const int64_t *newidx, int64_
   va_cuda_enter(c);
   va_cuda_ensure_segments(c, k_old); /* seg_start doubles as the map's device buffer */
   uint32_t *h = (uint32_t *)va_cuda_host_scratch(c, (size_t)k_old * 4);
-  VA_CUDA(cudaStreamSynchronize(c->stream));
   for (int64_t j = 0; j < k_old; j++) h[j] = (uint32_t)newidx[j];
   VA_CUDA(cudaMemcpyAsync(c->seg_start, h, (size_t)k_old * 4, cudaMemcpyHostToDevice, c->stream));
   remap_kernel<<<grid_for(c->n, 256), 256, 0, c->stream>>>(c->assign, c->n, (const uint32_t *)c->seg_start, k_old);

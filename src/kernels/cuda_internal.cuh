@@ -41,9 +41,9 @@ extern "C" {
 /* Row stride of every device matrix (floats or 16-bit elements): d rounded up to 32, zero padded, so
  * that a 32-byte k-step of the tensor-core kernels never straddles a row's end. */
 #define VA_CUDA_DPAD 32
-/* Rows are padded to a multiple of this (the fused kernel's BM) and anchors too (its largest BN). */
-#define VA_CUDA_ROWPAD 128
-#define VA_CUDA_KPAD 128
+/* Rows are padded to a multiple of this (the fused kernel's largest BM), anchors too (largest BN). */
+#define VA_CUDA_ROWPAD 256
+#define VA_CUDA_KPAD 256
 
 struct va_cuda {
   int device, precision, assign_variant, stats_variant;
@@ -60,7 +60,7 @@ struct va_cuda {
   /* anchors */
   float *A32;                  /* k_cap x dp */
   void *Alp;                   /* k_cap x dp fp16/bf16 */
-  float *bias_l2, *bias_cos;   /* k_cap: ||a||^2 / 0 for j < k, +inf beyond */
+  float *bias_l2, *bias_cos;   /* k_cap: half biases ||a||^2 / 2 (l2), 0 (cosine) for j < k, +inf beyond */
   /* per row */
   uint32_t *assign;            /* n (UINT32_MAX before the first pass) */
   float *r;
@@ -69,7 +69,7 @@ struct va_cuda {
   unsigned long long *h_counter; /* pinned */
   /* GEMM path scratch: chunk x k_cap floats */
   float *C;
-  int64_t chunk, C_cap;
+  int64_t chunk, C_cap, gemm_rows;
   /* per anchor */
   unsigned *rmax_bits;
   unsigned long long *rarg;
@@ -100,7 +100,7 @@ struct va_cuda {
   int64_t *d_rows;             /* get_rows indices */
   float *d_rows_out;
   int64_t rows_cap;
-  /* resolved fused-kernel configuration (cuda_assign.cu): 0 none, 1..4; fused_force: asked for */
+  /* resolved fused-kernel configuration (cuda_assign.cu): 0 none, 1..6; fused_force: asked for */
   int fused_cfg, fused_force;
 };
 

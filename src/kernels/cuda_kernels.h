@@ -56,6 +56,9 @@ void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int
 /* Assign pass on the device (a[], r[] stay there). Returns the number of rows whose anchor differs
  * from the previous pass (the first pass: all rows). */
 int64_t va_cuda_assign(va_cuda_t *ctx, int cosine);
+/* a[] from the host (n_local entries): the assignment the next pass counts its changes against
+ * (e.g. restored after a side pass with other anchors). Entries must be < k or UINT32_MAX. */
+void va_cuda_set_assign(va_cuda_t *ctx, const uint32_t *assign_host);
 /* After a merge: a[i] <- newidx[a[i]] for every row (newidx has k_old entries). */
 void va_cuda_remap_assign(va_cuda_t *ctx, const int64_t *newidx, int64_t k_old);
 /* Per anchor: the largest local r (0 if no member) and its lowest local row (-1 if no member), as
@@ -81,12 +84,18 @@ void va_cuda_destroy(va_cuda_t *ctx);
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
 /* Fused kernel tile configuration: 0 = automatic, 1 = 128x128 tiles, 2 = 128x64, 3/4 = the same with
- * two blocks per SM. Returns the configuration now in force (0: the fused kernel does not apply). */
+ * two blocks per SM, 5 = 256x128, 6 = 128x256 (cuda_assign.cu). Returns the configuration now in
+ * force (0: the fused kernel does not apply to this shape and precision). */
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
+/* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
+void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
 /* Device time of one assign pass (kernels only, CUDA events), `reps` timed runs after `warmup`:
  * the median in ms (min in *min_ms if not NULL). gemm_only: the cuBLAS products of the GEMM path
  * alone, without the argmin (for the library's own rate). */
 double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, int gemm_only, double *min_ms);
+/* TFLOP/s of mma.sync alone (registers only, no memory): the fused kernel's ceiling on this device.
+ * precision VA_CUDA_TF32 / FP16 / BF16; blocks_per_sm of 8 warps. */
+double va_cuda_bench_mma_peak(va_cuda_t *ctx, int precision, int blocks_per_sm);
 /* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. */
 double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int warmup, int reps, double *min_ms);
 /* Same for farthest + hist (bins > 0) together, excluding the host copies. */

@@ -192,7 +192,7 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
     double acc[CQ];
 #pragma unroll
     for (int q = 0; q < CQ; q++) acc[q] = 0;
-#pragma unroll 4
+#pragma unroll(CQ >= 8 ? 2 : 4)
     for (int rr = 0; rr < wrows; rr++) {
       uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
       double w = __shfl_sync(0xffffffffu, myw, rr);
@@ -247,6 +247,16 @@ static void seg_reduce(va_cuda_t *c, const uint32_t *keys, int64_t nseg, const r
   va_cuda_ensure_segments(c, nseg);
   int bits = 1;
   while (bits < 32 && ((uint64_t)1 << bits) <= (uint64_t)nseg) bits++;
+  size_t need = 0, need2 = 0;
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, (int)c->n, 0, bits, c->stream));
+  VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need2, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
+  if (need2 > need) need = need2;
+  if (need > c->cub_tmp_bytes) {
+    VA_CUDA(cudaStreamSynchronize(c->stream));
+    VA_CUDA(cudaFree(c->cub_tmp));
+    VA_CUDA(cudaMalloc(&c->cub_tmp, need));
+    c->cub_tmp_bytes = need;
+  }
   size_t tmp = c->cub_tmp_bytes;
   VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, (int)c->n, 0,
                                           bits, c->stream));

@@ -1,0 +1,191 @@
+/* gpu_kernels.c: device times of the CUDA kernels (CUDA events, median of many after warm-up).
+ *   gpu_kernels [n d k reps]      defaults 1000000 128 1024 30
+ * For each product precision: the GEMM path (cuBLAS products + argmin), the cuBLAS products alone,
+ * and the fused tensor-core kernel, in ms and TFLOP/s (2 n k d flops per pass); then the statistics
+ * reductions (sorted vs atomic), farthest + histogram, and the host->device upload rate.
+ * Exits 77 without a device. Output: one line per measurement, a table at the end. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "kernels/assign.h"
+#include "kernels/cuda_kernels.h"
+#include "kernels/stats.h"
+#include "util.h"
+
+static uint64_t st = 0x2545F4914F6CDD1Dull;
+static inline uint64_t xs(void) {
+  st ^= st << 13;
+  st ^= st >> 7;
+  st ^= st << 17;
+  return st;
+}
+static inline float u11(void) { return (float)((double)(xs() >> 11) * (2.0 / 9007199254740992.0) - 1.0); }
+
+typedef struct { char what[96]; double ms, min_ms, tflops; } row_t;
+static row_t table[96];
+static int nrows;
+
+static void report(const char *what, double ms, double min_ms, double flops) {
+  row_t *r = &table[nrows < 96 ? nrows++ : 95];
+  snprintf(r->what, sizeof r->what, "%s", what);
+  r->ms = ms;
+  r->min_ms = min_ms;
+  r->tflops = flops > 0 && ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+  printf("%-44s median %8.3f ms  min %8.3f ms", what, ms, min_ms);
+  if (flops > 0) printf("  %7.1f TFLOP/s", r->tflops);
+  printf("\n");
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  va_proc_init();
+  int64_t n = argc > 1 ? atoll(argv[1]) : 1000000, d = argc > 2 ? atoll(argv[2]) : 128, k = argc > 3 ? atoll(argv[3]) : 1024;
+  int reps = argc > 4 ? atoi(argv[4]) : 30;
+  /* "ncu": one fused pass per 16-bit/tf32 precision and nothing else, for a profiler run */
+  int ncu_mode = argc > 5 && strcmp(argv[5], "ncu") == 0;
+  if (va_cuda_device_count() == 0) {
+    printf("SKIP: no CUDA device\n");
+    MPI_Finalize();
+    return 77;
+  }
+  /* Clustered data: 256 centres in [-1,1]^d, members at +-0.3 uniform noise (sum of two). */
+  int64_t nc = 256;
+  float *C = malloc((size_t)(nc * d) * 4), *X = malloc((size_t)(n * d) * 4), *A = malloc((size_t)(k * d) * 4);
+  for (int64_t e = 0; e < nc * d; e++) C[e] = u11();
+  for (int64_t i = 0; i < n; i++) {
+    const float *c = C + (int64_t)(xs() % (uint64_t)nc) * d;
+    for (int64_t t = 0; t < d; t++) X[i * d + t] = c[t] + 0.15f * (u11() + u11());
+  }
+  for (int64_t j = 0; j < k; j++) {
+    int64_t i = (int64_t)(xs() % (uint64_t)n);
+    for (int64_t t = 0; t < d; t++) A[j * d + t] = X[i * d + t] + 0.02f * u11();
+  }
+  double flops = 2.0 * (double)n * (double)k * (double)d;
+  char desc[256], what[96];
+  static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
+  uint32_t *a_gemm = malloc((size_t)n * 4), *a_fused = malloc((size_t)n * 4);
+  for (int prec = ncu_mode ? 1 : 0; prec < 4; prec++) {
+    va_cuda_t *ctx = va_cuda_create(0, n, d, k, prec);
+    if (ncu_mode) {
+      int64_t chunk1 = 1 << 16;
+      for (int64_t r0 = 0; r0 < n; r0 += chunk1) va_cuda_upload_rows(ctx, X + r0 * d, r0, n - r0 < chunk1 ? n - r0 : chunk1);
+      va_cuda_set_anchors(ctx, A, NULL, k);
+      va_cuda_assign(ctx, 0);
+      printf("ncu: %s fused cfg %d\n", pname[prec], va_cuda_set_fused_config(ctx, 0));
+      va_cuda_assign(ctx, 0);
+      va_cuda_destroy(ctx);
+      if (prec == 2) break;
+      continue;
+    }
+    if (prec == 0) {
+      va_cuda_describe(ctx, desc, sizeof desc);
+      printf("device: %s\nshape: n %lld d %lld k %lld, %d timed reps after warm-up\n", desc, (long long)n, (long long)d,
+             (long long)k, reps);
+      for (int p = 1; p < 4; p++)
+        for (int bps = 1; bps <= 2; bps++) {
+          char w2[96];
+          double tf = va_cuda_bench_mma_peak(ctx, p, bps);
+          snprintf(w2, sizeof w2, "mma.sync ceiling %s, %d x 8 warps/SM", pname[p], bps);
+          report(w2, 0, 0, 0);
+          table[nrows - 1].tflops = tf;
+          printf("  -> %.1f TFLOP/s\n", tf);
+        }
+    }
+    double t0 = va_now();
+    int64_t chunk = 1 << 16;
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) va_cuda_upload_rows(ctx, X + r0 * d, r0, n - r0 < chunk ? n - r0 : chunk);
+    va_cuda_set_anchors(ctx, A, NULL, k); /* synchronises the stream */
+    double up = va_now() - t0;
+    printf("upload %s: %.1f ms for %.0f MB (%.2f GB/s incl. host memcpy)\n", pname[prec], up * 1e3, n * d * 4 / 1e6,
+           n * d * 4 / up / 1e9);
+    double mn;
+    va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_GEMM);
+    va_cuda_assign(ctx, 0);
+    va_cuda_download(ctx, a_gemm, NULL);
+    snprintf(what, sizeof what, "assign %s gemm (cuBLAS + argmin)", pname[prec]);
+    double ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
+    report(what, ms, mn, flops);
+    snprintf(what, sizeof what, "  cuBLAS products alone %s", pname[prec]);
+    ms = va_cuda_bench_assign(ctx, 0, 3, reps, 1, &mn);
+    report(what, ms, mn, flops);
+    if (prec == 2) { /* the GEMM path's chunk size */
+      static const int64_t rows[] = {2048, 16384, 65536};
+      for (int q = 0; q < 3; q++) {
+        va_cuda_set_gemm_rows(ctx, rows[q]);
+        snprintf(what, sizeof what, "assign %s gemm, %lld-row chunks", pname[prec], (long long)rows[q]);
+        ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
+        report(what, ms, mn, flops);
+        snprintf(what, sizeof what, "  cuBLAS alone, %lld-row chunks", (long long)rows[q]);
+        ms = va_cuda_bench_assign(ctx, 0, 3, reps, 1, &mn);
+        report(what, ms, mn, flops);
+      }
+      va_cuda_set_gemm_rows(ctx, 0);
+    }
+    static const char *cfgname[] = {"", "128x128", "128x64", "128x128 2/SM", "128x64 2/SM", "256x128", "128x256"};
+    for (int cfg = 1; cfg <= 6 && prec > 0; cfg++) {
+      if (va_cuda_set_fused_config(ctx, cfg) != cfg) continue;
+      va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
+      va_cuda_assign(ctx, 0);
+      va_cuda_download(ctx, a_fused, NULL);
+      int64_t diff = 0;
+      for (int64_t i = 0; i < n; i++) diff += a_fused[i] != a_gemm[i];
+      printf("  fused %s vs gemm %s: %lld of %lld rows differ (near-ties)\n", cfgname[cfg], pname[prec], (long long)diff, (long long)n);
+      snprintf(what, sizeof what, "assign %s fused %s", pname[prec], cfgname[cfg]);
+      ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
+      report(what, ms, mn, flops);
+      if (cfg == 1) {
+        snprintf(what, sizeof what, "assign %s fused %s cosine", pname[prec], cfgname[cfg]);
+        ms = va_cuda_bench_assign(ctx, 1, 3, reps, 0, &mn);
+        report(what, ms, mn, flops);
+      }
+    }
+    va_cuda_set_fused_config(ctx, 0);
+    va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_AUTO);
+    if (prec == 1) {
+      va_cuda_assign(ctx, 0);
+      float *rmax = malloc((size_t)k * 4);
+      int64_t *rarg = malloc((size_t)k * 8);
+      va_cuda_farthest(ctx, rmax, rarg);
+      int64_t bins = 256;
+      double *hist = calloc((size_t)(k * bins), 8);
+      va_cuda_hist(ctx, rmax, bins, hist);
+      int32_t *lo = malloc((size_t)k * 4), *hi = malloc((size_t)k * 4);
+      va_trim_bins(hist, k, bins, 0.1, 0.1, lo, hi);
+      double *delta = malloc((size_t)k * 8);
+      for (int64_t j = 0; j < k; j++) delta[j] = 0.3;
+      va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+      va_stats_rule_t trim = {.mode = VA_ROBUST_TRIM, .bin_lo = lo, .bin_hi = hi, .rmax = rmax, .bins = bins};
+      va_stats_rule_t hub = {.mode = VA_ROBUST_HUBER, .huber_delta = delta};
+      const va_stats_rule_t *rules[3] = {&none, &trim, &hub};
+      const char *rn[3] = {"none", "trim", "huber"};
+      for (int v = 0; v < 2; v++) {
+        va_cuda_set_stats_variant(ctx, v);
+        for (int ri = 0; ri < 3; ri++) {
+          snprintf(what, sizeof what, "stats %s %s", rn[ri], v ? "atomic" : "sorted");
+          ms = va_cuda_bench_stats(ctx, rules[ri], 2, reps, &mn);
+          report(what, ms, mn, 0);
+        }
+      }
+      ms = va_cuda_bench_farthest_hist(ctx, rmax, 0, 2, reps, &mn);
+      report("farthest (2 passes)", ms, mn, 0);
+      ms = va_cuda_bench_farthest_hist(ctx, rmax, bins, 2, reps, &mn);
+      report("farthest + hist 256 bins", ms, mn, 0);
+      double th = va_now();
+      va_cuda_download(ctx, a_gemm, NULL);
+      printf("download a[]: %.2f ms\n", (va_now() - th) * 1e3);
+      free(rmax); free(rarg); free(hist); free(lo); free(hi); free(delta);
+    }
+    va_cuda_destroy(ctx);
+  }
+  printf("\n== summary: n %lld d %lld k %lld on %s ==\n", (long long)n, (long long)d, (long long)k, desc);
+  printf("%-44s %10s %10s %9s\n", "kernel", "median ms", "min ms", "TFLOP/s");
+  for (int i = 0; i < nrows; i++)
+    printf("%-44s %10.3f %10.3f %9.1f\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops);
+  free(C); free(X); free(A); free(a_gemm); free(a_fused);
+  MPI_Finalize();
+  return 0;
+}
