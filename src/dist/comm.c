@@ -49,6 +49,7 @@ void va_comm_finalize(void) {}
 
 static void allreduce(void *buf, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, int nccl_type, int nccl_op) {
   double t0 = va_now();
+  if (va_proc.nranks == 1) return; /* nothing to combine */
 #ifdef VECANNEAL_NCCL
   if (nccl && count > 0) {
     nccl_allreduce(buf, count, elem, nccl_type, nccl_op);
