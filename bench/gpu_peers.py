@@ -66,7 +66,7 @@ def flash(x, C0, iters):
     batch_kmeans_Euclid(x[None], C0.shape[0], max_iters=2, tol=0.0, init_centroids=C0[None].clone())  # warm-up, autotune
     torch.cuda.synchronize()
     t = time.perf_counter()
-    _, C = batch_kmeans_Euclid(x[None], C0.shape[0], max_iters=iters, tol=0.0, init_centroids=C0[None].clone())
+    _, C, _ = batch_kmeans_Euclid(x[None], C0.shape[0], max_iters=iters, tol=0.0, init_centroids=C0[None].clone())
     torch.cuda.synchronize()
     return C[0], 1e3 * (time.perf_counter() - t) / iters
 
