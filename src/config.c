@@ -33,7 +33,7 @@ static const key_def_t KEYS[] = {
   {"backend", K_ENUM, F(backend), "auto", 0, 0, "auto|cpu|cuda", "compute backend; auto = CUDA when built and a device is visible, else CPU"},
   {"precision", K_ENUM, F(precision), "tf32", 0, 0, "fp32|tf32|fp16|bf16", "cuda: precision of the distance product (accumulation fp32, reductions fp64); cpu: always fp32"},
   {"device", K_INT, F(device), "-1", -1, 1024, NULL, "cuda: GPU of this rank; -1 = node-local rank modulo the visible GPUs"},
-  {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "2e9", 0, 1e30, NULL, "backend auto: stay on the CPU when a rank's rows x k x d is below this (the GPU does not pay off)"},
+  {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "1e10", 0, 1e30, NULL, "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/CUDA.md)"},
   {"metric", K_ENUM, F(metric), "auto", 0, 0, "auto|l2|cosine", "distance; auto = cosine when the dataset's 'distance' attribute is angular/cosine, else l2"},
   {"init", K_STR, F(init), "kmeans||", 0, 0, NULL, "kmeans|| | random | farthest | file:PATH[:DATASET] (default dataset /anchors)"},
   {"kmeans_rounds", K_INT, F(kmeans_rounds), "3", 1, 100, NULL, "kmeans||: oversampling rounds"},
