@@ -12,6 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
 BIN=$PWD/$B/vecanneal
 nvidia-smi --query-gpu=name --format=csv,noheader
+if [ "${ONLY_PEERS:-0}" != 1 ]; then
 # 1. the prototype's large case, wall time of the whole command (start-up included), one process.
 "$BIN" gen --kind vlc-demo --n 10000 --d 128 --out "$OUT/demo.h5" > /dev/null
 for be in cpu cuda; do
@@ -34,6 +35,7 @@ for n in 5000 20000 80000 320000; do
   done
   echo "$line"
 done
+fi
 # 3. peers at 1M and 8M rows.
 mpirun -n 16 "$BIN" gen --out "$OUT/g1.h5" --n 1000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
 python3 bench/gpu_peers.py --vecanneal "$BIN" --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default --out "$OUT" 2>&1 | grep -v Warning
