@@ -1,6 +1,7 @@
 /* init.c: initial anchors (ALGORITHM.md s1): kmeans|| (scalable k-means++), random rows, farthest
  * point (parity) and anchors from a file. Every random draw is keyed by global row or step, and every
  * candidate list is sorted by global row, so the anchors do not depend on the rank count. */
+#include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -93,32 +94,56 @@ static void init_farthest(va_state_t *st) {
   free(mind);
 }
 
-/* Weighted k-means++ on the gathered candidates, then weighted Lloyd steps; identical on every rank. */
+/* Distances from candidate p to all m candidates (one sgemv), clamped at 0. */
+static void candidate_distances(const float *C, const float *cn, int64_t m, int64_t d, int64_t p, int cosine, float *dist) {
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)m, (int)d, 1.0f, C, (int)d, C + p * d, 1, 0.0f, dist, 1);
+  for (int64_t i = 0; i < m; i++) {
+    float v = cosine ? 1.0f - dist[i] : cn[i] + cn[p] - 2.0f * dist[i];
+    dist[i] = v > 0 ? v : 0;
+  }
+}
+
+/* Weighted greedy k-means++ on the gathered candidates (at each step 2 + ln k draws by D^2 weight, the
+ * one that lowers the potential most is kept, as scikit-learn does), then weighted Lloyd steps;
+ * identical on every rank. */
 static void weighted_kmeanspp(const va_state_t *st, const float *C, const double *w, int64_t m, float *out) {
   int64_t d = st->d, k = st->k;
+  int trials = 2 + (int)log((double)k);
   double *best = va_malloc((size_t)m * sizeof(double), "kmeans++"), total = 0;
+  float *cn = va_malloc((size_t)m * sizeof(float), "kmeans++"), *dist = va_malloc((size_t)(2 * m) * sizeof(float), "kmeans++");
   uint32_t *lab = va_malloc((size_t)m * sizeof(uint32_t), "kmeans++");
+  va_row_norms(C, m, d, cn);
   for (int64_t i = 0; i < m; i++) total += w[i];
   /* First centre: drawn by weight. */
   double u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, 0, 0) * total, cum = 0;
   int64_t pick = m - 1;
   for (int64_t i = 0; i < m; i++) { cum += w[i]; if (cum > u) { pick = i; break; } }
   memcpy(out, C + pick * d, (size_t)d * sizeof(float));
-  for (int64_t i = 0; i < m; i++) best[i] = va_row_distance(C + i * d, out, d, st->cosine);
+  candidate_distances(C, cn, m, d, pick, st->cosine, dist);
+  for (int64_t i = 0; i < m; i++) best[i] = dist[i];
   for (int64_t q = 1; q < k; q++) {
     double pot = 0;
     for (int64_t i = 0; i < m; i++) pot += w[i] * best[i];
-    u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 0) * pot;
-    cum = 0;
-    pick = -1;
-    for (int64_t i = 0; i < m; i++) { cum += w[i] * best[i]; if (cum > u && w[i] * best[i] > 0) { pick = i; break; } }
-    if (pick < 0) pick = (int64_t)(va_rand_u64(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 1) % (uint64_t)m);
-    memcpy(out + q * d, C + pick * d, (size_t)d * sizeof(float));
-    for (int64_t i = 0; i < m; i++) {
-      double dist = va_row_distance(C + i * d, out + q * d, d, st->cosine);
-      if (dist < best[i]) best[i] = dist;
+    double best_pot = -1;
+    int64_t chosen = -1;
+    float *kept = dist, *trial = dist + m;
+    for (int t = 0; t < trials; t++) {
+      u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, (uint64_t)t) * pot;
+      cum = 0;
+      pick = -1;
+      for (int64_t i = 0; i < m; i++) { cum += w[i] * best[i]; if (cum > u && w[i] * best[i] > 0) { pick = i; break; } }
+      if (pick < 0) pick = (int64_t)(va_rand_u64(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 1000 + (uint64_t)t) % (uint64_t)m);
+      candidate_distances(C, cn, m, d, pick, st->cosine, trial);
+      double np = 0;
+      for (int64_t i = 0; i < m; i++) np += w[i] * (trial[i] < best[i] ? trial[i] : best[i]);
+      if (chosen < 0 || np < best_pot) { best_pot = np; chosen = pick; float *tmp = kept; kept = trial; trial = tmp; }
     }
+    memcpy(out + q * d, C + chosen * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < m; i++)
+      if (kept[i] < best[i]) best[i] = kept[i];
   }
+  free(cn);
+  free(dist);
   /* A few weighted Lloyd steps on the candidates (the reference assignment is exact and serial). */
   double *sum = va_malloc((size_t)(k * (d + 1)) * sizeof(double), "kmeans++ lloyd");
   for (int it = 0; it < 5; it++) {
