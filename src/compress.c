@@ -8,6 +8,7 @@
 
 #include "anneal.h"
 #include "checkpoint.h"
+#include "embed/embed.h"
 #ifdef VECANNEAL_CUDA
 #include "backend_cuda.h"
 #include "kernels/cuda_kernels.h"
@@ -40,6 +41,10 @@ static void compress_usage(void) {
       "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
       "  --print-config        print the resolved configuration as an INI file and exit\n"
       "  --resume CKPT         continue from a checkpoint (same input and configuration)\n"
+      "  --embed CORPUS        embed a text corpus (one line per row, or .jsonl with \"text\") with\n"
+      "                        all-MiniLM-L6-v2 and compress the vectors in the same job (cosine)\n"
+      "  --embed-model DIR     model directory for --embed (default as vecanneal embed)\n"
+      "  --embed-out F.h5:/D   also write the embedded vectors there\n"
       "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
       "current iteration and exits with 75; checkpoint_every = N also writes one every N iterations.\n"
       "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
@@ -49,6 +54,7 @@ static void compress_usage(void) {
 
 /* Builds the configuration from --config, --set and the shorthands (applied in that order). */
 static const char *resume_path;
+static const char *embed_corpus, *embed_model, *embed_out;
 
 static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help, int *print) {
   va_config_src_t *src = va_config_src_new();
@@ -63,6 +69,9 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; break; }
     if (!strcmp(argv[i], "--print-config")) { *print = 1; continue; }
     if ((v = va_opt(argc, argv, &i, "--resume"))) { resume_path = v; continue; }
+    if ((v = va_opt(argc, argv, &i, "--embed"))) { embed_corpus = v; continue; }
+    if ((v = va_opt(argc, argv, &i, "--embed-model"))) { embed_model = v; continue; }
+    if ((v = va_opt(argc, argv, &i, "--embed-out"))) { embed_out = v; continue; }
     if ((v = va_opt(argc, argv, &i, "--config"))) continue;
     if ((v = va_opt(argc, argv, &i, "--set"))) { rc = va_config_src_add_kv(src, v, "--set", err, errlen); continue; }
     int matched = 0;
@@ -72,7 +81,7 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
   }
   if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
   if (*print) return rc;
-  if (!rc && !*help && !cfg->input[0]) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
+  if (!rc && !*help && !cfg->input[0] && !embed_corpus) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
   if (!rc && !*help && !cfg->out[0]) { snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')"); rc = 1; }
   va_config_src_free(src);
   return rc;
@@ -245,7 +254,30 @@ int va_cmd_compress(int argc, char **argv) {
   const char *backend = "cpu";
 
   va_input_t in;
-  va_input_open(cfg.input, &in);
+  va_embedded_t embedded = {0};
+  if (embed_corpus) {
+    /* Embedding stage in this job: every rank keeps its block of rows in memory. */
+    char *eargv[8];
+    int eargc = 0;
+    eargv[eargc++] = "--input";
+    eargv[eargc++] = (char *)embed_corpus;
+    eargv[eargc++] = "--out";
+    eargv[eargc++] = (char *)(embed_out ? embed_out : "unwritten.h5:/train");
+    if (embed_model) { eargv[eargc++] = "--model"; eargv[eargc++] = (char *)embed_model; }
+    double te = va_now();
+    if ((rc = va_embed_rows(eargc, eargv, embed_out != NULL, &embedded))) return rc;
+    va_phase_add(VA_PH_READ, va_now() - te);
+    memset(&in, 0, sizeof in);
+    snprintf(in.file, sizeof in.file, "%s", embed_corpus);
+    snprintf(in.dataset, sizeof in.dataset, "(embedded by all-MiniLM-L6-v2)");
+    in.n = embedded.n;
+    in.d = embedded.d;
+    in.dtype = VA_DT_F32;
+    in.elem_size = 4;
+    in.metric_hint = VA_METRIC_COSINE;
+  } else {
+    va_input_open(cfg.input, &in);
+  }
   if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
     snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k, (long long)in.n, in.file, in.dataset);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
@@ -259,7 +291,8 @@ int va_cmd_compress(int argc, char **argv) {
   st.d = in.d;
   st.k = st.k_initial = cfg.k;
   st.cosine = cfg.metric == VA_METRIC_COSINE || (cfg.metric == VA_METRIC_AUTO && in.metric_hint == VA_METRIC_COSINE);
-  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &st.row0, &st.n_local);
+  if (embed_corpus) { st.row0 = embedded.row0; st.n_local = embedded.n_local; } /* the embedder's blocks of lines */
+  else va_shard_range(in.n, va_proc.rank, va_proc.nranks, &st.row0, &st.n_local);
   int threads = choose_threads(&cfg);
   st.aopts.threads = threads;
   st.aopts.tile_rows = cfg.tile_rows;
@@ -290,6 +323,10 @@ int va_cmd_compress(int argc, char **argv) {
     VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
   }
   /* The shard: one float32 copy per rank (staging chunks for other types). */
+  if (embed_corpus) {
+    st.X = embedded.emb;
+    goto shard_ready;
+  }
   double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
   st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
   if (!st.X) snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
@@ -305,6 +342,7 @@ int va_cmd_compress(int argc, char **argv) {
     snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset, (long long)first_bad);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   }
+shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
   st.total_var = preprocess(&st, &zero_rows);

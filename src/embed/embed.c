@@ -17,6 +17,7 @@
 
 #include "bert_cpu.h"
 #include "commands.h"
+#include "embed/embed.h"
 #include "h5io.h"
 #include "json.h"
 #include "kernels/assign.h"
@@ -310,7 +311,9 @@ static void fmt_secs(double s, char *out, size_t len) {
   else snprintf(out, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
-int va_cmd_embed(int argc, char **argv) {
+/* The whole embed job. write_out: check and write --out (the embed command); keep: hand this rank's
+ * rows to the caller instead of freeing them (compress --embed). */
+static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) {
   embed_args_t a = {0};
   a.weights = "fp32";
   a.format = "auto";
@@ -352,7 +355,7 @@ int va_cmd_embed(int argc, char **argv) {
   if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
   ph[PH_LOAD] = va_now() - t0;
 
-  rc = va_output_check(a.out_file);
+  rc = write_out ? va_output_check(a.out_file) : 0;
   if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
 
   /* Input block. */
@@ -477,8 +480,9 @@ int va_cmd_embed(int argc, char **argv) {
   /* Write: each rank its own rows, in input order. */
   t0 = va_now();
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
-  rc = va_h5_write_file(a.out_file, a.io_mode, embed_setup, embed_rows, &o);
-  free(emb);
+  rc = write_out ? va_h5_write_file(a.out_file, a.io_mode, embed_setup, embed_rows, &o) : 0;
+  if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d};
+  else free(emb);
   char wdt[8];
   snprintf(wdt, sizeof wdt, "%s", model.weights_dtype);
   va_bert_free(&model);
@@ -487,8 +491,17 @@ int va_cmd_embed(int argc, char **argv) {
   ph[PH_TOTAL] = va_now() - t_start;
   double enc_max = 0;
   VA_MPI(MPI_Allreduce(&ph[PH_ENCODE], &enc_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  if (!write_out) {
+    va_log0("embed: %lld x %d vectors in %.2f s: %.1f lines/s encoding (%d rank(s)), kept in memory\n", (long long)n, d, ph[PH_TOTAL],
+            (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+    return 0;
+  }
   write_metrics(&a, &o, ph, cpu_used, threads, wdt);
   va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
           a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
   return 0;
 }
+
+int va_cmd_embed(int argc, char **argv) { return embed_job(argc, argv, 1, NULL); }
+
+int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) { return embed_job(argc, argv, write_out, out); }

@@ -1,0 +1,17 @@
+/* embed.h: the embedding stage as a library call, so that `compress --embed` embeds and compresses
+ * in one job with the vectors staying in memory (no intermediate file unless asked for). */
+#ifndef VECANNEAL_EMBED_H
+#define VECANNEAL_EMBED_H
+#include <stdint.h>
+
+typedef struct {
+  float *emb;          /* n_local x d, unit rows, input order; the caller frees */
+  int64_t n, row0, n_local;
+  int d;
+} va_embedded_t;
+
+/* Collective: runs `vecanneal embed` with these arguments (its CLI: --input, --out, --model, --batch,
+ * ...); write_out = 0 skips writing --out. On success (0) fills out with this rank's block of rows;
+ * otherwise returns the exit code every rank agreed on (rank 0 printed the message). */
+int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out);
+#endif
