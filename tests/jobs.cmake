@@ -28,3 +28,7 @@ set_tests_properties(gpu_backend PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
 va_job_test(rank_death rankdeath.sh)
 va_job_test(embed_compress embed_compress.sh)
 set_tests_properties(embed_compress PROPERTIES LABELS "embed;mpi")
+# A short soak in CI (40 random configurations x 2 runs); the full one is tests/soak/soak.py --jobs 200.
+add_test(NAME soak_short COMMAND python3 ${VA_TEST_DIR}/soak/soak.py --vecanneal $<TARGET_FILE:vecanneal>
+  --h5tool $<TARGET_FILE:h5tool> --jobs 40 --seed 11 --time-limit 600)
+set_tests_properties(soak_short PROPERTIES LABELS "soak;mpi" TIMEOUT 900)
