@@ -2,6 +2,7 @@
  * (uploaded once, through pinned staging buffers); assignments and distances stay there too; only
  * per-anchor results (k-sized statistics, farthest members, histograms) and fetched rows come back.
  * st->assign / st->r on the host are refreshed only by sync_host (index, checkpoints). */
+#include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +82,9 @@ void va_backend_cuda_attach(va_state_t *st, int device, int precision) {
   }
   st->be = &va_backend_cuda;
   st->be_ctx = g;
+}
+
+int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+  if (cudaSetDevice(device) != cudaSuccess) return 1;
+  return cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess;
 }

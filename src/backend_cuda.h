@@ -3,6 +3,7 @@
 #define VECANNEAL_BACKEND_CUDA_H
 #include "backend.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct va_state;
@@ -13,6 +14,8 @@ extern const va_backend_t va_backend_cuda;
 /* The device of this rank: `requested` if >= 0 (and visible), else node-local rank modulo the visible
  * devices; -1 when there is none. */
 int va_cuda_pick_device(int requested);
+/* Free and total bytes of a device's memory; non-zero when they cannot be read. */
+int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes);
 /* Creates the device context for st (rows from st->X, uploaded now) and switches st to the CUDA
  * backend. precision: VA_CUDA_FP32 / TF32 / FP16 / BF16. */
 void va_backend_cuda_attach(struct va_state *st, int device, int precision);

@@ -211,6 +211,23 @@ static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
     VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
   }
   int use = all_have && (cfg->backend == VA_BACKEND_CUDA || work >= cfg->gpu_min_work);
+  if (use) {
+    /* Device memory up front: the shard lives on the GPU (no out-of-core streaming yet). */
+    size_t free_b = 0, total_b = 0;
+    double need = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision);
+    int short_of = !va_cuda_memory(dev, &free_b, &total_b) && need > 0.95 * (double)free_b;
+    char err[512];
+    snprintf(err, sizeof err, "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows but %.2f GiB are free; use more GPUs (ranks)%s",
+             va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, free_b / 1073741824.0,
+             cfg->backend == VA_BACKEND_CUDA ? " or backend = cpu" : "");
+    int any_short = short_of;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (any_short && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
+    if (any_short) {
+      va_log0("backend auto: a shard does not fit its GPU's free memory: staying on the CPU\n");
+      use = 0;
+    }
+  }
   if (cfg->backend == VA_BACKEND_AUTO && all_have && !use)
     va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: staying on the CPU\n", work, cfg->gpu_min_work);
   if (use) {
