@@ -125,7 +125,14 @@ int main(int argc, char **argv) {
       }
       va_cuda_set_gemm_rows(ctx, 0);
     }
-    static const char *cfgname[] = {"", "128x128", "128x64", "128x128 2/SM", "128x64 2/SM", "256x128", "128x256"};
+    /* configurations (cuda_assign.cu): 1, 2 rows in shared memory; 3-6 rows in registers (d <= 128) */
+    static const char *cfg16[] = {"", "smem 128x128", "smem 128x64", "reg 256x64", "reg 128x64 2/SM", "reg 128x32 3/SM",
+                                  "reg 256x32"};
+    static const char *cfg32[] = {"", "smem 128x128", "smem 128x64", "reg 256x32", "reg 128x32 2/SM", "reg 64x32 3/SM",
+                                  "reg 128x64"};
+    const char *const *cfgname = prec == 1 ? cfg32 : cfg16;
+    const int cfg_auto = va_cuda_set_fused_config(ctx, 0);
+    if (prec > 0) printf("  automatic fused configuration %s: %d (%s)\n", pname[prec], cfg_auto, cfgname[cfg_auto]);
     for (int cfg = 1; cfg <= 6 && prec > 0; cfg++) {
       if (va_cuda_set_fused_config(ctx, cfg) != cfg) continue;
       va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
@@ -137,7 +144,15 @@ int main(int argc, char **argv) {
       snprintf(what, sizeof what, "assign %s fused %s", pname[prec], cfgname[cfg]);
       ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
       report(what, ms, mn, flops);
+      snprintf(what, sizeof what, "  argmin kernel alone %s %s", pname[prec], cfgname[cfg]);
+      ms = va_cuda_bench_assign(ctx, 0, 3, reps, 2, &mn); /* 2: the fused argmin kernel, without r */
+      report(what, ms, mn, flops);
       if (cfg == 1) {
+        snprintf(what, sizeof what, "  r kernel alone %s", pname[prec]);
+        ms = va_cuda_bench_assign(ctx, 0, 3, reps, 3, &mn); /* 3: r for the rows' anchors, alone */
+        report(what, ms, mn, 0);
+      }
+      if (cfg == 1 || cfg == cfg_auto) {
         snprintf(what, sizeof what, "assign %s fused %s cosine", pname[prec], cfgname[cfg]);
         ms = va_cuda_bench_assign(ctx, 1, 3, reps, 0, &mn);
         report(what, ms, mn, flops);

@@ -1,10 +1,12 @@
 /* cuda_assign.cu: the assign pass on the device, two ways.
  *  GEMM:  cuBLAS products of a chunk of rows by all anchors (chunk x k floats of scratch, never n x k),
  *         then one warp per row scans its k values for the argmin and recomputes r exactly.
- *  FUSED: one kernel: a block keeps 128 rows in shared memory, streams the anchors through in tiles
- *         (cp.async, double buffered), multiplies on the tensor cores (mma.sync: tf32 m16n8k8, or
- *         fp16/bf16 m16n8k16; fp32 accumulate), keeps the running argmin in registers (the distances
- *         are never written), then recomputes r for the winner in double.
+ *  FUSED: an argmin kernel that streams the anchors through shared memory in tiles (cp.async) and
+ *         multiplies on the tensor cores (mma.sync: tf32 m16n8k8, or fp16/bf16 m16n8k16; fp32
+ *         accumulate), keeping the running argmin in registers (the distances are never written); the
+ *         rows sit either in shared memory (configurations 1, 2) or, for d up to 128, as mma fragments
+ *         in registers (3-6). It writes a[] and counts the changed rows; then r_rows_kernel recomputes r
+ *         for the winners in double from the float32 rows (a memory-bound pass).
  * Both rank by s * (x . a) - bias with s = 2, bias = ||a||^2 (l2) or s = 1, bias = 0 (cosine), i.e. the
  * largest wins; ties go to the lowest anchor; padding anchors carry bias = +inf. */
 #include <math.h>
@@ -40,6 +42,9 @@ __device__ __forceinline__ float row_distance_warp(const float *__restrict__ x, 
 
 __device__ __forceinline__ void better(float &bv, int &bi, float ov, int oi) {
   if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+}
+__device__ __forceinline__ void better_min(float &bv, int &bi, float ov, int oi) {
+  if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
 }
 
 /* --- GEMM path ----------------------------------------------------------------------------------- */
@@ -172,20 +177,21 @@ template <> struct Mma<float> { /* tf32: the hardware reads the top 19 bits of e
   }
 };
 
+/* --- FUSED path, rows in shared memory (configurations 1, 2: any d whose tiles fit) ----------------- */
 template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es) {
   size_t stride = (size_t)dp * es + 16;
-  return (size_t)(BM + 2 * BN) * stride + (size_t)WN * BM * 8 + (size_t)BM * 4;
+  return (size_t)(BM + 2 * BN) * stride + (size_t)WN * BM * 8;
 }
 
 /* Block: BM rows x all anchors, 8 warps as WM x WN, warp tile (BM/WM) x (BN/WN).
  * hb: the half bias (||a||^2 / 2, or 0 for cosine; +inf for padding). The accumulators start at -hb,
  * so the tensor cores leave x.a - hb, whose largest value is the nearest anchor: the epilogue is a
- * max per row and, when a row improves, the search for the first column that reached it. */
+ * max per row and, when a row improves, the search for the first column that reached it. Writes a[]
+ * and counts the changed rows; r comes after, from r_rows_kernel. */
 template <typename T, int BM, int BN, int WM, int WN, int MINB>
 __global__ void __launch_bounds__(THREADS, MINB)
-fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb,
-                    const float *__restrict__ X32, const float *__restrict__ A32, int64_t n, int d, int dp, int ntiles,
-                    int cosine, uint32_t *__restrict__ assign, float *__restrict__ r, unsigned long long *counter) {
+fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
+                    int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
   constexpr int WTM = BM / WM, WTN = BN / WN, MT = WTM / 16, NT = WTN / 8;
   static_assert(WM * WN == THREADS / 32, "8 warps");
   static_assert(MT >= 1 && NT >= 2 && NT % 2 == 0, "warp tile");
@@ -194,7 +200,6 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   unsigned char *Xs = smem;
   float *red_val = (float *)(smem + (size_t)(BM + 2 * BN) * stride);
   int *red_idx = (int *)(red_val + WN * BM);
-  int *s_idx = red_idx + WN * BM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp % WM, wn = warp / WM, g = lane >> 2, tq = lane & 3;
   const int64_t row0 = (int64_t)blockIdx.x * BM;
@@ -331,89 +336,326 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
       }
     }
   __syncthreads();
+  unsigned changed = 0;
   for (int row = tid; row < BM; row += THREADS) {
     float bv = red_val[row];
     int bi = red_idx[row];
     for (int w = 1; w < WN; w++) better(bv, bi, red_val[w * BM + row], red_idx[w * BM + row]);
-    s_idx[row] = bi;
-  }
-  __syncthreads();
-  /* r for the winners, in double; each warp takes its rows four at a time so that the loads of four
-   * rows are in flight together (rows past n are padding: computed, not written) */
-  unsigned changed = 0;
-  constexpr int RB = 4, WROWS = BM / (THREADS / 32);
-  static_assert(WROWS % RB == 0, "rows per warp");
-#pragma unroll 1
-  for (int b0 = 0; b0 < WROWS; b0 += RB) {
-    const float *xr[RB], *ar[RB];
-    double s[RB];
-#pragma unroll
-    for (int u = 0; u < RB; u++) {
-      int row = warp + (THREADS / 32) * (b0 + u);
-      xr[u] = sizeof(T) == 4 ? (const float *)(Xs + (size_t)row * stride) : X32 + (row0 + row) * dp;
-      ar[u] = A32 + (int64_t)s_idx[row] * dp;
-      s[u] = 0;
-    }
-    for (int t2 = lane; t2 < d; t2 += 32) {
-      float xv[RB], av[RB];
-#pragma unroll
-      for (int u = 0; u < RB; u++) { xv[u] = xr[u][t2]; av[u] = __ldg(ar[u] + t2); }
-#pragma unroll
-      for (int u = 0; u < RB; u++) {
-        if (cosine) s[u] += (double)xv[u] * (double)av[u];
-        else { double df = (double)xv[u] - (double)av[u]; s[u] += df * df; }
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int u = 0; u < RB; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
-    if (lane == 0) {
-#pragma unroll
-      for (int u = 0; u < RB; u++) {
-        int row = warp + (THREADS / 32) * (b0 + u);
-        int64_t i = row0 + row;
-        if (i >= n) continue;
-        double v = s[u];
-        if (cosine) { v = 1.0 - v; v = v > 0 ? v : 0; }
-        uint32_t j = (uint32_t)s_idx[row];
-        r[i] = (float)v;
-        changed += assign[i] != j;
-        assign[i] = j;
-      }
+    const int64_t i = row0 + row;
+    if (i < n) { /* rows past n are padding: computed, not written */
+      changed += assign[i] != (uint32_t)bi;
+      assign[i] = (uint32_t)bi;
     }
   }
+  changed = __reduce_add_sync(0xffffffffu, changed);
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
-/* Tile configurations (rows x anchors per block, warps M x N, min blocks per SM):
- *   1: 128x128, 2x4 (warp 64x32)   2: 128x64, 4x2 (32x32)   3, 4: as 1, 2 with two blocks per SM
- *   5: 256x128, 4x2 (warp 64x64)   6: 128x256, 2x4 (64x64) */
-static size_t fused_cfg_smem(const va_cuda_t *c, int cfg) {
-  size_t es = c->precision == VA_CUDA_TF32 ? 4 : 2;
-  switch (cfg) {
-  case 1: case 3: return fused_smem<128, 128, 4>(c->dp, es);
-  case 2: case 4: return fused_smem<128, 64, 2>(c->dp, es);
-  case 5: return fused_smem<256, 128, 2>(c->dp, es);
-  case 6: return fused_smem<128, 256, 4>(c->dp, es);
-  }
-  return (size_t)1 << 40;
+/* --- FUSED path, rows in registers (configurations 3-6: d up to 128) --------------------------------
+ * Each warp keeps the product-precision mma A fragments of its 16 * MT rows, over the whole of dp, in
+ * registers for the whole pass (loaded once from global memory: KS 32-byte steps x 4 words x MT).
+ * Shared memory holds only the anchor tiles, STAGES deep (cp.async), each with its BN half biases, so
+ * every B fragment that ldmatrix reads feeds MT products and no A fragment is re-read. The warps
+ * split the rows only: each warp scans every anchor, the argmax never crosses warps. One barrier per
+ * anchor tile (the ring's refill). KS is a compile-time step count (no run-time guards in the product
+ * loop: they cost register copies at every merge); a row shorter than KS steps (dp * es < 32 KS) is
+ * zero padded: zero A fragments, and the tail of every shared row zeroed once (0 * garbage could be
+ * NaN). */
+template <int NT, int KS, int STAGES> static size_t rx_smem() {
+  return (size_t)STAGES * ((size_t)NT * 8 * (KS * 32 + 16) + (size_t)NT * 8 * 4);
 }
+
+template <typename T, int MT, int NT, int KS, int WARPS, int STAGES, int MINB>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
+fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
+                int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
+  constexpr int NTH = WARPS * 32, BN = NT * 8, stride = KS * 32 + 16, stage_bytes = BN * stride + BN * 4;
+  static_assert(NT % 2 == 0 && MT >= 1 && STAGES >= 2 && BN / 4 <= NTH, "tile");
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int rowbytes = dp * (int)sizeof(T), cpr = rowbytes / 16, ks_data = rowbytes / 32; /* rowbytes <= 32 KS */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+  const int64_t wrow0 = ((int64_t)blockIdx.x * WARPS + warp) * (16 * MT); /* this warp's first row */
+  const uint32_t s_base = (uint32_t)__cvta_generic_to_shared(smem);
+
+  /* A fragments (m16n8k16 fp16/bf16 and m16n8k8 tf32 alike in bytes): word 0 = row g, bytes 4tq of the
+   * 32-byte step; 1 = row g + 8, same bytes; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, 16 + 4tq.
+   * Rows up to the grid's end are readable: the row storage is padded to VA_CUDA_ROWPAD.
+   * The rows are negated (sign bits flipped: exact), so the accumulators start at +hb straight from the
+   * shared biases and end at hb - x.a = -(x.a - hb), exactly the negation of the other kernels' value
+   * (the products are exact in fp32 and the rounding is sign-symmetric): the smallest wins, ties to the
+   * lowest anchor as before. */
+  constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  uint32_t af[MT][KS][4];
+#pragma unroll
+  for (int mi = 0; mi < MT; mi++) {
+    const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(wrow0 + mi * 16 + g) * rowbytes);
+    const uint32_t *x1 = (const uint32_t *)((const unsigned char *)x0 + (size_t)8 * rowbytes);
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      if (ks < ks_data) {
+        af[mi][ks][0] = __ldg(x0 + ks * 8 + tq) ^ NEG;
+        af[mi][ks][1] = __ldg(x1 + ks * 8 + tq) ^ NEG;
+        af[mi][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ NEG;
+        af[mi][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ NEG;
+      } else {
+        af[mi][ks][0] = af[mi][ks][1] = af[mi][ks][2] = af[mi][ks][3] = 0;
+      }
+    }
+  }
+
+  if (ks_data < KS) /* the zero tail of every shared row, [rowbytes, 32 KS) */
+    for (int e = tid; e < STAGES * BN * (KS - ks_data) * 2; e += NTH) {
+      const int half = e % ((KS - ks_data) * 2), row = e / ((KS - ks_data) * 2);
+      *(uint4 *)(smem + (row / BN) * stage_bytes + (row % BN) * stride + rowbytes + half * 16) = make_uint4(0, 0, 0, 0);
+    }
+  /* this thread's 16-byte chunks of an anchor tile; the tile's half biases follow its rows */
+  /* Full rows (dp * es = 32 KS, e.g. d 128): every offset is a compile-time step from the thread's first
+   * chunk, one cp.async instruction per chunk; otherwise (row, chunk) stepped without divisions (about
+   * 25 instructions per chunk: at d 128 that was more than the products' own instruction count). */
+  constexpr int CPR = 2 * KS; /* 16-byte chunks of a full row */
+  constexpr bool FAST = NTH % CPR == 0 && (BN * CPR) % NTH == 0;
+  const bool full = FAST && rowbytes == KS * 32;
+  const uint32_t s_first = s_base + (tid / CPR) * stride + (tid % CPR) * 16;
+  const int rr0 = tid / cpr, cc0 = tid - rr0 * cpr, drr = NTH / cpr, dcc = NTH - drr * cpr;
+  auto load_tile = [&](int t, int stage) {
+    const uint32_t base = s_base + stage * stage_bytes;
+    if (full) {
+      const unsigned char *Ag = (const unsigned char *)A + (size_t)t * (BN * KS * 32) + tid * 16;
+      const uint32_t sb = s_first + stage * stage_bytes;
+#pragma unroll
+      for (int q = 0; q < (FAST ? BN * CPR / NTH : 1); q++) cp_async16(sb + q * (NTH / CPR) * stride, Ag + q * NTH * 16);
+    } else {
+      const unsigned char *Ag = (const unsigned char *)A + (size_t)t * BN * rowbytes;
+      int rr = rr0, cc = cc0;
+      while (rr < BN) {
+        cp_async16(base + rr * stride + cc * 16, Ag + (size_t)rr * rowbytes + cc * 16);
+        rr += drr;
+        cc += dcc;
+        if (cc >= cpr) { cc -= cpr; rr++; }
+      }
+    }
+    if (tid < BN / 4) cp_async16(base + BN * stride + tid * 16, hb + (size_t)t * BN + tid * 4);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < ntiles) load_tile(s, s);
+    cp_async_commit();
+  }
+
+  float best[MT][2];
+  int bidx[MT][2];
+#pragma unroll
+  for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) { best[mi][h] = INFINITY; bidx[mi][h] = 0; }
+  const uint32_t b_off = (uint32_t)(((lane >> 4) * 8 + (lane & 7)) * stride + ((lane >> 3) & 1) * 16);
+  int cstage = 0, fstage = STAGES - 1; /* the stage computed now, the stage refilled now */
+  for (int t = 0; t < ntiles; t++) {
+    cp_async_wait<STAGES - 2>(); /* this thread's part of tile t has landed */
+    __syncthreads();             /* everyone's part; and tile t - 1's stage is free */
+    if (t + STAGES - 1 < ntiles) load_tile(t + STAGES - 1, fstage);
+    cp_async_commit();
+    fstage = fstage + 1 == STAGES ? 0 : fstage + 1;
+    const uint32_t tb = s_base + cstage * stage_bytes;
+    const float *bias_s = (const float *)(smem + cstage * stage_bytes + BN * stride);
+    cstage = cstage + 1 == STAGES ? 0 : cstage + 1;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int ni = 0; ni < NT; ni++) {
+      const float2 bb = *(const float2 *)(bias_s + ni * 8 + 2 * tq);
+#pragma unroll
+      for (int mi = 0; mi < MT; mi++) {
+        acc[mi][ni][0] = bb.x; acc[mi][ni][1] = bb.y;
+        acc[mi][ni][2] = bb.x; acc[mi][ni][3] = bb.y;
+      }
+    }
+    /* B fragments double buffered: step ks + 1's ldmatrix in flight during step ks's products */
+    uint32_t bf[2][NT][2];
+    auto load_b = [&](int ks, int buf) {
+#pragma unroll
+      for (int nj = 0; nj < NT / 2; nj++)
+        ldsm_x4(tb + b_off + nj * 16 * stride + ks * 32, bf[buf][2 * nj][0], bf[buf][2 * nj][1], bf[buf][2 * nj + 1][0],
+                bf[buf][2 * nj + 1][1]);
+    };
+    load_b(0, 0);
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      if (ks + 1 < KS) load_b(ks + 1, (ks + 1) & 1);
+#pragma unroll
+      for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NT; ni++) Mma<T>::run(acc[mi][ni], af[mi][ks], bf[ks & 1][ni]);
+    }
+    /* epilogue: the tile's smallest per row, then (when it improves) its first column */
+    const int colbase = t * BN + 2 * tq;
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        float m = acc[mi][0][2 * h];
+#pragma unroll
+        for (int ni = 0; ni < NT; ni++) m = fminf(m, fminf(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]));
+        if (m < best[mi][h]) {
+          int jj = 0;
+#pragma unroll
+          for (int ni = NT - 1; ni >= 0; ni--) {
+            if (acc[mi][ni][2 * h + 1] == m) jj = colbase + ni * 8 + 1;
+            if (acc[mi][ni][2 * h] == m) jj = colbase + ni * 8;
+          }
+          best[mi][h] = m;
+          bidx[mi][h] = jj;
+        }
+      }
+  }
+  /* the quad (4 threads) sharing a row, ties to the lowest anchor; then a[] and the changed count */
+  unsigned changed = 0;
+#pragma unroll
+  for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float bv = best[mi][h];
+      int bi = bidx[mi][h];
+#pragma unroll
+      for (int o = 1; o <= 2; o <<= 1) better_min(bv, bi, __shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o));
+      const int64_t i = wrow0 + mi * 16 + h * 8 + g;
+      if (tq == 0 && i < n) { /* rows past n are padding: computed, not written */
+        changed += assign[i] != (uint32_t)bi;
+        assign[i] = (uint32_t)bi;
+      }
+    }
+  changed = __reduce_add_sync(0xffffffffu, changed);
+  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
+}
+
+/* --- r after the argmin ------------------------------------------------------------------------------
+ * r[i] = the exact distance from row i to its anchor a[i], in double as va_row_distance, from the
+ * float32 rows and anchors (both zero padded to dp: the padding adds 0). One warp per RPW rows: per
+ * step each lane loads a float4 of each of its RPW rows and of their anchors (all in flight together),
+ * accumulates them in double in order, and the warp's sums are reduced by butterfly shuffles. */
+__device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, double s) {
+  if (cosine) {
+    s += (double)x.x * (double)a.x;
+    s += (double)x.y * (double)a.y;
+    s += (double)x.z * (double)a.z;
+    s += (double)x.w * (double)a.w;
+  } else {
+    double e;
+    e = (double)x.x - (double)a.x; s += e * e;
+    e = (double)x.y - (double)a.y; s += e * e;
+    e = (double)x.z - (double)a.z; s += e * e;
+    e = (double)x.w - (double)a.w; s += e * e;
+  }
+  return s;
+}
+
+static const int R_RPW = 4;
+__global__ void __launch_bounds__(THREADS)
+r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, const uint32_t *__restrict__ assign,
+              int64_t n, int dp, int cosine, float *__restrict__ r) {
+  const int lane = threadIdx.x & 31;
+  const int64_t i0 = ((int64_t)blockIdx.x * (THREADS / 32) + (threadIdx.x >> 5)) * R_RPW;
+  if (i0 >= n) return; /* whole warps */
+  const float4 *xr[R_RPW];
+  int64_t i[R_RPW];
+  double s[R_RPW];
+#pragma unroll
+  for (int u = 0; u < R_RPW; u++) {
+    i[u] = i0 + u < n ? i0 + u : n - 1; /* past n: a duplicate, computed, not written */
+    xr[u] = (const float4 *)(X32 + i[u] * dp);
+    s[u] = 0;
+  }
+  /* the first step's row loads go out before a[] is read (the anchor rows' addresses wait for it), so
+   * the two latencies overlap */
+  const int q4 = dp >> 2;
+  int q = lane;
+  float4 xv[R_RPW];
+  if (q < q4)
+#pragma unroll
+    for (int u = 0; u < R_RPW; u++) xv[u] = __ldcs(xr[u] + q);
+  uint32_t j[R_RPW];
+#pragma unroll
+  for (int u = 0; u < R_RPW; u++) j[u] = assign[i[u]];
+  for (;;) {
+    if (q < q4) {
+      float4 av[R_RPW];
+#pragma unroll
+      for (int u = 0; u < R_RPW; u++) av[u] = __ldg((const float4 *)(A32 + (int64_t)j[u] * dp) + q);
+#pragma unroll
+      for (int u = 0; u < R_RPW; u++) s[u] = dist_acc4(xv[u], av[u], cosine, s[u]);
+    }
+    q += 32;
+    if (q - lane >= q4) break;
+    if (q < q4)
+#pragma unroll
+      for (int u = 0; u < R_RPW; u++) xv[u] = __ldcs(xr[u] + q);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+    for (int u = 0; u < R_RPW; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+  if (lane == 0)
+#pragma unroll
+    for (int u = 0; u < R_RPW; u++) {
+      if (i0 + u >= n) break;
+      double v = s[u];
+      if (cosine) { v = 1.0 - v; v = v > 0 ? v : 0; }
+      r[i0 + u] = (float)v;
+    }
+}
+
+static void launch_r(va_cuda_t *c, int cosine) {
+  const int64_t per_block = (THREADS / 32) * R_RPW;
+  unsigned blocks = (unsigned)((c->n + per_block - 1) / per_block);
+  r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(c->X32, c->A32, c->assign, c->n, (int)c->dp, cosine, c->r);
+  VA_LAUNCHED();
+}
+
+/* --- configurations -----------------------------------------------------------------------------------
+ *   1, 2: rows in shared memory, 128x128 (warps 2x4, warp tile 64x32) / 128x64 (4x2, 32x32), one block
+ *         per SM; any d whose tiles fit (up to 192 tf32 / 416 16-bit at 227 KB).
+ *   3-6: rows in registers (d up to 128), rows x anchors per block, warps, blocks per SM:
+ *         fp16/bf16 (MT 2, KSMAX 8):  3: 256x64, 8 warps, 1/SM   4: 128x64, 4 warps, 2/SM
+ *                                     5: 128x32, 4 warps, 3/SM   6: 256x32, 8 warps, 1/SM
+ *         tf32 (KSMAX 16):            3: 256x32 (MT 2), 8 warps, 1/SM   4: 128x32 (MT 2), 4 warps, 2/SM
+ *                                     5: 64x32 (MT 1), 4 warps, 3/SM    6: 128x64 (MT 1), 8 warps, 1/SM */
+#define RX16_3 2, 8, 8, 8, 4, 1
+#define RX16_4 2, 8, 8, 4, 4, 2
+#define RX16_5 2, 4, 8, 4, 4, 3
+#define RX16_6 2, 4, 8, 8, 4, 1
+#define RX32_3 2, 4, 16, 8, 4, 1
+#define RX32_4 2, 4, 16, 4, 4, 2
+#define RX32_5 1, 4, 16, 4, 4, 3
+#define RX32_6 1, 8, 16, 8, 4, 1
+
+template <int MT, int NT, int KSMAX, int WARPS, int STAGES, int MINB>
+static bool rx_fits(const va_cuda_t *c, size_t es) {
+  if ((size_t)c->dp * es > (size_t)KSMAX * 32) return false;
+  size_t sm = rx_smem<NT, KSMAX, STAGES>(); /* the larger of the two instances (KSMAX, KSMAX / 2 steps) */
+  return sm <= (size_t)c->prop.sharedMemPerBlockOptin && MINB * (sm + 1024) <= (size_t)c->prop.sharedMemPerMultiprocessor;
+}
+
 static bool fused_fits(const va_cuda_t *c, int cfg) {
-  size_t sm = fused_cfg_smem(c, cfg), lim = (size_t)c->prop.sharedMemPerBlockOptin;
-  if (cfg == 3 || cfg == 4) return 2 * (sm + 1024) <= (size_t)c->prop.sharedMemPerMultiprocessor && sm <= lim;
-  return sm <= lim;
+  const size_t es = c->precision == VA_CUDA_TF32 ? 4 : 2, lim = (size_t)c->prop.sharedMemPerBlockOptin;
+  const bool f32 = es == 4;
+  switch (cfg) {
+  case 1: return fused_smem<128, 128, 4>(c->dp, es) <= lim;
+  case 2: return fused_smem<128, 64, 2>(c->dp, es) <= lim;
+  case 3: return f32 ? rx_fits<RX32_3>(c, es) : rx_fits<RX16_3>(c, es);
+  case 4: return f32 ? rx_fits<RX32_4>(c, es) : rx_fits<RX16_4>(c, es);
+  case 5: return f32 ? rx_fits<RX32_5>(c, es) : rx_fits<RX16_5>(c, es);
+  case 6: return f32 ? rx_fits<RX32_6>(c, es) : rx_fits<RX16_6>(c, es);
+  }
+  return false;
 }
 
 int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
-  /* fastest first, as measured on an H200 at n 1M, d 128, k 1024 (docs/CUDA.md): tf32 128x128 (2.79 ms)
-   * before 128x64 (3.24); 16-bit 128x64 (1.99 ms) before 128x128 two per SM (2.13) and one per SM (2.98) */
-  static const int order32[] = {1, 2}, order16[] = {2, 3, 1, 4};
+  /* fastest first, as measured on an H200 at n 1M, d 128, k 1024 (docs/CUDA.md); the rows-in-registers
+   * configurations apply up to d 128, beyond that the rows-in-shared-memory ones */
+  static const int order32[] = {4, 3, 6, 5, 1, 2}, order16[] = {4, 5, 3, 6, 2, 1};
   const int *order = c->precision == VA_CUDA_TF32 ? order32 : order16;
-  int m = c->precision == VA_CUDA_TF32 ? 2 : 4;
-  for (int q = 0; q < m; q++)
+  for (int q = 0; q < 6; q++)
     if (fused_fits(c, order[q])) return order[q];
   return 0;
 }
@@ -424,42 +666,59 @@ extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
   return c->fused_cfg;
 }
 
-template <typename T, int BM, int BN, int WM, int WN, int MINB>
+template <typename T, int BM, int BN, int WM, int WN>
 static void launch_fused(va_cuda_t *c, const void *X, const void *A, int cosine) {
   size_t smem = fused_smem<BM, BN, WN>(c->dp, sizeof(T));
-  auto kern = fused_assign_kernel<T, BM, BN, WM, WN, MINB>;
+  auto kern = fused_assign_kernel<T, BM, BN, WM, WN, 1>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int ntiles = (int)((c->k + BN - 1) / BN); /* anchors past k (to k_cap) are padding with hb = +inf */
   unsigned blocks = (unsigned)((c->n + BM - 1) / BM);
-  kern<<<blocks, THREADS, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, c->X32,
-                                              c->A32, c->n, (int)c->d, (int)c->dp, ntiles, cosine, c->assign, c->r,
-                                              c->counter);
+  kern<<<blocks, THREADS, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, c->n,
+                                              (int)c->dp, ntiles, c->assign, c->counter);
+  VA_LAUNCHED();
+}
+
+/* d in (KSMAX / 2, KSMAX] steps: the KSMAX instance; up to KSMAX / 2: the half one */
+template <typename T, int MT, int NT, int KSMAX, int WARPS, int STAGES, int MINB>
+static void launch_rx(va_cuda_t *c, const void *X, const void *A, int cosine) {
+  constexpr int BM = WARPS * 16 * MT, BN = NT * 8, KSH = KSMAX / 2;
+  static_assert(VA_CUDA_ROWPAD % BM == 0 && VA_CUDA_KPAD % BN == 0 && KSH % 2 == 0, "padding");
+  const bool half = (size_t)c->dp * sizeof(T) <= (size_t)KSH * 32;
+  size_t smem = half ? rx_smem<NT, KSH, STAGES>() : rx_smem<NT, KSMAX, STAGES>();
+  auto kern = half ? fused_rx_kernel<T, MT, NT, KSH, WARPS, STAGES, MINB> : fused_rx_kernel<T, MT, NT, KSMAX, WARPS, STAGES, MINB>;
+  VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int ntiles = (int)((c->k + BN - 1) / BN);
+  unsigned blocks = (unsigned)((c->n + BM - 1) / BM);
+  kern<<<blocks, WARPS * 32, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, c->n,
+                                                 (int)c->dp, ntiles, c->assign, c->counter);
   VA_LAUNCHED();
 }
 
 template <typename T> static void fused_dispatch(va_cuda_t *c, const void *X, const void *A, int cosine) {
+  constexpr bool F32 = sizeof(T) == 4;
   switch (c->fused_cfg) {
-  case 1: launch_fused<T, 128, 128, 2, 4, 1>(c, X, A, cosine); break;
-  case 2: launch_fused<T, 128, 64, 4, 2, 1>(c, X, A, cosine); break;
-  case 3: launch_fused<T, 128, 128, 2, 4, 2>(c, X, A, cosine); break;
-  case 4: launch_fused<T, 128, 64, 4, 2, 2>(c, X, A, cosine); break;
-  case 5: launch_fused<T, 256, 128, 4, 2, 1>(c, X, A, cosine); break;
-  case 6: launch_fused<T, 128, 256, 2, 4, 1>(c, X, A, cosine); break;
+  case 1: launch_fused<T, 128, 128, 2, 4>(c, X, A, cosine); break;
+  case 2: launch_fused<T, 128, 64, 4, 2>(c, X, A, cosine); break;
+  case 3: if constexpr (F32) launch_rx<T, RX32_3>(c, X, A, cosine); else launch_rx<T, RX16_3>(c, X, A, cosine); break;
+  case 4: if constexpr (F32) launch_rx<T, RX32_4>(c, X, A, cosine); else launch_rx<T, RX16_4>(c, X, A, cosine); break;
+  case 5: if constexpr (F32) launch_rx<T, RX32_5>(c, X, A, cosine); else launch_rx<T, RX16_5>(c, X, A, cosine); break;
+  case 6: if constexpr (F32) launch_rx<T, RX32_6>(c, X, A, cosine); else launch_rx<T, RX16_6>(c, X, A, cosine); break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }
 }
 
-void va_cuda_assign_launch(va_cuda_t *c, int cosine, int variant, int gemm_only) {
-  if (variant == VA_CUDA_ASSIGN_GEMM || gemm_only) {
-    gemm_assign(c, cosine, gemm_only);
+void va_cuda_assign_launch(va_cuda_t *c, int cosine, int variant, int part) {
+  if (variant == VA_CUDA_ASSIGN_GEMM || part == VA_ASSIGN_PART_PRODUCTS) {
+    gemm_assign(c, cosine, part == VA_ASSIGN_PART_PRODUCTS);
     return;
   }
-  switch (c->precision) {
-  case VA_CUDA_TF32: fused_dispatch<float>(c, c->X32, c->A32, cosine); break;
-  case VA_CUDA_FP16: fused_dispatch<__half>(c, c->Xlp, c->Alp, cosine); break;
-  case VA_CUDA_BF16: fused_dispatch<__nv_bfloat16>(c, c->Xlp, c->Alp, cosine); break;
-  default: VA_FATAL("no fused kernel for fp32 products");
-  }
+  if (part != VA_ASSIGN_PART_R) switch (c->precision) {
+    case VA_CUDA_TF32: fused_dispatch<float>(c, c->X32, c->A32, cosine); break;
+    case VA_CUDA_FP16: fused_dispatch<__half>(c, c->Xlp, c->Alp, cosine); break;
+    case VA_CUDA_BF16: fused_dispatch<__nv_bfloat16>(c, c->Xlp, c->Alp, cosine); break;
+    default: VA_FATAL("no fused kernel for fp32 products");
+    }
+  if (part != VA_ASSIGN_PART_ARGMIN) launch_r(c, cosine);
 }
 
 static void check_ready(va_cuda_t *c) {
@@ -531,11 +790,13 @@ static double median_ms(std::vector<float> &v, double *min_ms) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/* gemm_only: VA_ASSIGN_PART_* (0 the whole pass; 1 the GEMM path's cuBLAS products alone; 2 / 3 the
+ * fused path's argmin kernel alone / r kernel alone) */
 extern "C" double va_cuda_bench_assign(va_cuda_t *c, int cosine, int warmup, int reps, int gemm_only, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   check_ready(c);
-  int variant = gemm_only ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c);
+  int variant = gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c);
   for (int w = 0; w < warmup; w++) va_cuda_assign_launch(c, cosine, variant, gemm_only);
   std::vector<float> t;
   for (int rep = 0; rep < reps; rep++) {

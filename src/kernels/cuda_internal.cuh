@@ -109,5 +109,8 @@ void va_cuda_enter(const va_cuda_t *ctx);
 void *va_cuda_host_scratch(va_cuda_t *ctx, size_t bytes);
 void va_cuda_ensure_segments(va_cuda_t *ctx, int64_t nseg);
 int va_cuda_fused_config(const va_cuda_t *ctx);
-void va_cuda_assign_launch(va_cuda_t *ctx, int cosine, int variant, int gemm_only);
+/* Parts of an assign pass (benchmarks): the whole pass; the GEMM path's cuBLAS products alone; the
+ * fused path's argmin kernel alone (a[] and the changed count); its r kernel alone. */
+enum { VA_ASSIGN_PART_ALL = 0, VA_ASSIGN_PART_PRODUCTS = 1, VA_ASSIGN_PART_ARGMIN = 2, VA_ASSIGN_PART_R = 3 };
+void va_cuda_assign_launch(va_cuda_t *ctx, int cosine, int variant, int part);
 #endif

@@ -83,15 +83,15 @@ void va_cuda_destroy(va_cuda_t *ctx);
 /* --- test and benchmark hooks ------------------------------------------------------------------ */
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
-/* Fused kernel tile configuration: 0 = automatic, 1 = 128x128 tiles, 2 = 128x64, 3/4 = the same with
- * two blocks per SM, 5 = 256x128, 6 = 128x256 (cuda_assign.cu). Returns the configuration now in
- * force (0: the fused kernel does not apply to this shape and precision). */
+/* Fused kernel configuration: 0 = automatic, 1-2 = rows in shared memory (any d the kernel takes),
+ * 3-6 = rows held in registers (d <= 128; 4 = 4-warp blocks, 2 per SM, the fastest measured). Returns
+ * the configuration now in force (0: the fused kernel does not apply). */
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
 void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
 /* Device time of one assign pass (kernels only, CUDA events), `reps` timed runs after `warmup`:
- * the median in ms (min in *min_ms if not NULL). gemm_only: the cuBLAS products of the GEMM path
- * alone, without the argmin (for the library's own rate). */
+ * the median in ms (min in *min_ms if not NULL). gemm_only: 1 = the cuBLAS products of the GEMM path
+ * alone (the library's own rate); 2 = the fused argmin kernel alone; 3 = the r kernel alone. */
 double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, int gemm_only, double *min_ms);
 /* TFLOP/s of mma.sync alone (registers only, no memory): the fused kernel's ceiling on this device.
  * precision VA_CUDA_TF32 / FP16 / BF16; blocks_per_sm of 8 warps. */

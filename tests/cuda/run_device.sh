@@ -32,7 +32,8 @@ rc=0
 (cd "$B" && ctest -R '^cuda_' --output-on-failure --timeout 900) >"$OUT/ctest.log" 2>&1 || rc=1
 grep -E "tests passed|Test +#|SKIP" "$OUT/ctest.log" | head -20
 grep -E "FAIL|mismatches|worst|checked|PASSED|FAILED|device:|case|fused kernel" "$B"/Testing/Temporary/LastTest.log > "$OUT/cuda_kernels_detail.txt" 2>/dev/null
-grep -E "^FAIL|FAILED" "$OUT/cuda_kernels_detail.txt" | head -30
+grep -E "^FAIL|FAILED|PASSED" "$OUT/cuda_kernels_detail.txt" | head -30
+grep -E "fused cfg [3-6]" "$OUT/cuda_kernels_detail.txt" | sort -t'(' -k2 -r | head -4 | cut -c1-150
 if [ -x "$B/test_nccl" ]; then
   echo "test_nccl on 1 rank (exercises the code path on a single GPU):"
   mpirun -n 1 "$B/test_nccl" 2>&1 | tail -3
@@ -41,18 +42,20 @@ if [ "${VA_NCU:-0}" = 1 ]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$NCU" ]; then
     echo "ncu (fused kernels, tf32 and fp16, second pass of each):"
-    timeout 240 "$NCU" --clock-control none -k regex:fused_assign --launch-skip 1 --launch-count 1 \
+    timeout 100 "$NCU" --clock-control none -k regex:fused_ --launch-skip 1 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
       "$B/gpu_kernels_bench" 1000000 128 1024 1 ncu >"$OUT/ncu_tf32.txt" 2>&1
-    timeout 240 "$NCU" --clock-control none -k regex:fused_assign --launch-skip 3 --launch-count 1 \
+    timeout 100 "$NCU" --clock-control none -k regex:fused_ --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
       "$B/gpu_kernels_bench" 1000000 128 1024 1 ncu >"$OUT/ncu_fp16.txt" 2>&1
     for f in "$OUT"/ncu_tf32.txt "$OUT"/ncu_fp16.txt; do
       echo "== $(basename $f)"
-      grep -E "fused_assign|Compute \(SM\) Throughput|Memory Throughput|Duration|Achieved Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Registers Per|Shared Memory Config" "$f" | head -14 | cut -c1-150
+      grep -E "fused_|Compute \(SM\) Throughput|Memory Throughput|Duration|Achieved Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Registers Per|Shared Memory Config" "$f" | head -14 | cut -c1-150
     done
   fi
 fi
 echo "benchmark:"
-"$B/gpu_kernels_bench" "$@" 2>&1 | tee "$OUT/bench.txt" | grep -vE "^(upload|  fused|download)" | tail -45
+"$B/gpu_kernels_bench" "$@" >"$OUT/bench.txt" 2>&1 || rc=1
+grep -E "automatic fused|rows differ" "$OUT/bench.txt" | cut -c1-100
+sed -n '/== summary/,$p' "$OUT/bench.txt" | grep -vE "^(stats|farthest)|cuBLAS alone, |gemm, [0-9]+-row"
 exit $rc
