@@ -101,13 +101,7 @@ static void ckpt_setup(hid_t f, void *vctx) {
 static void ckpt_rows(hid_t f, void *vctx) {
   const va_state_t *st = ((const ckpt_ctx_t *)vctx)->st;
   hid_t ds = VA_H5(H5Dopen2(f, "/assignments", H5P_DEFAULT));
-  const int64_t chunk = 1 << 22;
-  int64_t rounds = va_h5_row_rounds(st->n_local, chunk);
-  for (int64_t r = 0; r < rounds; r++) {
-    int64_t r0 = r * chunk, nr = st->n_local - r0 > chunk ? chunk : st->n_local - r0;
-    if (nr < 0) nr = 0;
-    va_h5_write_rows(ds, H5T_NATIVE_UINT32, st->row0 + r0, nr, 1, st->prev + (nr > 0 ? r0 : 0));
-  }
+  va_h5_write_block(ds, H5T_NATIVE_UINT32, st->row0, st->n_local, 1, sizeof(uint32_t), st->prev);
   H5Dclose(ds);
 }
 
@@ -138,27 +132,12 @@ static double attr_f64(hid_t f, const char *name) {
   return v;
 }
 
-static int attr_str(hid_t obj, const char *name, char *out, size_t len) {
-  out[0] = 0;
-  if (H5Aexists(obj, name) <= 0) return 1;
-  hid_t a = VA_H5(H5Aopen(obj, name, H5P_DEFAULT));
-  hid_t t = VA_H5(H5Aget_type(a));
-  size_t sz = H5Tget_size(t);
-  char *buf = va_calloc(sz + 1, 1, "checkpoint attribute");
-  int rc = H5Tget_class(t) != H5T_STRING || H5Aread(a, t, buf) < 0;
-  if (!rc) snprintf(out, len, "%s", buf);
-  free(buf);
-  H5Tclose(t);
-  H5Aclose(a);
-  return rc;
-}
-
 typedef struct { hid_t cg; char *err; size_t errlen; int bad; } cmp_ctx_t;
 static void compare_key(const char *key, const char *value, void *vctx) {
   cmp_ctx_t *c = vctx;
   if (c->bad || resumable_key(key)) return;
   char saved[VA_PATH_MAX + 32];
-  if (attr_str(c->cg, key, saved, sizeof saved) || strcmp(saved, value)) {
+  if (va_h5_attr_read_str(c->cg, key, saved, sizeof saved) || strcmp(saved, value)) {
     snprintf(c->err, c->errlen, "the checkpoint was made with %s = '%s', this run has '%s'; resume with the same configuration", key, saved, value);
     c->bad = 1;
   }
@@ -169,8 +148,8 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
   int rc = 0;
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) { snprintf(err, sizeof err, "cannot open checkpoint '%s': %s", path, va_h5_last_error()); rc = VA_EXIT_INPUT; }
-  else if (attr_str(f, "format", s, sizeof s) || strcmp(s, "vecanneal-checkpoint")) { snprintf(err, sizeof err, "'%s' is not a vecanneal checkpoint", path); rc = VA_EXIT_INPUT; }
-  else if (attr_i64(f, "n") != st->n || attr_i64(f, "d") != st->d || (attr_str(f, "source_file", s, sizeof s), strcmp(s, in->file))) {
+  else if (va_h5_attr_read_str(f, "format", s, sizeof s) || strcmp(s, "vecanneal-checkpoint")) { snprintf(err, sizeof err, "'%s' is not a vecanneal checkpoint", path); rc = VA_EXIT_INPUT; }
+  else if (attr_i64(f, "n") != st->n || attr_i64(f, "d") != st->d || (va_h5_attr_read_str(f, "source_file", s, sizeof s), strcmp(s, in->file))) {
     snprintf(err, sizeof err, "checkpoint '%s' belongs to another input (%s, %lld x %lld)", path, s, (long long)attr_i64(f, "n"), (long long)attr_i64(f, "d"));
     rc = VA_EXIT_INPUT;
   } else {

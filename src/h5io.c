@@ -432,6 +432,19 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   H5Sclose(fspace);
 }
 
+void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes, const void *buf) {
+  int64_t chunk = (int64_t)((16u << 20) / (row_bytes > 0 ? row_bytes : 1));
+  if (chunk < 1) chunk = 1;
+  int64_t rounds = va_h5_row_rounds(nrows, chunk);
+  for (int64_t r = 0; r < rounds; r++) {
+    int64_t r0 = r * chunk, nr = nrows - r0 > chunk ? chunk : nrows - r0;
+    if (nr < 0) nr = 0;
+    va_h5_write_rows(dset, memtype, row0 + r0, nr, cols, (const char *)buf + (nr > 0 ? r0 : 0) * (int64_t)row_bytes);
+  }
+}
+
+int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen) { return read_str_attr(obj, name, out, outlen); }
+
 static void attr_write(hid_t obj, const char *name, hid_t type, const void *value) {
   hid_t space = VA_H5(H5Screate(H5S_SCALAR));
   if (H5Aexists(obj, name) > 0) VA_H5(H5Adelete(obj, name));

@@ -59,6 +59,11 @@ void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);
 int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows);
 /* Inside rows: writes nrows x cols (cols = 1 for a 1-D dataset) at row0; nrows may be 0. */
 void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf);
+/* Inside rows: this rank's whole block of nrows rows (cols values, row_bytes bytes each) at row0, in
+ * 16 MiB chunks (every rank calls H5Dwrite equally often when collective). */
+void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes, const void *buf);
+/* A string attribute (fixed or variable length) into out; 0 when found. */
+int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen);
 /* Attribute helpers (scalar, on any object). */
 void va_h5_attr_str(hid_t obj, const char *name, const char *value);
 void va_h5_attr_i64(hid_t obj, const char *name, int64_t value);

@@ -79,13 +79,7 @@ static void index_rows(hid_t f, void *ctx) {
   const va_index_t *ix = ctx;
   const va_state_t *st = ix->st;
   hid_t ds = VA_H5(H5Dopen2(f, "/assignments", H5P_DEFAULT));
-  const int64_t chunk = 1 << 22;
-  int64_t rounds = va_h5_row_rounds(st->n_local, chunk);
-  for (int64_t r = 0; r < rounds; r++) {
-    int64_t r0 = r * chunk, nr = st->n_local - r0 > chunk ? chunk : st->n_local - r0;
-    if (nr < 0) nr = 0;
-    va_h5_write_rows(ds, H5T_NATIVE_UINT32, st->row0 + r0, nr, 1, st->assign + (nr > 0 ? r0 : 0));
-  }
+  va_h5_write_block(ds, H5T_NATIVE_UINT32, st->row0, st->n_local, 1, sizeof(uint32_t), st->assign);
   H5Dclose(ds);
 }
 

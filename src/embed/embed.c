@@ -230,13 +230,7 @@ static void embed_setup(hid_t file, void *ctx) {
 static void embed_rows(hid_t file, void *ctx) {
   const embed_out_t *o = ctx;
   hid_t ds = VA_H5(H5Dopen2(file, o->a->dataset, H5P_DEFAULT));
-  int64_t chunk = (16 << 20) / (o->d * 4);
-  int64_t rounds = va_h5_row_rounds(o->n_local, chunk);
-  for (int64_t r = 0; r < rounds; r++) {
-    int64_t r0 = r * chunk, nr = o->n_local - r0 > chunk ? chunk : o->n_local - r0;
-    if (nr < 0) nr = 0;
-    va_h5_write_rows(ds, H5T_NATIVE_FLOAT, o->row0 + r0, nr, o->d, nr > 0 ? o->emb + r0 * o->d : o->emb);
-  }
+  va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, (size_t)o->d * sizeof(float), o->emb);
   VA_H5(H5Dclose(ds));
 }
 
