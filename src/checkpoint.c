@@ -10,10 +10,10 @@
 static volatile sig_atomic_t stop_flag;
 static void on_stop(int sig) { (void)sig; stop_flag = 1; }
 
-void va_install_stop_signals(void) {
+void va_install_stop_signals(int on) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;
+  sa.sa_handler = on ? on_stop : SIG_DFL;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGUSR1, &sa, NULL);

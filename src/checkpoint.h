@@ -17,7 +17,8 @@ int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t
  * this job (other input, n, d, seed or algorithm keys). */
 void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in);
 
-/* SIGTERM / SIGUSR1 (what Slurm sends before the time limit): set a flag the loop checks. */
-void va_install_stop_signals(void);
+/* SIGTERM / SIGUSR1 (what Slurm sends before the time limit): on = set a flag the loop checks;
+ * off = the default action again. */
+void va_install_stop_signals(int on);
 int va_stop_requested(void);
 #endif

@@ -80,10 +80,10 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
     if (!matched) { snprintf(err, errlen, "compress: unknown argument '%s' (see vecanneal compress --help)", argv[i]); rc = 1; }
   }
   if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
+  va_config_src_free(src);
   if (*print) return rc;
   if (!rc && !*help && !cfg->input[0] && !embed_corpus) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
   if (!rc && !*help && !cfg->out[0]) { snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')"); rc = 1; }
-  va_config_src_free(src);
   return rc;
 }
 
@@ -253,7 +253,6 @@ static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
 
 int va_cmd_compress(int argc, char **argv) {
   double t_start = va_now();
-  va_install_stop_signals();
   va_config_t cfg;
   char err[2048] = "";
   int help = 0, print = 0;
@@ -382,7 +381,11 @@ shard_ready:
   va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), resume_path ? "resumed" : cfg.init);
 
   double t_loop = va_now();
+  /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before (a
+   * stuck read of a damaged file) and after, they keep their default action. */
+  va_install_stop_signals(1);
   va_anneal(&st);
+  va_install_stop_signals(0);
   double loop_seconds = va_now() - t_loop;
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);

@@ -93,10 +93,16 @@ static int read_str_attr(hid_t obj, const char *name, char *out, size_t outlen) 
   if (H5Aexists(obj, name) <= 0) return 1;
   hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
   if (a < 0) return 1;
+  /* One string only: H5Aread writes every element of the attribute's dataspace. */
+  hid_t sp = H5Aget_space(a);
+  hssize_t npts = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+  if (sp >= 0) H5Sclose(sp);
+  if (npts != 1) { H5Aclose(a); return 1; }
   hid_t t = H5Aget_type(a);
   int rc = 1;
   if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
     hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_cset(mt, H5Tget_cset(t)); /* h5py writes UTF-8; HDF5 does not convert ASCII <-> UTF-8 */
     if (H5Tis_variable_str(t) > 0) {
       char *s = NULL;
       H5Tset_size(mt, H5T_VARIABLE);

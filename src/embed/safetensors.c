@@ -83,7 +83,7 @@ int va_st_open(const char *path, va_st_file_t *f, char *err, size_t errlen) {
     t->count = 1;
     for (int d = 0; d < t->ndim; d++) {
       double v = sh->kids[d].num;
-      if (sh->kids[d].type != VA_JSON_NUM || v < 0 || v > 1e12) { snprintf(err, errlen, "'%s': bad shape of '%s'", path, e->key); rc = -1; break; }
+      if (sh->kids[d].type != VA_JSON_NUM || v < 0 || v > 1e12 || (double)t->count * v > 1e15) { snprintf(err, errlen, "'%s': bad shape of '%s'", path, e->key); rc = -1; break; }
       t->shape[d] = (int64_t)v;
       t->count *= t->shape[d];
     }
@@ -96,7 +96,7 @@ int va_st_open(const char *path, va_st_file_t *f, char *err, size_t errlen) {
       snprintf(err, errlen, "'%s': tensor '%s' has %.0f bytes for %lld %s elements", path, e->key, o1 - o0, (long long)t->count, dt->str);
       rc = -1;
     }
-    t->data = data + (size_t)o0;
+    if (!rc) t->data = data + (size_t)o0;
   }
   va_json_free(h);
   if (rc) { va_st_close(f); return -1; }

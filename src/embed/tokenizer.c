@@ -278,7 +278,7 @@ int va_tok_encode(va_tokenizer_t *t, const char *text, size_t len, int max_token
   info->invalid_utf8 = 0;
   info->truncated = 0;
   if (max_tokens < 2) max_tokens = 2;
-  if (len > t->cps_cap) {
+  if (!t->cps || len > t->cps_cap) {
     size_t cap = len < 256 ? 256 : len;
     uint32_t *p = realloc(t->cps, cap * sizeof *p);
     if (!p) return -1;

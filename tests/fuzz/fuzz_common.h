@@ -9,26 +9,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
-/* Creates (once) a temporary file named vecanneal-fuzz-XXXXXX<suffix> under $TMPDIR (or /tmp) and
- * returns its path; the file is removed at exit. */
+/* Creates (once) the temporary file $TMPDIR/vecanneal-fuzz-<pid><suffix> (TMPDIR default /tmp) and
+ * returns its path. It is removed at a normal exit; a finding aborts the process without running atexit
+ * handlers, so files of processes that no longer exist are removed here, when the next one starts.
+ * (A /proc/self/fd/N path to an unlinked file would leave nothing behind, but HDF5 resolves the real
+ * path of what it opens and rejects it.) */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 static char fz_path_[4096];
 static int fz_fd_ = -1;
 static void fz_cleanup_(void) { if (fz_path_[0]) unlink(fz_path_); }
-static const char *fz_temp_path(const char *suffix) {
+__attribute__((unused)) static const char *fz_temp_path(const char *suffix) {
   if (fz_fd_ >= 0) return fz_path_;
   const char *dir = getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
-  snprintf(fz_path_, sizeof fz_path_, "%s/vecanneal-fuzz-XXXXXX%s", dir, suffix);
-  fz_fd_ = mkstemps(fz_path_, (int)strlen(suffix));
-  if (fz_fd_ < 0) { perror("fuzz: mkstemps"); abort(); }
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    int pid;
+    if (sscanf(e->d_name, "vecanneal-fuzz-%d", &pid) == 1 && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      char stale[4096];
+      snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+      unlink(stale);
+    }
+  }
+  if (d) closedir(d);
+  snprintf(fz_path_, sizeof fz_path_, "%s/vecanneal-fuzz-%d%s", dir, (int)getpid(), suffix);
+  fz_fd_ = open(fz_path_, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fz_fd_ < 0) { perror(fz_path_); abort(); }
   atexit(fz_cleanup_);
   return fz_path_;
 }
 
 /* Replaces the temporary file's content with data[0..size). */
-static void fz_write(const uint8_t *data, size_t size) {
+__attribute__((unused)) static void fz_write(const uint8_t *data, size_t size) {
   if (ftruncate(fz_fd_, 0) != 0) { perror("fuzz: ftruncate"); abort(); }
   size_t done = 0;
   while (done < size) {

@@ -4,8 +4,8 @@
  * named by $VA_FUZZ_VOCAB (e.g. models/all-MiniLM-L6-v2/vocab.txt).
  * Input: byte 0 picks max_tokens (2..257), the rest is the text. Checked besides ASan/UBSan:
  * [CLS] ... [SEP] framing, 2 <= count <= max_tokens, every id inside the vocabulary, truncation only
- * when the output is full, a second encode with the same (scratch-reusing) tokenizer gives the same
- * ids, and the decoder yields valid scalar values that re-encode to the input when it reported no
+ * when the output is full, the same ids from a fresh tokenizer, from a second encode with it and from
+ * a tokenizer shared by every input (scratch buffers reused), and the decoder yields valid scalar values that re-encode to the input when it reported no
  * ill-formed sequence. */
 #include "fuzz_common.h"
 
@@ -15,15 +15,21 @@
 #define VA_FUZZ_DIR "tests/fuzz"
 #endif
 
-static va_tokenizer_t *tok;
+static const char *vocab_path;
+static va_tokenizer_t *shared; /* lives across inputs: its scratch buffers carry over, as in embed */
+
+static va_tokenizer_t *load(void) {
+  char err[1024];
+  va_tokenizer_t *t = va_tok_load(vocab_path, err, sizeof err);
+  if (!t) { fprintf(stderr, "fuzz_tokenizer: %s\n", err); abort(); }
+  return t;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc; (void)argv;
-  const char *path = getenv("VA_FUZZ_VOCAB");
-  if (!path || !*path) path = VA_FUZZ_DIR "/tokenizer_vocab.txt";
-  char err[1024];
-  tok = va_tok_load(path, err, sizeof err);
-  if (!tok) { fprintf(stderr, "fuzz_tokenizer: %s\n", err); abort(); }
+  vocab_path = getenv("VA_FUZZ_VOCAB");
+  if (!vocab_path || !*vocab_path) vocab_path = VA_FUZZ_DIR "/tokenizer_vocab.txt";
+  shared = load();
   return 0;
 }
 
@@ -33,6 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = size ? size - 1 : 0;
   /* Exactly max_tokens ids: ASan catches any write past the caller's buffer. */
   int32_t *ids = malloc((size_t)max_tokens * sizeof *ids), *again = malloc((size_t)max_tokens * sizeof *ids);
+  /* A fresh tokenizer per input (an input's result must not depend on what ran before), encoding
+   * twice (the second time with its scratch in use), and the shared one once more. */
+  va_tokenizer_t *tok = load();
   va_tok_info_t info;
   int n = va_tok_encode(tok, text, len, max_tokens, ids, &info);
   const va_tok_special_t *sp = va_tok_special(tok);
@@ -46,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int n2 = va_tok_encode(tok, text, len, max_tokens, again, &info2);
   FZ_CHECK(n2 == n && !memcmp(ids, again, (size_t)n * sizeof *ids) && info2.truncated == info.truncated &&
            info2.invalid_utf8 == info.invalid_utf8, "second encode differs");
+  n2 = va_tok_encode(shared, text, len, max_tokens, again, &info2);
+  FZ_CHECK(n2 == n && !memcmp(ids, again, (size_t)n * sizeof *ids), "encode with a used tokenizer differs");
+  va_tok_free(tok);
 
   /* The decoder on its own. */
   uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
