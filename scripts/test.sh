@@ -3,7 +3,7 @@
 # GPU tests report SKIP on a machine without a CUDA device. Exit status: ctest's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-source "$ROOT/scripts/setup.sh"
+VECANNEAL_TEST_DEPS=1 source "$ROOT/scripts/setup.sh"
 if [ -x "$ROOT/scripts/fetch-model" ]; then "$ROOT/scripts/fetch-model"; fi
 cd "$ROOT/build"
 ctest --output-on-failure --timeout 1800 "$@"
