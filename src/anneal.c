@@ -89,12 +89,6 @@ static int64_t assign_local(va_state_t *st) {
   return changed;
 }
 
-int64_t va_assign_pass(va_state_t *st) {
-  int64_t changed = assign_local(st);
-  va_allreduce_sum_i64(&changed, 1);
-  return changed;
-}
-
 /* Farthest member of each anchor, global: rmax (MAX allreduce); rarg stays local. */
 static void farthest_global(va_state_t *st) {
   va_tick_t t = va_tick();
@@ -324,7 +318,7 @@ static void split_anchors(va_state_t *st) {
   const va_config_t *c = st->cfg;
   int64_t k = st->k, d = st->d;
   if (k >= st->k_max) return;
-  double var_thr = c->split_var_mode == VA_TOL_RELATIVE ? c->split_var_factor * st->T * st->E : c->split_var_factor * st->T;
+  double var_thr = c->split_var_mode == VA_SPLITVAR_RELATIVE ? c->split_var_factor * st->T * st->E : c->split_var_factor * st->T;
   cand_t *cand = va_malloc((size_t)k * sizeof *cand, "split");
   int64_t nc = 0;
   for (int64_t j = 0; j < k; j++) {

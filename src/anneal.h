@@ -67,6 +67,4 @@ void va_init_anchors(va_state_t *st);
 void va_anneal(va_state_t *st);
 /* Collective: the final assign pass; fills counts (k) and mean squared member distance (k) and returns E. */
 double va_final_pass(va_state_t *st, double *counts, double *mse);
-/* Collective: one assign pass over the local rows into st->assign / st->r; returns changed rows (global). */
-int64_t va_assign_pass(va_state_t *st);
 #endif
