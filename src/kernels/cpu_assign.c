@@ -10,16 +10,32 @@
 
 #include "util.h"
 
+/* Eight partial sums over t mod 8, combined in a fixed order: the same value on every rank, thread
+ * and call (hence bitwise reproducible results), and no chain of d dependent double additions, which
+ * had made this exact recomputation about a seventh of a CPU iteration at d = 128. The compiler
+ * vectorises the inner loop without reassociating anything. */
 float va_row_distance(const float *x, const float *a, int64_t d, int cosine) {
-  double s = 0;
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t t = 0;
   if (cosine) {
-    for (int64_t t = 0; t < d; t++) s += (double)x[t] * (double)a[t];
+    for (; t + 8 <= d; t += 8)
+      for (int u = 0; u < 8; u++) acc[u] += (double)x[t + u] * (double)a[t + u];
+    for (int u = 0; t < d; t++, u++) acc[u] += (double)x[t] * (double)a[t];
+  } else {
+    for (; t + 8 <= d; t += 8)
+      for (int u = 0; u < 8; u++) {
+        double diff = (double)x[t + u] - (double)a[t + u];
+        acc[u] += diff * diff;
+      }
+    for (int u = 0; t < d; t++, u++) {
+      double diff = (double)x[t] - (double)a[t];
+      acc[u] += diff * diff;
+    }
+  }
+  double s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  if (cosine) {
     s = 1.0 - s;
     return (float)(s > 0 ? s : 0);
-  }
-  for (int64_t t = 0; t < d; t++) {
-    double diff = (double)x[t] - (double)a[t];
-    s += diff * diff;
   }
   return (float)s;
 }
