@@ -1,4 +1,4 @@
-# embed tests (label embed, CPU only; the model must be installed first by scripts/fetch-model, and a
+# embed tests (label embed; CPU ones first; the model must be installed first by scripts/fetch-model, and a
 # test FAILS with that hint when it is not):
 #   embed_tokenizer  token ids identical to Hugging Face's fast tokenizer on 15k+ corpus lines
 #   embed_encoder    cosine >= 0.9999 to sentence-transformers' fp32 embeddings on 200 lines
@@ -23,3 +23,24 @@ add_test(NAME embed_e2e COMMAND bash ${VA_TEST_DIR}/embed/e2e.sh $<TARGET_FILE:v
 set_tests_properties(embed_tokenizer embed_encoder embed_e2e PROPERTIES LABELS "embed;cpu" TIMEOUT 600
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 set_tests_properties(embed_e2e PROPERTIES LABELS "embed;cpu;mpi")
+
+# GPU embed tests (labels embed and gpu; exit 77 = SKIP without a device, never a pass). They use
+# model-fp16.safetensors, the weights file that travels to GPU machines:
+#   embed_encoder_cuda  CUDA encoder vs the reference and vs the CPU encoder on the same weights, per
+#                       precision (cosine >= 0.9999 / 0.999999 fp32, >= 0.999 fp16/bf16), batch
+#                       independence, unit norms, repeat and in-flight exactness
+#   embed_e2e_cuda      vecanneal embed --backend cuda vs --backend cpu row by row, metrics, defaults,
+#                       compress on the output and compress --embed, the no-device exits
+if(VECANNEAL_HAVE_CUDA)
+  add_executable(test_embed_encoder_cuda ${VA_TEST_DIR}/embed/test_encoder_cuda.c)
+  target_include_directories(test_embed_encoder_cuda PRIVATE ${VA_TEST_DIR}/embed)
+  target_link_libraries(test_embed_encoder_cuda PRIVATE vecanneal_core ZLIB::ZLIB)
+  add_test(NAME embed_encoder_cuda COMMAND test_embed_encoder_cuda ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR})
+  add_test(NAME embed_e2e_cuda COMMAND bash ${VA_TEST_DIR}/embed/e2e_cuda.sh $<TARGET_FILE:vecanneal> $<TARGET_FILE:test_embed_h5check>
+                                       $<TARGET_FILE:test_embed_encoder_cuda> ${VA_MPIEXEC} ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR}
+                                       ${CMAKE_CURRENT_BINARY_DIR}/embed_e2e_cuda)
+  set_tests_properties(embed_encoder_cuda PROPERTIES LABELS "embed;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  set_tests_properties(embed_e2e_cuda PROPERTIES LABELS "embed;gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;NCCL_NVLS_ENABLE=0")
+endif()

@@ -3,8 +3,11 @@
  * Each rank takes a contiguous block of lines (split by bytes, then moved to line starts, so no rank
  * scans the whole file), tokenizes it, encodes it in batches of similar length (longest first, so a
  * memory shortage shows at once and the ETA is never optimistic), and writes its rows -- in input
- * order -- with the sharded HDF5 writer. Expected failures (usage, missing or corrupt model or input,
- * an empty corpus) are agreed over all ranks: one message, the same exit code everywhere. */
+ * order -- with the sharded HDF5 writer. The encoder is the CPU one (bert_cpu.c) or, in a CUDA build
+ * with a device on every rank, the GPU one (bert_cuda.cu: one GPU per rank, node-local rank modulo the
+ * visible devices), which keeps two batches in flight so that packing and unpacking on the host overlap
+ * the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no
+ * device for --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,10 @@
 #include <unistd.h>
 
 #include "bert_cpu.h"
+#ifdef VECANNEAL_CUDA
+#include "backend_cuda.h"
+#include "bert_cuda.h"
+#endif
 #include "commands.h"
 #include "embed/embed.h"
 #include "h5io.h"
@@ -29,8 +36,8 @@
 #endif
 
 typedef struct {
-  const char *input, *out_spec, *metrics, *model, *weights, *format, *io;
-  int batch, max_tokens, threads;
+  const char *input, *out_spec, *metrics, *model, *weights, *format, *io, *backend, *precision;
+  int batch, max_tokens, threads; /* batch 0: the backend's default */
   double progress;
   /* derived */
   char out_file[VA_PATH_MAX], dataset[256], model_dir[VA_PATH_MAX];
@@ -57,8 +64,11 @@ static void embed_usage(void) {
       "  --out FILE.h5[:DSET]   output file (replaced; written to FILE.h5.partial first) and dataset [/train]\n"
       "  --model DIR            model directory from scripts/fetch-model [$VECANNEAL_MODEL, else\n"
       "                         ./models/all-MiniLM-L6-v2, else the source tree's models/all-MiniLM-L6-v2]\n"
-      "  --weights fp32|fp16    model.safetensors or model-fp16.safetensors (computed in fp32 either way) [fp32]\n"
-      "  --batch B              sentences per encoder batch (sorted by length within a rank) [64]\n"
+      "  --weights fp32|fp16    model.safetensors or model-fp16.safetensors (read as fp32 either way) [fp32]\n"
+      "  --backend auto|cpu|cuda  encoder: cuda = one GPU per rank (node-local rank modulo the visible devices);\n"
+      "                         auto = cuda when this build has it and every rank sees a device [auto]\n"
+      "  --precision auto|fp32|fp16|bf16  GPU arithmetic (the CPU encoder is fp32) [auto: fp16 on a GPU]\n"
+      "  --batch B              sentences per encoder batch (sorted by length within a rank) [64 CPU, 256 GPU]\n"
       "  --max-tokens N         truncate to N tokens including [CLS] and [SEP], 2..512 [256]\n"
       "  --threads T            threads per rank (BLAS and element-wise loops) [cores / ranks on the node]\n"
       "  --format auto|text|jsonl  input format [auto: jsonl when the name ends in .jsonl]\n"
@@ -94,6 +104,8 @@ static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t 
     else if ((v = va_opt(argc, argv, &i, "--weights"))) a->weights = v;
     else if ((v = va_opt(argc, argv, &i, "--format"))) a->format = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) a->io = v;
+    else if ((v = va_opt(argc, argv, &i, "--backend"))) a->backend = v;
+    else if ((v = va_opt(argc, argv, &i, "--precision"))) a->precision = v;
     else if ((v = va_opt(argc, argv, &i, "--batch"))) { if (parse_int(v, 1, 1 << 16, &a->batch)) { snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v); return 1; } }
     else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) { if (parse_int(v, 2, 512, &a->max_tokens)) { snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v); return 1; } }
     else if ((v = va_opt(argc, argv, &i, "--threads"))) { if (parse_int(v, 1, 1024, &a->threads)) { snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v); return 1; } }
@@ -110,6 +122,21 @@ static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t 
     return 1;
   }
   if (strcmp(a->weights, "fp32") && strcmp(a->weights, "fp16")) { snprintf(err, elen, "embed: --weights must be fp32 or fp16, got '%s'", a->weights); return 1; }
+  if (strcmp(a->backend, "auto") && strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda")) {
+    snprintf(err, elen, "embed: --backend must be auto, cpu or cuda, got '%s'", a->backend);
+    return 1;
+  }
+  if (strcmp(a->precision, "auto") && strcmp(a->precision, "fp32") && strcmp(a->precision, "fp16") && strcmp(a->precision, "bf16")) {
+    snprintf(err, elen, "embed: --precision must be auto, fp32, fp16 or bf16, got '%s'", a->precision);
+    return 1;
+  }
+  if (!strcmp(a->backend, "cpu") && (!strcmp(a->precision, "fp16") || !strcmp(a->precision, "bf16"))) {
+    snprintf(err, elen, "embed: --precision %s is for the GPU encoder; the CPU encoder computes in fp32", a->precision);
+    return 1;
+  }
+#ifndef VECANNEAL_CUDA
+  if (!strcmp(a->backend, "cuda")) { snprintf(err, elen, "embed: --backend cuda: this build has no CUDA (configure with -DVECANNEAL_CUDA=ON)"); return 1; }
+#endif
   if (!strcmp(a->format, "auto")) {
     size_t L = strlen(a->input);
     a->jsonl = L >= 6 && !strcmp(a->input + L - 6, ".jsonl");
@@ -257,8 +284,18 @@ static double cpu_seconds(void) {
 }
 static const char *const ph_names[NPH] = {"load_model", "read", "tokenize", "encode", "write", "total"};
 
-static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype) {
-  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0;
+/* The encoder a rank runs: its name, precision, and (GPU) device description and summed forward time. */
+typedef struct {
+  const char *backend, *precision;
+  char device[256];
+  int batch;
+  double forward_seconds; /* device time of the forward passes (CUDA events); 0 on the CPU */
+} encoder_info_t;
+
+static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
+                          const encoder_info_t *ei) {
+  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[2] = {ei->forward_seconds, -ei->forward_seconds}, fwd_mx[2];
+  VA_MPI(MPI_Reduce(fwd, fwd_mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
@@ -268,18 +305,23 @@ static void write_metrics(const embed_args_t *a, const embed_out_t *o, const dou
   snprintf(tmp, sizeof tmp, "%s.partial", a->metrics);
   FILE *f = fopen(tmp, "w");
   if (!f) { fprintf(stderr, "vecanneal: warning: cannot write metrics '%s': %s\n", a->metrics, strerror(errno)); return; }
-  fprintf(f, "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"cpu\",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ",
-          VECANNEAL_VERSION, weights_dtype);
+  fprintf(f, "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": ", VECANNEAL_VERSION,
+          ei->backend, ei->precision);
+  json_escaped(f, ei->device);
+  fprintf(f, ",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ", weights_dtype);
   json_escaped(f, a->input);
   fprintf(f, ",\n  \"output\": ");
   json_escaped(f, a->out_spec);
-  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n", va_proc.nranks, threads, a->batch, a->max_tokens);
+  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n", va_proc.nranks, threads, ei->batch, a->max_tokens);
   fprintf(f, "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  \"empty_lines\": %lld,\n",
           (long long)o->n, (long long)o->tokens, (long long)o->truncated, (long long)o->invalid, (long long)o->empty);
   double total = mx[PH_TOTAL] > 0 ? mx[PH_TOTAL] : 1e-9, enc = mx[PH_ENCODE] > 0 ? mx[PH_ENCODE] : 1e-9;
   fprintf(f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
           (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
   fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum, cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
+  if (!strcmp(ei->backend, "cuda")) /* the GPU's own time for the forward passes, without the host's share */
+    fprintf(f, "  \"gpu_forward_seconds\": {\"min\": %.6f, \"max\": %.6f},\n  \"gpu_forward_lines_per_second\": %.2f,\n", -fwd_mx[1], fwd_mx[0],
+            fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
   fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
@@ -312,7 +354,8 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   a.weights = "fp32";
   a.format = "auto";
   a.io = "auto";
-  a.batch = 64;
+  a.backend = "auto";
+  a.precision = "auto";
   a.max_tokens = 256;
   a.progress = 10;
   char err[1024] = "";
@@ -347,6 +390,30 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   }
   rc = va_agree(rc, err);
   if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
+
+  /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
+  encoder_info_t enc = {"cpu", "fp32", "", 0, 0};
+  int device = -1;
+#ifdef VECANNEAL_CUDA
+  if (strcmp(a.backend, "cpu")) device = va_cuda_pick_device(-1);
+  int all_have = device >= 0;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (!strcmp(a.backend, "cuda") && !all_have) {
+    snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank, va_proc.host);
+    rc = va_agree(device < 0 ? VA_EXIT_USAGE : 0, err);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
+  if (all_have) {
+    enc.backend = "cuda";
+    enc.precision = strcmp(a.precision, "auto") ? a.precision : "fp16";
+  } else
+    device = -1;
+#endif
+  if (device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
+    va_log0("embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n", a.precision);
+  enc.batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
   ph[PH_LOAD] = va_now() - t0;
 
   rc = write_out ? va_output_check(a.out_file) : 0;
@@ -428,22 +495,46 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
 
   /* Encode: longest first, in batches of up to --batch similar lengths. */
   t0 = va_now();
-  const int d = model.hidden;
+  const int d = model.hidden, batch = enc.batch;
   float *emb = malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float));
   int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
-  int32_t *bids = malloc((size_t)a.batch * (size_t)a.max_tokens * sizeof *bids);
-  int *blens = malloc((size_t)a.batch * sizeof *blens);
-  float *bout = malloc((size_t)a.batch * (size_t)d * sizeof(float));
+  int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
+  int *blens = malloc((size_t)batch * sizeof *blens);
+  float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
   if (!emb || !order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
   for (int64_t i = 0; i < n_local; i++) order[i] = i;
   sort_lens = lens;
   qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
   va_bert_work_t work = {0};
   work.threads = threads;
-  int64_t done = 0, tok_done = 0;
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_t *gpu = NULL;
+  if (device >= 0) {
+    /* Longest first: the first batch holds the most tokens of any. */
+    int64_t first_tokens = 0;
+    for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
+    char gerr[512] = "";
+    gpu = va_bert_cuda_create(&model, device, va_bert_cuda_precision(enc.precision), batch, first_tokens > 0 ? first_tokens : 1, 0, gerr, sizeof gerr);
+    snprintf(err, sizeof err, "embed: the GPU encoder cannot run this model: %s", gerr);
+    rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
+    if (rc) {
+      va_bert_cuda_free(gpu);
+      free(emb); free(order); free(bids); free(blens); free(bout); free(ids); free(off); free(lens);
+      va_tok_free(tok);
+      va_bert_free(&model);
+      return rc;
+    }
+    va_bert_cuda_describe(gpu, enc.device, sizeof enc.device);
+  }
+#endif
+  if (device >= 0)
+    va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, enc.device, batch);
+  else
+    va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
+  int64_t done = 0, tok_done = 0, pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
   double last = va_now();
-  for (int64_t s = 0; s < n_local; s += a.batch) {
-    int nb = n_local - s < a.batch ? (int)(n_local - s) : a.batch;
+  for (int64_t s = 0; s < n_local || pend[1]; s += batch) {
+    int nb = s < n_local ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
     int64_t p = 0;
     for (int b = 0; b < nb; b++) {
       int64_t i = order[s + b];
@@ -451,8 +542,20 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       blens[b] = lens[i];
       p += lens[i];
     }
-    if (va_bert_encode(&model, bids, blens, nb, bout, &work)) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
-    for (int b = 0; b < nb; b++) memcpy(emb + order[s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+    int64_t out_s = s;
+    int out_nb = nb;
+#ifdef VECANNEAL_CUDA
+    if (gpu) {
+      if (nb) va_bert_cuda_submit(gpu, bids, blens, nb);
+      out_s = pend[0];
+      out_nb = (int)pend[1];
+      if (out_nb) enc.forward_seconds += 1e-3 * va_bert_cuda_collect(gpu, bout);
+      pend[0] = s;
+      pend[1] = nb;
+    } else
+#endif
+    if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work)) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
+    for (int b = 0; b < out_nb; b++) memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
     done += nb;
     tok_done += p;
     double now = va_now();
@@ -465,6 +568,9 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       last = now;
     }
   }
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_free(gpu);
+#endif
   va_bert_work_free(&work);
   free(bids); free(blens); free(bout); free(order); free(ids); free(off); free(lens);
   va_tok_free(tok);
@@ -490,7 +596,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
             (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
-  write_metrics(&a, &o, ph, cpu_used, threads, wdt);
+  write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc);
   va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
           a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
   return 0;

@@ -1,8 +1,11 @@
 /* fixture.h: shared helpers of the embed tests: locating the model (with the "run scripts/fetch-model"
- * message when it is absent), reading gzip'd or plain fixture files whole, splitting lines. */
+ * message when it is absent), reading gzip'd or plain fixture files whole, splitting lines, the
+ * reference embeddings (embed_ref.f32) and the cosine the tolerances are stated in. */
 #ifndef VECANNEAL_TESTS_EMBED_FIXTURE_H
 #define VECANNEAL_TESTS_EMBED_FIXTURE_H
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +56,30 @@ static inline size_t fx_lines(char *buf, size_t len, char ***starts, size_t **le
   for (size_t i = 0; i <= len && k < n; i++)
     if (i == len || buf[i] == '\n') { (*starts)[k] = buf + s; (*lens)[k] = i - s; k++; s = i + 1; }
   return n;
+}
+
+/* cosine(a, b) in double */
+static inline double fx_cosine(const float *a, const float *b, int d) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int j = 0; j < d; j++) { ab += (double)a[j] * b[j]; aa += (double)a[j] * a[j]; bb += (double)b[j] * b[j]; }
+  return ab / sqrt(aa * bb + 1e-300);
+}
+
+/* The reference embeddings file ("VAEMBF32", rows, dim, then rows x dim little-endian float32): exits
+ * with a message unless it holds exactly rows x dim. */
+static inline float *fx_reference(const char *path, uint32_t rows, uint32_t dim) {
+  size_t len;
+  char *buf = fx_read(path, &len);
+  uint32_t r, d;
+  memcpy(&r, buf + 8, 4);
+  memcpy(&d, buf + 12, 4);
+  if (len < 16 || memcmp(buf, "VAEMBF32", 8) || r != rows || d != dim || len != 16 + (size_t)r * d * 4) {
+    fprintf(stderr, "FAIL: reference embeddings %s do not match the fixture (%u x %u, expected %u x %u)\n", path, r, d, rows, dim);
+    exit(1);
+  }
+  float *f = fx_floats(buf + 16, (size_t)r * d);
+  free(buf);
+  return f;
 }
 
 /* The model directory: argv value, or fails with the fetch-model hint when its files are missing. */

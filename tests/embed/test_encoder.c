@@ -20,12 +20,6 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double cosine(const float *a, const float *b, int d) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int j = 0; j < d; j++) { ab += (double)a[j] * b[j]; aa += (double)a[j] * a[j]; bb += (double)b[j] * b[j]; }
-  return ab / sqrt(aa * bb + 1e-300);
-}
-
 /* Encodes all lines in batches of `batch` (in order); returns seconds. */
 static double encode_all(const va_bert_t *m, const int32_t *ids, const int *lens, const int64_t *offs, int n, int batch, float *out,
                          va_bert_work_t *w) {
@@ -54,22 +48,14 @@ int main(int argc, char **argv) {
   if (va_bert_load(cpath, path, &m, err, sizeof err)) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
   printf("loaded %s (%s, %d layers, hidden %d, %d heads, ffn %d) in %.2f s\n", path, m.weights_dtype, m.layers, m.hidden, m.heads, m.ffn, now() - t0);
 
-  size_t tlen, rlen;
+  size_t tlen;
   snprintf(path, sizeof path, "%s/embed_ref.txt", argv[2]);
   char *text = fx_read(path, &tlen);
-  snprintf(path, sizeof path, "%s/embed_ref.f32", argv[2]);
-  char *refbuf = fx_read(path, &rlen);
   char **line;
   size_t *len;
   int n = (int)fx_lines(text, tlen, &line, &len);
-  uint32_t rows, dim;
-  memcpy(&rows, refbuf + 8, 4);
-  memcpy(&dim, refbuf + 12, 4);
-  if (memcmp(refbuf, "VAEMBF32", 8) || rows != (uint32_t)n || dim != (uint32_t)m.hidden || rlen != 16 + (size_t)rows * dim * 4) {
-    fprintf(stderr, "FAIL: reference embeddings do not match the fixture (%u x %u for %d lines)\n", rows, dim, n);
-    return 1;
-  }
-  float *ref = fx_floats(refbuf + 16, (size_t)rows * dim);
+  snprintf(path, sizeof path, "%s/embed_ref.f32", argv[2]);
+  float *ref = fx_reference(path, (uint32_t)n, (uint32_t)m.hidden);
 
   int32_t *ids = malloc((size_t)n * 256 * sizeof *ids);
   int *lens = malloc((size_t)n * sizeof *lens);
@@ -93,14 +79,14 @@ int main(int argc, char **argv) {
   double min_cos = 2, min_batch = 2, max_norm_err = 0;
   int worst = -1, below = 0;
   for (int i = 0; i < n; i++) {
-    double c = cosine(out + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
+    double c = fx_cosine(out + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
     if (c < min_cos) { min_cos = c; worst = i; }
     if (c < 0.9999) {
       below++;
       fprintf(stderr, "LOW line %d (%d tokens): cosine %.7f '%.*s'\n", i + 1, lens[i], c, (int)(len[i] > 100 ? 100 : len[i]), line[i]);
     }
     if (i < n_alone) {
-      double cb = cosine(out + (int64_t)i * m.hidden, alone + (int64_t)i * m.hidden, m.hidden);
+      double cb = fx_cosine(out + (int64_t)i * m.hidden, alone + (int64_t)i * m.hidden, m.hidden);
       if (cb < min_batch) min_batch = cb;
     }
     double nr = 0;
@@ -124,7 +110,7 @@ int main(int argc, char **argv) {
       encode_all(&mh, ids, lens, offs, n16, 32, alone, &w);
       double mc = 2;
       for (int i = 0; i < n16; i++) {
-        double c = cosine(alone + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
+        double c = fx_cosine(alone + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
         if (c < mc) mc = c;
       }
       printf("fp16 weights (held as fp32): min cosine %.9f (1 - cos = %.2e) vs sentence-transformers fp32 on %d lines\n", mc, 1 - mc, n16);
@@ -135,7 +121,7 @@ int main(int argc, char **argv) {
   va_bert_work_free(&w);
   va_bert_free(&m);
   va_tok_free(tok);
-  free(ids); free(lens); free(offs); free(out); free(alone); free(text); free(refbuf); free(ref); free(line); free(len);
+  free(ids); free(lens); free(offs); free(out); free(alone); free(text); free(ref); free(line); free(len);
   if (fail) { fprintf(stderr, "FAIL\n"); return 1; }
   return 0;
 }

@@ -1,0 +1,783 @@
+/* bert_cuda.cu: the BERT forward pass of bert_cpu.c on a GPU, same packed batch layout (sequences back
+ * to back, no padding), same arithmetic order of operations:
+ *   x = LN(word[id] + pos[p] + type0);  per layer: qkv = x Wqkv^T + b;  ctx = softmax(q k^T / sqrt(32)) v
+ *   per sequence and head;  x = LN(x + ctx Wo^T + bo);  x = LN(x + GELU(x W1^T + b1) W2^T + b2)
+ * then mean pooling and L2 normalisation.
+ * Precision: weights and the GEMM inputs (x, qkv, ctx, the FFN intermediate) in fp16/bf16 (or fp32);
+ * cuBLASLt multiplies on tensor cores with fp32 accumulation and adds the bias in its epilogue; the two
+ * GEMMs that feed the residual stream write fp32, and the residual stream itself (x32) stays fp32, so
+ * the only low-precision roundings are those of the GEMM operands. LayerNorm, softmax and pooling
+ * statistics are fp32. fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
+ * GEMM row counts are rounded up to 64 (the extra rows hold stale finite data and are never read), so
+ * cuBLASLt's algorithm choice is cached per 64-row bucket instead of asked for every batch. */
+#include <cublasLt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <type_traits>
+
+#include "bert_cuda.h"
+#include "kernels/cuda_internal.cuh"
+
+namespace {
+
+constexpr int DH = 32;        /* head size the attention kernels are written for */
+constexpr int MAXP = 16;      /* float pairs per lane in the row kernels: hidden <= 1024 */
+constexpr int ROWPAD = 64;    /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
+constexpr int ATT_THREADS = 128;
+constexpr int ROW_WARPS = 8;  /* rows (one warp each) per block of the LayerNorm kernels */
+
+/* --- element types ------------------------------------------------------------------------------ */
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T> struct pair_of;
+template <> struct pair_of<float> { using type = float2; };
+template <> struct pair_of<__half> { using type = __half2; };
+template <> struct pair_of<__nv_bfloat16> { using type = __nv_bfloat162; };
+template <typename T> __device__ __forceinline__ float2 load2(const T *p) {
+  typename pair_of<T>::type v = *reinterpret_cast<const typename pair_of<T>::type *>(p);
+  return make_float2(to_f(v.x), to_f(v.y));
+}
+template <typename T> __device__ __forceinline__ void store2(T *p, float a, float b) {
+  typename pair_of<T>::type v;
+  v.x = from_f<T>(a);
+  v.y = from_f<T>(b);
+  *reinterpret_cast<typename pair_of<T>::type *>(p) = v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/* --- LayerNorm (one warp per token row; lane holds pairs 2 (lane + 32 i)) -------------------------- */
+/* Normalises the row in v (two-pass mean and variance in fp32, as bert_cpu.c) and writes it to x32 and,
+ * when it is another buffer, to xlp. */
+template <typename T>
+__device__ __forceinline__ void ln_store(float (&v)[2 * MAXP], int np, int lane, int H, const float *g, const float *b, float eps,
+                                         float *x32, T *xlp) {
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < MAXP; i++)
+    if (i < np) s += v[2 * i] + v[2 * i + 1];
+  const float mean = warp_sum(s) / (float)H;
+  float q = 0.f;
+#pragma unroll
+  for (int i = 0; i < MAXP; i++)
+    if (i < np) {
+      const float d0 = v[2 * i] - mean, d1 = v[2 * i + 1] - mean;
+      q += d0 * d0 + d1 * d1;
+    }
+  const float inv = rsqrtf(warp_sum(q) / (float)H + eps);
+  const bool both = (void *)xlp != (void *)x32;
+#pragma unroll
+  for (int i = 0; i < MAXP; i++)
+    if (i < np) {
+      const int j = 2 * (lane + 32 * i);
+      const float2 gg = *reinterpret_cast<const float2 *>(g + j), bb = *reinterpret_cast<const float2 *>(b + j);
+      const float y0 = (v[2 * i] - mean) * inv * gg.x + bb.x, y1 = (v[2 * i + 1] - mean) * inv * gg.y + bb.y;
+      *reinterpret_cast<float2 *>(x32 + j) = make_float2(y0, y1);
+      if (both) store2(xlp + j, y0, y1);
+    }
+}
+
+/* x = LN(word[id] + pos_type[position]) for the batch's T tokens (pos_type = position + token type 0). */
+template <typename T>
+__global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *__restrict__ pos, int64_t ntok, int H, const T *__restrict__ word,
+                                const float *__restrict__ pos_type, const float *__restrict__ g, const float *__restrict__ b, float eps,
+                                float *x32, T *xlp) {
+  const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
+  if (row >= ntok) return;
+  const int lane = threadIdx.x & 31, np = H / 64;
+  const T *w = word + (int64_t)ids[row] * H;
+  const float *p = pos_type + (int64_t)pos[row] * H;
+  float v[2 * MAXP];
+#pragma unroll
+  for (int i = 0; i < MAXP; i++)
+    if (i < np) {
+      const int j = 2 * (lane + 32 * i);
+      const float2 a = load2(w + j), c = *reinterpret_cast<const float2 *>(p + j);
+      v[2 * i] = a.x + c.x;
+      v[2 * i + 1] = a.y + c.y;
+    }
+  ln_store(v, np, lane, H, g, b, eps, x32 + row * H, xlp + row * H);
+}
+
+/* x = LN(x + add) over rows [0, nrows) of the given row pointers (fp32 residual stream). */
+template <typename T>
+__global__ void add_ln_kernel(float *x32, T *xlp, const float *__restrict__ add, int64_t nrows, int H, const float *__restrict__ g,
+                              const float *__restrict__ b, float eps) {
+  const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
+  if (row >= nrows) return;
+  const int lane = threadIdx.x & 31, np = H / 64;
+  float v[2 * MAXP];
+#pragma unroll
+  for (int i = 0; i < MAXP; i++)
+    if (i < np) {
+      const int j = 2 * (lane + 32 * i);
+      const float2 a = *reinterpret_cast<const float2 *>(x32 + row * H + j), c = *reinterpret_cast<const float2 *>(add + row * H + j);
+      v[2 * i] = a.x + c.x;
+      v[2 * i + 1] = a.y + c.y;
+    }
+  ln_store(v, np, lane, H, g, b, eps, x32 + row * H, xlp + row * H);
+}
+
+/* --- GELU (erf), in place, 16 bytes per thread and step ------------------------------------------ */
+template <typename T> __global__ void gelu_kernel(T *x, int64_t nvec) {
+  constexpr int E = 16 / sizeof(T);
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
+    uint4 u = reinterpret_cast<uint4 *>(x)[i];
+    T *e = reinterpret_cast<T *>(&u);
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+      const float v = to_f(e[k]);
+      e[k] = from_f<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+    }
+    reinterpret_cast<uint4 *>(x)[i] = u;
+  }
+}
+
+/* --- mean pooling + L2 normalisation (one block per sequence, two columns per thread) -------------- */
+__global__ void pool_kernel(const float *__restrict__ x32, const int32_t *__restrict__ seqoff, int H, float *__restrict__ out) {
+  __shared__ float part[32];
+  const int s = blockIdx.x, j = 2 * threadIdx.x;
+  const int64_t a = seqoff[s], e = seqoff[s + 1];
+  float s0 = 0.f, s1 = 0.f;
+  for (int64_t t = a; t < e; t++) {
+    const float2 v = *reinterpret_cast<const float2 *>(x32 + t * H + j);
+    s0 += v.x;
+    s1 += v.y;
+  }
+  const float invn = 1.0f / (float)(e - a);
+  s0 *= invn;
+  s1 *= invn;
+  float q = warp_sum(s0 * s0 + s1 * s1);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = q;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    q = threadIdx.x < (blockDim.x + 31) / 32 ? part[threadIdx.x] : 0.f;
+    q = warp_sum(q);
+    if (threadIdx.x == 0) part[0] = fmaxf(sqrtf(q), 1e-12f);
+  }
+  __syncthreads();
+  const float nrm = part[0];
+  *reinterpret_cast<float2 *>(out + (int64_t)s * H + j) = make_float2(s0 / nrm, s1 / nrm);
+}
+
+/* --- attention, fp16/bf16: tensor cores (mma.sync m16n8k16, fp32 accumulation) --------------------- */
+/* One block per (sequence, head): the sequence's K (row-major, rows padded to 40 elements: conflict-free
+ * fragment loads) and V transposed (Vt[d][key], row stride keys + 8) go to shared memory, zero beyond
+ * the sequence's n keys; each warp takes 16 query rows at a time and walks the keys 32 at a time with an
+ * online softmax (exp2 with the scale folded in). Keys >= n get -inf, so padding never gets weight. */
+__device__ __forceinline__ uint32_t ld32(const void *p) { return *reinterpret_cast<const uint32_t *>(p); }
+template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
+  __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<uint32_t *>(&h);
+}
+template <typename T> __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+constexpr int KROW = DH + 8; /* K row stride in shared memory (elements) */
+size_t attention_mma_smem(int maxlen, size_t esize) {
+  const size_t lk = (size_t)((maxlen + 31) & ~31);
+  return (lk * KROW + (size_t)DH * (lk + 8)) * esize;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(ATT_THREADS) attention_mma_kernel(const T *__restrict__ qkv, T *__restrict__ ctx, const int32_t *__restrict__ seqoff,
+                                                                   int H, float scale_log2) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int s = blockIdx.x, h = blockIdx.y;
+  const int64_t off = seqoff[s];
+  const int n = (int)(seqoff[s + 1] - off);
+  const int lk = (n + 31) & ~31, vstride = lk + 8;
+  T *Ks = reinterpret_cast<T *>(smem);
+  T *Vt = Ks + lk * KROW;
+  const int64_t ld = 3 * (int64_t)H;
+  const T *base = qkv + off * ld + h * DH;
+  for (int idx = threadIdx.x; idx < lk * (DH / 8); idx += blockDim.x) {
+    const int r = idx / (DH / 8), c = (idx % (DH / 8)) * 8;
+    uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+    if (r < n) {
+      kv = *reinterpret_cast<const uint4 *>(base + r * ld + H + c);
+      vv = *reinterpret_cast<const uint4 *>(base + r * ld + 2 * H + c);
+    }
+    *reinterpret_cast<uint4 *>(Ks + r * KROW + c) = kv;
+    const T *ve = reinterpret_cast<const T *>(&vv);
+#pragma unroll
+    for (int i = 0; i < 8; i++) Vt[(c + i) * vstride + r] = ve[i];
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  for (int r0 = warp * 16; r0 < n; r0 += 16 * (ATT_THREADS / 32)) {
+    const int ra = r0 + g, rb = r0 + g + 8;
+    uint32_t qa[2][4];
+#pragma unroll
+    for (int kk = 0; kk < 2; kk++) {
+      const int c = kk * 16 + 2 * t;
+      qa[kk][0] = ra < n ? ld32(base + ra * ld + c) : 0u;
+      qa[kk][1] = rb < n ? ld32(base + rb * ld + c) : 0u;
+      qa[kk][2] = ra < n ? ld32(base + ra * ld + c + 8) : 0u;
+      qa[kk][3] = rb < n ? ld32(base + rb * ld + c + 8) : 0u;
+    }
+    float o[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+    for (int kc = 0; kc < n; kc += 32) {
+      float sc[4][4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+        const T *kr = Ks + (kc + 8 * j + g) * KROW + 2 * t;
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) mma16816<T>(sc[j], qa[kk], ld32(kr + kk * 16), ld32(kr + kk * 16 + 8));
+      }
+      float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int key = kc + 8 * j + 2 * t;
+        sc[j][0] = key < n ? sc[j][0] * scale_log2 : -INFINITY;
+        sc[j][1] = key + 1 < n ? sc[j][1] * scale_log2 : -INFINITY;
+        sc[j][2] = key < n ? sc[j][2] * scale_log2 : -INFINITY;
+        sc[j][3] = key + 1 < n ? sc[j][3] * scale_log2 : -INFINITY;
+        mx_a = fmaxf(mx_a, fmaxf(sc[j][0], sc[j][1]));
+        mx_b = fmaxf(mx_b, fmaxf(sc[j][2], sc[j][3]));
+      }
+      /* the row's four threads (t = 0..3) together hold its 32 keys; key kc is valid, so the max is finite */
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+      const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
+      const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b); /* 0 on the first chunk */
+      m_a = mn_a;
+      m_b = mn_b;
+      float rs_a = 0.f, rs_b = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        sc[j][0] = exp2f(sc[j][0] - m_a);
+        sc[j][1] = exp2f(sc[j][1] - m_a);
+        sc[j][2] = exp2f(sc[j][2] - m_b);
+        sc[j][3] = exp2f(sc[j][3] - m_b);
+        rs_a += sc[j][0] + sc[j][1];
+        rs_b += sc[j][2] + sc[j][3];
+        o[j][0] *= al_a;
+        o[j][1] *= al_a;
+        o[j][2] *= al_b;
+        o[j][3] *= al_b;
+      }
+      l_a = l_a * al_a + rs_a;
+      l_b = l_b * al_b + rs_b;
+      /* P (the score accumulators, re-packed as A fragments) times V */
+#pragma unroll
+      for (int kk = 0; kk < 2; kk++) {
+        const uint32_t pa[4] = {pack2<T>(sc[2 * kk][0], sc[2 * kk][1]), pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
+                                pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]), pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const T *vr = Vt + (8 * j + g) * vstride + kc + 16 * kk + 2 * t;
+          mma16816<T>(o[j], pa, ld32(vr), ld32(vr + 8));
+        }
+      }
+    }
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
+    const float ia = 1.0f / l_a, ib = 1.0f / l_b;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int c = h * DH + 8 * j + 2 * t;
+      if (ra < n) *reinterpret_cast<uint32_t *>(ctx + (off + ra) * H + c) = pack2<T>(o[j][0] * ia, o[j][1] * ia);
+      if (rb < n) *reinterpret_cast<uint32_t *>(ctx + (off + rb) * H + c) = pack2<T>(o[j][2] * ib, o[j][3] * ib);
+    }
+  }
+}
+
+/* --- attention, fp32: CUDA cores, one warp per query row ------------------------------------------ */
+/* K (row stride 33: lanes reading different keys hit different banks) and V of the sequence and head in
+ * shared memory; lane k scores keys k, k + 32, ...; softmax in fp32; lane d sums output column d. */
+size_t attention_f32_smem(int maxlen) {
+  return ((size_t)maxlen * (DH + 1 + DH) + (size_t)(ATT_THREADS / 32) * (maxlen + DH)) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(ATT_THREADS) attention_f32_kernel(const float *__restrict__ qkv, float *__restrict__ ctx, const int32_t *__restrict__ seqoff,
+                                                                   int H, float scale) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int s = blockIdx.x, h = blockIdx.y;
+  const int64_t off = seqoff[s];
+  const int n = (int)(seqoff[s + 1] - off);
+  const int nw = ATT_THREADS / 32, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float *Ks = reinterpret_cast<float *>(smem), *Vs = Ks + n * (DH + 1), *P = Vs + n * DH, *Q = P + nw * n;
+  const int64_t ld = 3 * (int64_t)H;
+  const float *base = qkv + off * ld + h * DH;
+  for (int idx = threadIdx.x; idx < n * DH; idx += blockDim.x) {
+    const int r = idx / DH, d = idx % DH;
+    Ks[r * (DH + 1) + d] = base[r * ld + H + d];
+    Vs[r * DH + d] = base[r * ld + 2 * H + d];
+  }
+  __syncthreads();
+  float *p = P + warp * n, *q = Q + warp * DH;
+  for (int i = warp; i < n; i += nw) {
+    q[lane] = base[i * ld + lane] * scale;
+    __syncwarp();
+    float mx = -INFINITY;
+    for (int k = lane; k < n; k += 32) {
+      float acc = 0.f;
+#pragma unroll
+      for (int d = 0; d < DH; d++) acc += q[d] * Ks[k * (DH + 1) + d];
+      p[k] = acc;
+      mx = fmaxf(mx, acc);
+    }
+    mx = warp_max(mx);
+    float sum = 0.f;
+    for (int k = lane; k < n; k += 32) {
+      const float e = expf(p[k] - mx);
+      p[k] = e;
+      sum += e;
+    }
+    sum = warp_sum(sum);
+    __syncwarp();
+    float o = 0.f;
+    for (int k = 0; k < n; k++) o += p[k] * Vs[k * DH + lane];
+    ctx[(off + i) * H + h * DH + lane] = o / sum;
+    __syncwarp(); /* p and q are rewritten for the next row */
+  }
+}
+
+/* --- host side ----------------------------------------------------------------------------------- */
+struct layer_dev {
+  const void *wqkv, *wo, *w1, *w2; /* [out, in] in the model precision */
+  const void *bqkv, *b1;           /* biases of the GEMMs that write the model precision */
+  const float *bo, *b2;            /* ... and of those that write fp32 */
+  const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;
+};
+
+/* One dense layer y[rows, n] = x[rows, k] W[n, k]^T + bias, in cuBLAS's column-major terms
+ * D(n x rows) = op(W: k x n, transposed) * X(k x rows), bias per row of D. */
+struct gemm_op {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  struct algo_slot {
+    int ok;
+    cublasLtMatmulAlgo_t algo;
+  } * cache; /* by rows / ROWPAD */
+};
+enum { OP_QKV, OP_O, OP_FF1, OP_FF2, NOPS };
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+}  // namespace
+
+struct va_bert_cuda {
+  int device, precision, H, F, heads, layers, max_pos, vocab, max_seqs;
+  float eps;
+  int64_t cap, chunk; /* token rows of the scratch (multiple of ROWPAD); rows per FFN slice */
+  cudaStream_t stream;
+  cudaDeviceProp prop;
+  cublasLtHandle_t lt;
+  cublasLtMatmulPreference_t pref;
+  void *ws;
+  size_t ws_bytes;
+  gemm_op op[NOPS];
+  unsigned char *weights;
+  const void *word;
+  const float *pos_type, *eln_g, *eln_b;
+  layer_dev *layer;
+  /* scratch */
+  float *x32, *tmp;
+  void *xlp, *qkv, *ctx, *ff;
+  int32_t *d_in;
+  float *d_out;
+  /* two batches in flight */
+  int32_t *h_in[2];
+  float *h_out[2];
+  cudaEvent_t ev_start[2], ev_end[2], ev_done[2]; /* forward start and end (timed), download done */
+  int nseq[2];
+  long long nsub, ncol;
+};
+
+namespace {
+size_t elem_size(int precision) { return precision == VA_BERT_FP32 ? 4 : 2; }
+cudaDataType_t elem_type(int precision) {
+  return precision == VA_BERT_FP32 ? CUDA_R_32F : precision == VA_BERT_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* Host-side weight arena: every tensor 256-byte aligned (cuBLASLt's default alignment assumption). */
+struct arena {
+  unsigned char *host;
+  size_t used;
+};
+size_t put(arena *a, const float *src, size_t n, int as_precision) {
+  a->used = (size_t)round_up((int64_t)a->used, 256);
+  size_t at = a->used;
+  if (a->host) {
+    unsigned char *dst = a->host + at;
+    if (as_precision == VA_BERT_FP32) memcpy(dst, src, n * 4);
+    else if (as_precision == VA_BERT_FP16)
+      for (size_t i = 0; i < n; i++) reinterpret_cast<__half *>(dst)[i] = __float2half_rn(src[i]);
+    else
+      for (size_t i = 0; i < n; i++) reinterpret_cast<__nv_bfloat16 *>(dst)[i] = __float2bfloat16_rn(src[i]);
+  }
+  a->used += n * elem_size(as_precision);
+  return at;
+}
+
+void gemm_init(va_bert_cuda *g, gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataType_t out_t) {
+  VA_CUBLAS(cublasLtMatmulDescCreate(&op->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->la, in_t, (uint64_t)k, (uint64_t)n, k));
+  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->lb, in_t, (uint64_t)k, ROWPAD, k));
+  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->ld, out_t, (uint64_t)n, ROWPAD, n));
+  op->cache = (gemm_op::algo_slot *)va_calloc((size_t)(g->cap / ROWPAD + 1), sizeof *op->cache, "cuBLASLt algorithm cache");
+}
+
+void gemm_free(gemm_op *op) {
+  if (!op->desc) return;
+  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->la));
+  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->lb));
+  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->ld));
+  VA_CUBLAS(cublasLtMatmulDescDestroy(op->desc));
+  free(op->cache);
+}
+
+void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows) {
+  const uint64_t m = (uint64_t)round_up(rows, ROWPAD);
+  VA_CUBLAS(cublasLtMatrixLayoutSetAttribute(op->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+  VA_CUBLAS(cublasLtMatrixLayoutSetAttribute(op->ld, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  gemm_op::algo_slot *slot = &op->cache[m / ROWPAD];
+  if (!slot->ok) {
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    VA_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
+    if (found < 1) VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision));
+    slot->algo = res.algo;
+    slot->ok = 1;
+  }
+  const float one = 1.0f, zero = 0.0f;
+  VA_CUBLAS(cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws, g->ws_bytes, g->stream));
+}
+
+unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
+
+/* The whole forward pass of one batch (inputs already on the device), queued on g->stream. */
+template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
+  const int H = g->H, F = g->F;
+  const int32_t *ids = g->d_in, *pos = g->d_in + ntok, *seqoff = g->d_in + 2 * ntok;
+  T *xlp = (T *)g->xlp, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *ff = (T *)g->ff;
+  embed_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(ids, pos, ntok, H, (const T *)g->word, g->pos_type, g->eln_g,
+                                                                                   g->eln_b, g->eps, g->x32, xlp);
+  VA_LAUNCHED();
+  const dim3 agrid((unsigned)nseq, (unsigned)g->heads);
+  const float scale = 1.0f / sqrtf((float)DH);
+  for (int l = 0; l < g->layers; l++) {
+    const layer_dev *L = &g->layer[l];
+    gemm_run(g, &g->op[OP_QKV], L->wqkv, L->bqkv, xlp, qkv, ntok);
+    if constexpr (std::is_same<T, float>::value) {
+      attention_f32_kernel<<<agrid, ATT_THREADS, attention_f32_smem(maxlen), g->stream>>>(qkv, ctx, seqoff, H, scale);
+    } else {
+      attention_mma_kernel<T><<<agrid, ATT_THREADS, attention_mma_smem(maxlen, sizeof(T)), g->stream>>>(qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
+    }
+    VA_LAUNCHED();
+    /* The rest of the layer is row-local: slices of g->chunk rows keep tmp and ff in the L2 cache. */
+    for (int64_t r0 = 0; r0 < ntok; r0 += g->chunk) {
+      const int64_t rows = ntok - r0 < g->chunk ? ntok - r0 : g->chunk;
+      float *x = g->x32 + r0 * H;
+      T *xl = xlp + r0 * H;
+      gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx + r0 * H, g->tmp, rows);
+      add_ln_kernel<T><<<blocks_for(rows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, xl, g->tmp, rows, H, L->ln1_g, L->ln1_b, g->eps);
+      VA_LAUNCHED();
+      gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, xl, ff, rows);
+      const int64_t nvec = rows * F / (16 / (int64_t)sizeof(T));
+      const int64_t gb = (nvec + 255) / 256, gmax = (int64_t)g->prop.multiProcessorCount * 8;
+      gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
+      VA_LAUNCHED();
+      gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, g->tmp, rows);
+      add_ln_kernel<T><<<blocks_for(rows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, xl, g->tmp, rows, H, L->ln2_g, L->ln2_b, g->eps);
+      VA_LAUNCHED();
+    }
+  }
+  pool_kernel<<<(unsigned)nseq, H / 2, 0, g->stream>>>(g->x32, seqoff, H, g->d_out);
+  VA_LAUNCHED();
+}
+}  // namespace
+
+extern "C" int va_bert_cuda_precision(const char *name) {
+  if (!strcmp(name, "fp32")) return VA_BERT_FP32;
+  if (!strcmp(name, "fp16")) return VA_BERT_FP16;
+  if (!strcmp(name, "bf16")) return VA_BERT_BF16;
+  return -1;
+}
+
+extern "C" const char *va_bert_cuda_precision_name(int precision) {
+  return precision == VA_BERT_FP32 ? "fp32" : precision == VA_BERT_FP16 ? "fp16" : precision == VA_BERT_BF16 ? "bf16" : NULL;
+}
+
+extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens,
+                                               int64_t ffn_chunk, char *err, size_t errlen) {
+  const int H = m->hidden, F = m->ffn;
+  if (!va_bert_cuda_precision_name(precision)) { snprintf(err, errlen, "unknown precision %d", precision); return NULL; }
+  if (H / m->heads != DH || H % 64 || H > 64 * MAXP || F % 64) {
+    snprintf(err, errlen, "the CUDA encoder needs head size %d and hidden and FFN sizes that are multiples of 64 (hidden <= %d); this model has hidden %d, %d heads, FFN %d",
+             DH, 64 * MAXP, H, m->heads, F);
+    return NULL;
+  }
+  if (max_seqs < 1 || max_batch_tokens < 1) { snprintf(err, errlen, "empty batch capacity"); return NULL; }
+  va_bert_cuda *g = (va_bert_cuda *)va_calloc(1, sizeof *g, "CUDA encoder");
+  g->device = device;
+  g->precision = precision;
+  g->H = H;
+  g->F = F;
+  g->heads = m->heads;
+  g->layers = m->layers;
+  g->max_pos = m->max_pos;
+  g->vocab = m->vocab;
+  g->eps = m->ln_eps;
+  g->max_seqs = max_seqs;
+  g->cap = round_up(max_batch_tokens, ROWPAD);
+  g->chunk = ffn_chunk > 0 && round_up(ffn_chunk, ROWPAD) < g->cap ? round_up(ffn_chunk, ROWPAD) : g->cap;
+  VA_CUDA(cudaSetDevice(device));
+  VA_CUDA(cudaGetDeviceProperties(&g->prop, device));
+  const size_t att_smem = precision == VA_BERT_FP32 ? attention_f32_smem(m->max_pos) : attention_mma_smem(m->max_pos, 2);
+  if (precision != VA_BERT_FP32 && g->prop.major < 8) {
+    snprintf(err, errlen, "%s on %s needs compute capability 8.0 or newer (this device has %d.%d); use --precision fp32",
+             va_bert_cuda_precision_name(precision), g->prop.name, g->prop.major, g->prop.minor);
+    free(g);
+    return NULL;
+  }
+  if (att_smem > g->prop.sharedMemPerBlockOptin) {
+    snprintf(err, errlen, "attention over %d positions needs %zu bytes of shared memory per block; %s has %zu", m->max_pos, att_smem, g->prop.name,
+             (size_t)g->prop.sharedMemPerBlockOptin);
+    free(g);
+    return NULL;
+  }
+  if (precision == VA_BERT_FP32)
+    VA_CUDA(cudaFuncSetAttribute(attention_f32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
+  else if (precision == VA_BERT_FP16)
+    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
+  else
+    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
+  VA_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  VA_CUBLAS(cublasLtCreate(&g->lt));
+  g->ws_bytes = 32u << 20;
+  VA_CUDA(cudaMalloc(&g->ws, g->ws_bytes));
+  VA_CUBLAS(cublasLtMatmulPreferenceCreate(&g->pref));
+  const uint64_t wsb = g->ws_bytes;
+  VA_CUBLAS(cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+
+  /* Weights: laid out on the host in one arena (first pass sizes it), uploaded in one copy. The word
+   * embeddings and the GEMM weights and biases that write the model precision are in that precision;
+   * the position (+ token type 0) table, LayerNorm parameters and fp32-output biases stay fp32. */
+  const int p = precision, f32 = VA_BERT_FP32;
+  const int64_t V = m->vocab, P = m->max_pos;
+  float *pos_type = (float *)va_malloc((size_t)(P * H) * sizeof(float), "position table");
+  for (int64_t i = 0; i < P * H; i++) pos_type[i] = m->pos[i] + m->type0[i % H];
+  struct offs {
+    size_t wqkv, bqkv, wo, bo, ln1_g, ln1_b, w1, b1, w2, b2, ln2_g, ln2_b;
+  };
+  offs *lo = (offs *)va_calloc((size_t)m->layers, sizeof *lo, "layer offsets");
+  size_t o_word = 0, o_pos = 0, o_g = 0, o_b = 0;
+  arena a = {NULL, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    a.used = 0;
+    o_word = put(&a, m->word, (size_t)(V * H), p);
+    o_pos = put(&a, pos_type, (size_t)(P * H), f32);
+    o_g = put(&a, m->emb_ln_g, (size_t)H, f32);
+    o_b = put(&a, m->emb_ln_b, (size_t)H, f32);
+    for (int l = 0; l < m->layers; l++) {
+      const va_bert_layer_t *L = &m->layer[l];
+      lo[l].wqkv = put(&a, L->wqkv, (size_t)(3 * H * H), p);
+      lo[l].bqkv = put(&a, L->bqkv, (size_t)(3 * H), p);
+      lo[l].wo = put(&a, L->wo, (size_t)(H * H), p);
+      lo[l].bo = put(&a, L->bo, (size_t)H, f32);
+      lo[l].ln1_g = put(&a, L->ln1_g, (size_t)H, f32);
+      lo[l].ln1_b = put(&a, L->ln1_b, (size_t)H, f32);
+      lo[l].w1 = put(&a, L->w1, (size_t)(F * H), p);
+      lo[l].b1 = put(&a, L->b1, (size_t)F, p);
+      lo[l].w2 = put(&a, L->w2, (size_t)(H * F), p);
+      lo[l].b2 = put(&a, L->b2, (size_t)H, f32);
+      lo[l].ln2_g = put(&a, L->ln2_g, (size_t)H, f32);
+      lo[l].ln2_b = put(&a, L->ln2_b, (size_t)H, f32);
+    }
+    if (pass == 0) a.host = (unsigned char *)va_malloc(a.used, "weight staging");
+  }
+  VA_CUDA(cudaMalloc(&g->weights, a.used));
+  VA_CUDA(cudaMemcpy(g->weights, a.host, a.used, cudaMemcpyHostToDevice));
+  free(a.host);
+  free(pos_type);
+  unsigned char *w = g->weights;
+  g->word = w + o_word;
+  g->pos_type = (const float *)(w + o_pos);
+  g->eln_g = (const float *)(w + o_g);
+  g->eln_b = (const float *)(w + o_b);
+  g->layer = (layer_dev *)va_calloc((size_t)m->layers, sizeof *g->layer, "layer table");
+  for (int l = 0; l < m->layers; l++) {
+    layer_dev *L = &g->layer[l];
+    L->wqkv = w + lo[l].wqkv;
+    L->bqkv = w + lo[l].bqkv;
+    L->wo = w + lo[l].wo;
+    L->bo = (const float *)(w + lo[l].bo);
+    L->ln1_g = (const float *)(w + lo[l].ln1_g);
+    L->ln1_b = (const float *)(w + lo[l].ln1_b);
+    L->w1 = w + lo[l].w1;
+    L->b1 = w + lo[l].b1;
+    L->w2 = w + lo[l].w2;
+    L->b2 = (const float *)(w + lo[l].b2);
+    L->ln2_g = (const float *)(w + lo[l].ln2_g);
+    L->ln2_b = (const float *)(w + lo[l].ln2_b);
+  }
+  free(lo);
+
+  /* Scratch, zeroed once so that the padding rows a GEMM reads before anything wrote them are finite. */
+  const size_t es = elem_size(precision), cap = (size_t)g->cap, ch = (size_t)g->chunk;
+  VA_CUDA(cudaMalloc(&g->x32, cap * H * sizeof(float)));
+  if (precision == VA_BERT_FP32) g->xlp = g->x32;
+  else VA_CUDA(cudaMalloc(&g->xlp, cap * H * es));
+  VA_CUDA(cudaMalloc(&g->qkv, cap * 3 * H * es));
+  VA_CUDA(cudaMalloc(&g->ctx, cap * H * es));
+  VA_CUDA(cudaMalloc(&g->tmp, ch * H * sizeof(float)));
+  VA_CUDA(cudaMalloc(&g->ff, ch * F * es));
+  VA_CUDA(cudaMemset(g->x32, 0, cap * H * sizeof(float)));
+  if (precision != VA_BERT_FP32) VA_CUDA(cudaMemset(g->xlp, 0, cap * H * es));
+  VA_CUDA(cudaMemset(g->qkv, 0, cap * 3 * H * es));
+  VA_CUDA(cudaMemset(g->ctx, 0, cap * H * es));
+  VA_CUDA(cudaMemset(g->tmp, 0, ch * H * sizeof(float)));
+  VA_CUDA(cudaMemset(g->ff, 0, ch * F * es));
+  const size_t in_ints = 2 * cap + (size_t)max_seqs + 1;
+  VA_CUDA(cudaMalloc(&g->d_in, in_ints * sizeof(int32_t)));
+  VA_CUDA(cudaMalloc(&g->d_out, (size_t)max_seqs * H * sizeof(float)));
+  for (int s = 0; s < 2; s++) {
+    VA_CUDA(cudaMallocHost(&g->h_in[s], in_ints * sizeof(int32_t)));
+    VA_CUDA(cudaMallocHost(&g->h_out[s], (size_t)max_seqs * H * sizeof(float)));
+    VA_CUDA(cudaEventCreate(&g->ev_start[s]));
+    VA_CUDA(cudaEventCreate(&g->ev_end[s]));
+    VA_CUDA(cudaEventCreateWithFlags(&g->ev_done[s], cudaEventDisableTiming));
+  }
+  const cudaDataType_t lp = elem_type(precision);
+  gemm_init(g, &g->op[OP_QKV], 3 * H, H, lp, lp);
+  gemm_init(g, &g->op[OP_O], H, H, lp, CUDA_R_32F);
+  gemm_init(g, &g->op[OP_FF1], F, H, lp, lp);
+  gemm_init(g, &g->op[OP_FF2], H, F, lp, CUDA_R_32F);
+  VA_CUDA(cudaDeviceSynchronize());
+  return g;
+}
+
+extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
+  if (!g) return;
+  VA_CUDA(cudaSetDevice(g->device));
+  VA_CUDA(cudaStreamSynchronize(g->stream));
+  for (int i = 0; i < NOPS; i++) gemm_free(&g->op[i]);
+  for (int s = 0; s < 2; s++) {
+    VA_CUDA(cudaFreeHost(g->h_in[s]));
+    VA_CUDA(cudaFreeHost(g->h_out[s]));
+    VA_CUDA(cudaEventDestroy(g->ev_start[s]));
+    VA_CUDA(cudaEventDestroy(g->ev_end[s]));
+    VA_CUDA(cudaEventDestroy(g->ev_done[s]));
+  }
+  VA_CUDA(cudaFree(g->d_in));
+  VA_CUDA(cudaFree(g->d_out));
+  VA_CUDA(cudaFree(g->x32));
+  if (g->xlp != g->x32) VA_CUDA(cudaFree(g->xlp));
+  VA_CUDA(cudaFree(g->qkv));
+  VA_CUDA(cudaFree(g->ctx));
+  VA_CUDA(cudaFree(g->tmp));
+  VA_CUDA(cudaFree(g->ff));
+  VA_CUDA(cudaFree(g->weights));
+  VA_CUDA(cudaFree(g->ws));
+  VA_CUBLAS(cublasLtMatmulPreferenceDestroy(g->pref));
+  VA_CUBLAS(cublasLtDestroy(g->lt));
+  VA_CUDA(cudaStreamDestroy(g->stream));
+  free(g->layer);
+  free(g);
+}
+
+extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq) {
+  if (g->nsub - g->ncol >= 2) VA_FATAL("CUDA encoder: a third batch submitted before the first was collected");
+  if (nseq < 1 || nseq > g->max_seqs) VA_FATAL("CUDA encoder: batch of %d sequences (capacity %d)", nseq, g->max_seqs);
+  const int slot = (int)(g->nsub & 1);
+  int64_t ntok = 0;
+  int maxlen = 0;
+  for (int s = 0; s < nseq; s++) {
+    if (lens[s] < 1 || lens[s] > g->max_pos) VA_FATAL("CUDA encoder: sequence of %d tokens (1..%d)", lens[s], g->max_pos);
+    ntok += lens[s];
+    if (lens[s] > maxlen) maxlen = lens[s];
+  }
+  if (round_up(ntok, ROWPAD) > g->cap) VA_FATAL("CUDA encoder: batch of %lld tokens (capacity %lld)", (long long)ntok, (long long)g->cap);
+  /* Pinned input: ids[ntok] | position[ntok] | sequence offsets[nseq + 1], one upload. */
+  int32_t *in = g->h_in[slot], *pos = in + ntok, *seqoff = in + 2 * ntok;
+  int64_t t = 0;
+  for (int s = 0; s < nseq; s++) {
+    seqoff[s] = (int32_t)t;
+    for (int i = 0; i < lens[s]; i++, t++) {
+      if (ids[t] < 0 || ids[t] >= g->vocab) VA_FATAL("CUDA encoder: token id %d outside the vocabulary (%d)", ids[t], g->vocab);
+      in[t] = ids[t];
+      pos[t] = i;
+    }
+  }
+  seqoff[nseq] = (int32_t)t;
+  VA_CUDA(cudaSetDevice(g->device));
+  VA_CUDA(cudaMemcpyAsync(g->d_in, in, (size_t)(2 * ntok + nseq + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, g->stream));
+  VA_CUDA(cudaEventRecord(g->ev_start[slot], g->stream));
+  if (g->precision == VA_BERT_FP32) forward<float>(g, ntok, nseq, maxlen);
+  else if (g->precision == VA_BERT_FP16) forward<__half>(g, ntok, nseq, maxlen);
+  else forward<__nv_bfloat16>(g, ntok, nseq, maxlen);
+  VA_CUDA(cudaEventRecord(g->ev_end[slot], g->stream));
+  VA_CUDA(cudaMemcpyAsync(g->h_out[slot], g->d_out, (size_t)nseq * g->H * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+  VA_CUDA(cudaEventRecord(g->ev_done[slot], g->stream));
+  g->nseq[slot] = nseq;
+  g->nsub++;
+}
+
+extern "C" double va_bert_cuda_collect(va_bert_cuda_t *g, float *out) {
+  if (g->ncol >= g->nsub) VA_FATAL("CUDA encoder: collect without an outstanding batch");
+  const int slot = (int)(g->ncol & 1);
+  VA_CUDA(cudaSetDevice(g->device));
+  VA_CUDA(cudaEventSynchronize(g->ev_done[slot]));
+  float ms = 0.f;
+  VA_CUDA(cudaEventElapsedTime(&ms, g->ev_start[slot], g->ev_end[slot]));
+  g->ncol++;
+  memcpy(out, g->h_out[slot], (size_t)g->nseq[slot] * g->H * sizeof(float));
+  return ms;
+}
+
+extern "C" double va_bert_cuda_encode(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, float *out) {
+  va_bert_cuda_submit(g, ids, lens, nseq);
+  return va_bert_cuda_collect(g, out);
+}
+
+extern "C" void va_bert_cuda_describe(const va_bert_cuda_t *g, char *out, size_t len) {
+  snprintf(out, len, "%s (device %d), %s", g->prop.name, g->device, va_bert_cuda_precision_name(g->precision));
+}

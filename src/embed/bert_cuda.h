@@ -1,0 +1,52 @@
+/* bert_cuda.h: the all-MiniLM-L6-v2 encoder of bert_cpu.h on a CUDA GPU (built only with
+ * VECANNEAL_CUDA). The weights come from an already loaded va_bert_t (host fp32) and are held on the
+ * device in fp16, bf16 or fp32; dense layers run through cuBLASLt (tensor cores, fp32 accumulation),
+ * attention, LayerNorm, GELU and pooling in our kernels (statistics in fp32). Batches are packed as
+ * on the CPU (sequences back to back, no padding), so a line's embedding does not depend on its batch.
+ * Two batches may be in flight: submit queues one and returns, collect waits for the oldest. */
+#ifndef VECANNEAL_EMBED_BERT_CUDA_H
+#define VECANNEAL_EMBED_BERT_CUDA_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bert_cpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { VA_BERT_FP32 = 0, VA_BERT_FP16 = 1, VA_BERT_BF16 = 2 };
+
+typedef struct va_bert_cuda va_bert_cuda_t;
+
+/* The precision's name ("fp32", "fp16", "bf16"), or -1 / NULL for an unknown one. */
+int va_bert_cuda_precision(const char *name);
+const char *va_bert_cuda_precision_name(int precision);
+
+/* Uploads m's weights to `device` in `precision` and sizes the scratch for batches of at most max_seqs
+ * sequences and max_batch_tokens tokens (each sequence at most m->max_pos tokens). ffn_chunk: tokens
+ * per slice of the row-local part of a layer (output projection, LayerNorms, FFN), so that its
+ * intermediates stay in the L2 cache; 0 = whole batch. NULL with a message in err when the model's
+ * shape is not one the kernels handle (head size 32, hidden a multiple of 64 up to 1024); CUDA failures
+ * are fatal (VA_CUDA). */
+va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens,
+                                    int64_t ffn_chunk, char *err, size_t errlen);
+void va_bert_cuda_free(va_bert_cuda_t *g);
+
+/* Queues one batch (as va_bert_encode: ids packed, lens[i] >= 1 ids each, ids < vocab). The ids are
+ * copied to pinned memory before it returns. At most two batches may be outstanding. */
+void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq);
+/* Waits for the oldest outstanding batch and copies its nseq x hidden unit vectors to out. Returns the
+ * device time of its forward pass in milliseconds (CUDA events after the ids' upload and before the
+ * results' download). */
+double va_bert_cuda_collect(va_bert_cuda_t *g, float *out);
+/* submit + collect. */
+double va_bert_cuda_encode(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, float *out);
+
+/* "NVIDIA H200 (device 0), fp16" */
+void va_bert_cuda_describe(const va_bert_cuda_t *g, char *out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# e2e_cuda.sh: end-to-end test of `vecanneal embed --backend cuda` on 2 MPI ranks (sharing the GPUs
+# there are): the 100 lines of e2e.sh embedded by the CPU encoder and by the GPU encoder in fp16, bf16
+# and fp32 on the same weights (model-fp16.safetensors), compared row by row (cosine >= 0.999 in
+# fp16/bf16, >= 0.999999 in fp32, against the CPU output; >= 0.999 / 0.9999 against sentence-
+# transformers' reference), metrics saying backend cuda; the defaults (auto backend and precision, batch
+# 256) picking the GPU; `vecanneal compress` on the GPU output (must pick cosine) and `compress --embed`
+# (the GPU encoder inside compress); with no device visible, --backend cuda exits 2 on every rank and
+# auto falls back to the CPU. Exits 77 (SKIP) without a CUDA device.
+# usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR
+set -uo pipefail
+VA="$1" CHECK="$2" PROBE="$3" MPIEXEC="$4" MODEL="$5" DATA="$6" WORK="$7"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 NCCL_NVLS_ENABLE=0
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
+MPI=("$MPIEXEC" -n 2)
+
+"$PROBE" --probe > /dev/null 2>&1
+probe=$?
+if [[ $probe -eq 77 ]]; then echo "SKIP: no CUDA device"; exit 77; fi
+[[ $probe -eq 0 ]] || { echo "FAIL: device probe exited $probe"; exit 1; }
+if [[ ! -f "$MODEL/model-fp16.safetensors" || ! -f "$MODEL/vocab.txt" ]]; then
+  echo "FAIL: model files missing in $MODEL: run scripts/fetch-model first (it installs all-MiniLM-L6-v2 under models/)"
+  exit 1
+fi
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+sed -n '101,200p' "$DATA/embed_ref.txt" > corpus.txt
+COMMON=(--input corpus.txt --model "$MODEL" --weights fp16 --progress 0)
+
+expect 0 embed_cpu "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out cpu.h5 --backend cpu --batch 16
+for prec in fp16 bf16 fp32; do
+  vs_cpu=0.999 vs_ref=0.999
+  [[ $prec == fp32 ]] && vs_cpu=0.999999 vs_ref=0.9999
+  expect 0 "embed_$prec" "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out "gpu_$prec.h5" --backend cuda --precision $prec --batch 16 --metrics "m_$prec.json"
+  "$CHECK" "gpu_$prec.h5" /train cpu.h5:/train 100 0 $vs_cpu || fail "$prec: GPU rows differ from the CPU encoder's"
+  "$CHECK" "gpu_$prec.h5" /train "$DATA/embed_ref.f32" 100 100 $vs_ref || fail "$prec: GPU rows differ from the reference"
+  grep -q '"backend": "cuda"' "m_$prec.json" || fail "$prec: metrics JSON does not say backend cuda"
+  grep -q "\"precision\": \"$prec\"" "m_$prec.json" || fail "$prec: metrics JSON does not say precision $prec"
+  grep -q '"gpu_forward_seconds"' "m_$prec.json" || fail "$prec: metrics JSON has no GPU forward time"
+done
+
+# defaults: auto picks the GPU, fp16, batch 256; rank 0 says so
+expect 0 embed_auto "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out auto.h5 --metrics m_auto.json
+grep '^embed: backend' embed_auto.log
+grep -q '^embed: backend cuda' embed_auto.log || fail "auto did not announce backend cuda"
+grep -q '"precision": "fp16"' m_auto.json && grep -q '"batch": 256' m_auto.json || fail "auto: not fp16 with batch 256"
+"$CHECK" auto.h5 /train cpu.h5:/train 100 0 0.999 || fail "auto: rows differ from the CPU encoder's"
+
+# the GPU output feeds compress, which must choose cosine
+expect 0 compress "${MPI[@]}" "$VA" compress --input gpu_fp16.h5:/train --anchors 8 --out index.h5
+grep -qi 'cosine' compress.log || fail "compress did not pick cosine from distance = angular"
+# compress --embed runs the GPU encoder inside compress; its --embed-out must match the CPU rows
+expect 0 compress_embed "${MPI[@]}" "$VA" compress --embed corpus.txt --embed-model "$MODEL" --embed-out ce.h5:/train --anchors 8 --out index2.h5
+grep -q '^embed: backend cuda' compress_embed.log || fail "compress --embed did not use the GPU encoder"
+"$CHECK" ce.h5 /train cpu.h5:/train 100 0 0.999 || fail "compress --embed: rows differ from the CPU encoder's"
+
+# no device visible: --backend cuda refused on every rank, auto on the CPU
+expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda
+grep -q 'sees no CUDA device' no_device_cuda.log || fail "no message naming the missing device"
+expect 0 no_device_auto env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out nodev.h5 --metrics m_nodev.json
+grep -q '"backend": "cpu"' m_nodev.json || fail "auto without a device did not fall back to the CPU"
+[[ ! -e x.h5 ]] || fail "a refused run left x.h5 behind"
+
+finish "embed e2e cuda"
