@@ -70,7 +70,7 @@ static void embed_usage(void) {
       "  --precision auto|fp32|fp16|bf16  GPU arithmetic (the CPU encoder is fp32) [auto: fp16 on a GPU]\n"
       "  --batch B              sentences per encoder batch (sorted by length within a rank) [64 CPU, 256 GPU]\n"
       "  --max-tokens N         truncate to N tokens including [CLS] and [SEP], 2..512 [256]\n"
-      "  --threads T            threads per rank (BLAS and element-wise loops) [cores / ranks on the node]\n"
+      "  --threads T            threads per rank (tokenizer, BLAS, element-wise loops) [cores / ranks on the node]\n"
       "  --format auto|text|jsonl  input format [auto: jsonl when the name ends in .jsonl]\n"
       "  --metrics FILE.json    timings, throughput, counts and peak memory (max over ranks)\n"
       "  --progress SECONDS     rank-0 progress interval, 0 = off [10]\n"
@@ -347,6 +347,58 @@ static void fmt_secs(double s, char *out, size_t len) {
   else snprintf(out, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
+/* One slice of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
+typedef struct {
+  int64_t first, end; /* lines [first, end) of the block */
+  int32_t *ids;
+  int64_t used, cap;
+  int64_t truncated, invalid, empty;
+  int64_t bad; /* a line that is not a JSON object with a string "text" (then err says which), else -1 */
+  char err[600];
+} tok_slice_t;
+
+static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lines_t *L, int64_t row0, int64_t *off, int *lens, tok_slice_t *sl) {
+  sl->bad = -1;
+  sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
+  sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
+  if (!sl->ids) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
+  for (int64_t i = sl->first; i < sl->end; i++) {
+    if (sl->used + a->max_tokens > sl->cap) {
+      sl->cap = 2 * sl->cap + a->max_tokens;
+      int32_t *p = realloc(sl->ids, (size_t)sl->cap * sizeof *sl->ids);
+      if (!p) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
+      sl->ids = p;
+    }
+    const char *text = L->line[i];
+    size_t tlen = L->line_len[i];
+    va_json_t *j = NULL;
+    if (a->jsonl) {
+      char jerr[256];
+      int64_t lone = 0;
+      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { text += 3; tlen -= 3; } /* byte-order mark */
+      j = va_json_parse(text, tlen, jerr, sizeof jerr, &lone);
+      const va_json_t *tf = va_json_get(j, "text");
+      if (!j) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: not valid JSON (%s)", a->input, (long long)(row0 + i + 1), jerr);
+      else if (j->type != VA_JSON_OBJ) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a->input, (long long)(row0 + i + 1));
+      else if (!tf || tf->type != VA_JSON_STR) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: no string field \"text\"", a->input, (long long)(row0 + i + 1));
+      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) { sl->bad = i; va_json_free(j); return; }
+      text = tf->str;
+      tlen = tf->len;
+      sl->invalid += lone;
+    }
+    va_tok_info_t info;
+    int k = va_tok_encode(tok, text, tlen, a->max_tokens, sl->ids + sl->used, &info);
+    va_json_free(j);
+    if (k < 0) VA_FATAL("out of memory tokenizing line %lld", (long long)(row0 + i + 1));
+    off[i] = sl->used;
+    lens[i] = k;
+    sl->used += k;
+    sl->truncated += info.truncated != 0;
+    sl->invalid += info.invalid_utf8;
+    sl->empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
+  }
+}
+
 /* The whole embed job. write_out: check and write --out (the embed command); keep: hand this rank's
  * rows to the caller instead of freeing them (compress --embed). */
 static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) {
@@ -434,51 +486,48 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   if (rc) { lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
   ph[PH_READ] = va_now() - t0;
 
-  /* Tokenize (JSONL: take the "text" field first). */
+  /* Tokenize (JSONL: take the "text" field first), in slices of lines, one thread and tokenizer each. */
   t0 = va_now();
   double cpu0 = cpu_seconds();
-  int64_t cap = n_local * 32 + 16, used = 0;
-  int32_t *ids = malloc((size_t)cap * sizeof *ids);
+  int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  if (threads < 1) threads = 1;
+  int nsl = n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
+  tok_slice_t *sl = calloc((size_t)nsl, sizeof *sl);
   int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
   int *lens = malloc((size_t)(n_local + 1) * sizeof *lens);
-  if (!ids || !off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
-  int64_t truncated = 0, invalid = 0, empty = 0;
-  rc = 0;
-  for (int64_t i = 0; i < n_local && !rc; i++) {
-    if (used + a.max_tokens > cap) {
-      cap = 2 * cap + a.max_tokens;
-      int32_t *p = realloc(ids, (size_t)cap * sizeof *ids);
-      if (!p) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
-      ids = p;
-    }
-    const char *text = L.line[i];
-    size_t tlen = L.line_len[i];
-    va_json_t *j = NULL;
-    if (a.jsonl) {
-      char jerr[256];
-      int64_t lone = 0;
-      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { text += 3; tlen -= 3; } /* byte-order mark */
-      j = va_json_parse(text, tlen, jerr, sizeof jerr, &lone);
-      const va_json_t *tf = va_json_get(j, "text");
-      if (!j) snprintf(err, sizeof err, "embed: %s line %lld: not valid JSON (%s)", a.input, (long long)(row0 + i + 1), jerr);
-      else if (j->type != VA_JSON_OBJ) snprintf(err, sizeof err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a.input, (long long)(row0 + i + 1));
-      else if (!tf || tf->type != VA_JSON_STR) snprintf(err, sizeof err, "embed: %s line %lld: no string field \"text\"", a.input, (long long)(row0 + i + 1));
-      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) { rc = VA_EXIT_INPUT; va_json_free(j); break; }
-      text = tf->str;
-      tlen = tf->len;
-      invalid += lone;
-    }
-    va_tok_info_t info;
-    int k = va_tok_encode(tok, text, tlen, a.max_tokens, ids + used, &info);
-    va_json_free(j);
-    if (k < 0) VA_FATAL("out of memory tokenizing line %lld", (long long)(row0 + i + 1));
-    off[i] = used;
-    lens[i] = k;
-    used += k;
-    truncated += info.truncated != 0;
-    invalid += info.invalid_utf8;
-    empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
+  if (!sl || !off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
+  for (int k = 0; k < nsl; k++) {
+    sl[k].first = n_local * k / nsl;
+    sl[k].end = n_local * (k + 1) / nsl;
   }
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(nsl) schedule(static, 1)
+#endif
+  for (int k = 0; k < nsl; k++) {
+    char terr[512];
+    va_tokenizer_t *tk = k == 0 ? tok : va_tok_load(vocab_path, terr, sizeof terr); /* its scratch is per thread */
+    if (!tk) VA_FATAL("cannot load the vocabulary again for tokenizer thread %d: %s", k, terr);
+    tokenize_slice(tk, &a, &L, row0, off, lens, &sl[k]);
+    if (k) va_tok_free(tk);
+  }
+  /* The slices' ids back to back, in line order; the first bad line (in line order) is the error. */
+  rc = 0;
+  int64_t used = 0, truncated = 0, invalid = 0, empty = 0;
+  for (int k = 0; k < nsl; k++) used += sl[k].used;
+  for (int k = 0; k < nsl && !rc; k++)
+    if (sl[k].bad >= 0) { snprintf(err, sizeof err, "%s", sl[k].err); rc = VA_EXIT_INPUT; }
+  int32_t *ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
+  if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)n_local);
+  for (int64_t k = 0, base = 0; k < nsl; k++) {
+    memcpy(ids + base, sl[k].ids, (size_t)sl[k].used * sizeof *ids);
+    for (int64_t i = sl[k].first; i < sl[k].end; i++) off[i] += base;
+    base += sl[k].used;
+    truncated += sl[k].truncated;
+    invalid += sl[k].invalid;
+    empty += sl[k].empty;
+    free(sl[k].ids);
+  }
+  free(sl);
   rc = va_agree(rc, err);
   if (rc) { free(ids); free(off); free(lens); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
   lines_free(&L);
@@ -486,8 +535,6 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
 
   int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
   VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
-  int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
-  if (threads < 1) threads = 1;
   va_blas_threads(threads);
   va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from %s on %d rank(s) x %d thread(s); model %s (%s)\n",
           (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3], a.input,
