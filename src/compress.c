@@ -154,7 +154,7 @@ static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, in
   double bytes = 32.0 * 1048576 + n * d * 4 + n * 12;             /* process baseline, shard, assign, prev, r */
   bytes += n * (cfg->init_kind == VA_INIT_RANDOM ? 24 : cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
-  bytes += k * (d * 4 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors, momentum, statistics */
+  bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors (+ fused-kernel panels), momentum, statistics */
   if (cfg->robust == VA_ROBUST_TRIM) bytes += k * (double)cfg->trim_bins * 8;
   bytes += threads * tile * k * 4;                                 /* assign tiles */
   return bytes;
@@ -247,7 +247,8 @@ static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
     return "cuda";
   }
 #endif
-  va_log0("backend cpu: %d rank(s), OpenBLAS, %d thread(s) per rank\n", va_proc.nranks, st->aopts.threads);
+  va_log0("backend cpu: %d rank(s), %d thread(s) per rank, assign kernel %s\n", va_proc.nranks, st->aopts.threads,
+          st->aopts.kernel == VA_CPU_ASSIGN_FUSED ? "fused (AVX2/FMA)" : "sgemm tiles (OpenBLAS)");
   return "cpu";
 }
 
@@ -313,6 +314,9 @@ int va_cmd_compress(int argc, char **argv) {
   int threads = choose_threads(&cfg);
   st.aopts.threads = threads;
   st.aopts.tile_rows = cfg.tile_rows;
+  st.aopts.kernel = cfg.cpu_assign == VA_CPU_ASSIGN_AUTO ? (va_assign_fused_available() ? VA_CPU_ASSIGN_FUSED : VA_CPU_ASSIGN_SGEMM) : (int)cfg.cpu_assign;
+  VA_AGREE_OR_EXIT(st.aopts.kernel == VA_CPU_ASSIGN_FUSED && !va_assign_fused_available() ? VA_EXIT_USAGE : 0,
+                   "cpu_assign = fused, but this processor has no AVX2/FMA (use auto or sgemm)");
 #ifdef VECANNEAL_OPENMP
   va_blas_threads(1); /* tiles are spread over OpenMP threads, each running a single-threaded sgemm */
 #else

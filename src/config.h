@@ -56,6 +56,7 @@ typedef struct {
   char checkpoint[VA_PATH_MAX];
   /* execution */
   int64_t threads, tile_rows, progress_every;
+  int cpu_assign; /* VA_CPU_ASSIGN_* of kernels/assign.h */
   double read_chunk_mb;
   int io;
   int memory_check;

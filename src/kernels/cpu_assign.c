@@ -1,11 +1,19 @@
-/* cpu_assign.c: CPU assignment kernels: the plain reference and the tiled sgemm + fused argmin path. */
+/* cpu_assign.c: CPU assignment kernels: the plain reference, the portable path (tiled sgemm, then an
+ * argmin scan of each tile's distances) and, on x86-64 CPUs with AVX2 and FMA, a fused kernel that keeps
+ * a 6-row x 16-anchor block of dot products in registers and folds it straight into a running argmin,
+ * so no distance is ever written to memory (like the CUDA fused kernel). */
 #include "kernels/assign.h"
 
 #include <cblas.h>
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #ifdef VECANNEAL_OPENMP
 #include <omp.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VA_FUSED_X86 1
 #endif
 
 #include "util.h"
@@ -94,9 +102,135 @@ static void scan_tile(const float *C, int64_t rows, int64_t k, const float *bias
   }
 }
 
+/* --- fused x86 kernel ------------------------------------------------------------------------- */
+#define VA_FUSED_MR 6   /* rows per register block: 12 accumulators + 2 anchor vectors + 1 broadcast */
+#define VA_FUSED_NR 16  /* anchors per panel: two 8-float vectors */
+#define VA_FUSED_ROWS 240 /* rows per work item (a multiple of MR): their running best stays in L1/L2 */
+#define VA_FUSED_CHUNK_BYTES (192 * 1024) /* anchor panels swept per pass over a work item: fits L2 */
+
+int va_assign_fused_available(void) {
+#ifdef VA_FUSED_X86
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+#ifdef VA_FUSED_X86
+/* Rows x[0..MR) (pointers; a short last block repeats a row, its results are ignored) against panels
+ * [p0, p1): P holds each panel as d x 16 floats (anchor j of panel p in lane j - 16 p), bias its 16
+ * offsets (+inf for padding). Value of anchor j: bias_j + scale * (x . a_j), the dot product as one FMA
+ * chain over t = 0..d-1, so every row gets the same value wherever it sits. best/bidx: per row, the
+ * smallest value each lane has seen and its anchor (strict <: the lowest j of the lane on ties). */
+__attribute__((target("avx2,fma"))) static void fused_block(const float *const *x, int64_t d, const float *P, const float *bias,
+                                                            int64_t p0, int64_t p1, float scale, float *best, int32_t *bidx) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t p = p0; p < p1; p++) {
+    const float *pp = P + p * d * VA_FUSED_NR;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t t = 0; t < d; t++) {
+      __m256 b0 = _mm256_loadu_ps(pp + t * VA_FUSED_NR), b1 = _mm256_loadu_ps(pp + t * VA_FUSED_NR + 8), a;
+      a = _mm256_broadcast_ss(x[0] + t); c00 = _mm256_fmadd_ps(a, b0, c00); c01 = _mm256_fmadd_ps(a, b1, c01);
+      a = _mm256_broadcast_ss(x[1] + t); c10 = _mm256_fmadd_ps(a, b0, c10); c11 = _mm256_fmadd_ps(a, b1, c11);
+      a = _mm256_broadcast_ss(x[2] + t); c20 = _mm256_fmadd_ps(a, b0, c20); c21 = _mm256_fmadd_ps(a, b1, c21);
+      a = _mm256_broadcast_ss(x[3] + t); c30 = _mm256_fmadd_ps(a, b0, c30); c31 = _mm256_fmadd_ps(a, b1, c31);
+      a = _mm256_broadcast_ss(x[4] + t); c40 = _mm256_fmadd_ps(a, b0, c40); c41 = _mm256_fmadd_ps(a, b1, c41);
+      a = _mm256_broadcast_ss(x[5] + t); c50 = _mm256_fmadd_ps(a, b0, c50); c51 = _mm256_fmadd_ps(a, b1, c51);
+    }
+    const __m256 bb0 = _mm256_loadu_ps(bias + p * VA_FUSED_NR), bb1 = _mm256_loadu_ps(bias + p * VA_FUSED_NR + 8);
+    const __m256i j0 = _mm256_add_epi32(_mm256_set1_epi32((int)(p * VA_FUSED_NR)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i j1 = _mm256_add_epi32(j0, _mm256_set1_epi32(8));
+    const __m256 c[VA_FUSED_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int r = 0; r < VA_FUSED_MR; r++) {
+      float *bv = best + r * VA_FUSED_NR;
+      int32_t *bi = bidx + r * VA_FUSED_NR;
+      __m256 v0 = _mm256_fmadd_ps(sc, c[r][0], bb0), v1 = _mm256_fmadd_ps(sc, c[r][1], bb1);
+      __m256 o0 = _mm256_loadu_ps(bv), o1 = _mm256_loadu_ps(bv + 8);
+      __m256 m0 = _mm256_cmp_ps(v0, o0, _CMP_LT_OQ), m1 = _mm256_cmp_ps(v1, o1, _CMP_LT_OQ);
+      _mm256_storeu_ps(bv, _mm256_blendv_ps(o0, v0, m0));
+      _mm256_storeu_ps(bv + 8, _mm256_blendv_ps(o1, v1, m1));
+      __m256 i0 = _mm256_loadu_ps((const float *)bi), i1 = _mm256_loadu_ps((const float *)(bi + 8));
+      _mm256_storeu_ps((float *)bi, _mm256_blendv_ps(i0, _mm256_castsi256_ps(j0), m0));
+      _mm256_storeu_ps((float *)(bi + 8), _mm256_blendv_ps(i1, _mm256_castsi256_ps(j1), m1));
+    }
+  }
+}
+#endif
+
+/* The fused path: anchors packed once into panels, then work items of VA_FUSED_ROWS rows spread over the
+ * threads; each item sweeps the panels in cache-sized chunks, block of MR rows by block. */
+static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k, int cosine,
+                         int threads, uint32_t *assign, float *r) {
+#ifdef VA_FUSED_X86
+  const int64_t np = (k + VA_FUSED_NR - 1) / VA_FUSED_NR, NR = VA_FUSED_NR, MR = VA_FUSED_MR, R = VA_FUSED_ROWS;
+  float *P = va_calloc((size_t)(np * NR * d), sizeof(float), "assign anchor panels");
+  float *bias = va_malloc((size_t)(np * NR) * sizeof(float), "assign anchor panels");
+  for (int64_t j = 0; j < np * NR; j++) {
+    bias[j] = j < k ? (cosine ? 0.0f : anorm[j]) : INFINITY;
+    if (j < k)
+      for (int64_t t = 0; t < d; t++) P[(j / NR) * d * NR + t * NR + j % NR] = A[j * d + t];
+  }
+  int64_t chunk = VA_FUSED_CHUNK_BYTES / (d * NR * (int64_t)sizeof(float));
+  if (chunk < 1) chunk = 1;
+  const float scale = cosine ? -1.0f : -2.0f;
+  const int64_t items = (n + R - 1) / R;
+  if (threads > items) threads = (int)items;
+  float *best_all = va_malloc((size_t)threads * (size_t)(R * NR) * sizeof(float), "assign running best");
+  int32_t *bidx_all = va_malloc((size_t)threads * (size_t)(R * NR) * sizeof(int32_t), "assign running best");
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#endif
+  for (int64_t it = 0; it < items; it++) {
+    int slot = 0;
+#ifdef VECANNEAL_OPENMP
+    slot = omp_get_thread_num();
+#endif
+    float *best = best_all + (size_t)slot * (size_t)(R * NR);
+    int32_t *bidx = bidx_all + (size_t)slot * (size_t)(R * NR);
+    const int64_t r0 = it * R, rows = n - r0 < R ? n - r0 : R;
+    for (int64_t q = 0; q < R * NR; q++) { best[q] = INFINITY; bidx[q] = 0; }
+    for (int64_t p0 = 0; p0 < np; p0 += chunk) {
+      const int64_t p1 = p0 + chunk < np ? p0 + chunk : np;
+      for (int64_t b = 0; b < rows; b += MR) {
+        const float *x[VA_FUSED_MR];
+        for (int64_t u = 0; u < MR; u++) x[u] = X + (r0 + (b + u < rows ? b + u : rows - 1)) * d;
+        fused_block(x, d, P, bias, p0, p1, scale, best + b * NR, bidx + b * NR);
+      }
+    }
+    /* The lanes' minima, ties to the lowest anchor: the first index of the row's minimum. */
+    for (int64_t i = 0; i < rows; i++) {
+      const float *bv = best + i * NR;
+      const int32_t *bi = bidx + i * NR;
+      float m = bv[0];
+      int32_t j = bi[0];
+      for (int64_t u = 1; u < NR; u++)
+        if (bv[u] < m || (bv[u] == m && bi[u] < j)) { m = bv[u]; j = bi[u]; }
+      assign[r0 + i] = (uint32_t)j;
+      r[r0 + i] = va_row_distance(X + (r0 + i) * d, A + (int64_t)j * d, d, cosine);
+    }
+  }
+  free(bidx_all);
+  free(best_all);
+  free(bias);
+  free(P);
+#else
+  (void)X; (void)n; (void)d; (void)A; (void)anorm; (void)k; (void)cosine; (void)threads; (void)assign; (void)r;
+  VA_FATAL("the fused CPU assign kernel is not built for this processor");
+#endif
+}
+
+
 void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k,
                    int cosine, const va_assign_opts_t *opts, uint32_t *assign, float *r) {
   if (n <= 0) return;
+  int kernel = opts ? opts->kernel : VA_CPU_ASSIGN_AUTO;
+  if (kernel == VA_CPU_ASSIGN_AUTO) kernel = va_assign_fused_available() ? VA_CPU_ASSIGN_FUSED : VA_CPU_ASSIGN_SGEMM;
+  if (kernel == VA_CPU_ASSIGN_FUSED) {
+    assign_fused(X, n, d, A, anorm, k, cosine, opts && opts->threads > 0 ? opts->threads : 1, assign, r);
+    return;
+  }
   int64_t tile = opts && opts->tile_rows > 0 ? opts->tile_rows : auto_tile_rows(k);
   int64_t ntiles = (n + tile - 1) / tile;
   int threads = opts && opts->threads > 0 ? opts->threads : 1;

@@ -1,5 +1,5 @@
 /* test_kernels.c: CPU kernels against plain references on small random data.
- * - assign: tiled sgemm + fused argmin vs the double-precision reference; identical assignments except
+ * - assign: both CPU kernels (tiled sgemm + argmin scan; fused AVX2) vs the double-precision reference; identical assignments except
  *   near-ties (|r_fast - r_ref| <= 1e-5 relative for any differing row), r within 1e-5 relative;
  *   bitwise identical for any tile size / thread count;
  * - stats: plain mean (1e-12 relative), Huber mean (1e-12), trimmed mean by histogram (whole bins only,
@@ -34,7 +34,7 @@ static void normalise_rows(float *M, int64_t m, int64_t d) {
   }
 }
 
-static void test_assign(int cosine) {
+static void test_assign(int cosine, int kernel) {
   const int64_t n = 1531, d = 37, k = 53;
   float *X = random_matrix(n, d, 1, 0.3), *A = random_matrix(k, d, 2, 0.3);
   if (cosine) { normalise_rows(X, n, d); normalise_rows(A, k, d); }
@@ -42,7 +42,7 @@ static void test_assign(int cosine) {
   uint32_t *a_ref = malloc(n * 4), *a = malloc(n * 4), *a2 = malloc(n * 4);
   va_row_norms(A, k, d, an);
   va_assign_ref(X, n, d, A, k, cosine, a_ref, r_ref);
-  va_assign_opts_t o1 = {1, 0};
+  va_assign_opts_t o1 = {1, 0, kernel};
   va_assign_cpu(X, n, d, A, an, k, cosine, &o1, a, r);
   int64_t differ = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -54,12 +54,39 @@ static void test_assign(int cosine) {
   const int64_t tiles[] = {1, 7, 64, 5000};
   for (int t = 0; t < 4; t++)
     for (int th = 1; th <= 2; th++) {
-      va_assign_opts_t o = {th, tiles[t]};
+      va_assign_opts_t o = {th, tiles[t], kernel};
       va_assign_cpu(X, n, d, A, an, k, cosine, &o, a2, r2);
       CHECK(!memcmp(a, a2, n * 4) && !memcmp(r, r2, n * 4), "tile %lld threads %d not bitwise identical", (long long)tiles[t], th);
     }
-  printf("assign (%s): %lld/%lld rows differ from the double reference (near-ties)\n", cosine ? "cosine" : "l2", (long long)differ, (long long)n);
+  printf("assign (%s, %s kernel): %lld/%lld rows differ from the double reference (near-ties)\n", cosine ? "cosine" : "l2",
+         kernel == VA_CPU_ASSIGN_FUSED ? "fused" : "sgemm", (long long)differ, (long long)n);
   free(X); free(A); free(an); free(r_ref); free(r); free(r2); free(a_ref); free(a); free(a2);
+}
+
+/* The fused kernel against the sgemm kernel on shapes that exercise its edges: rows not a multiple of
+ * its 6-row blocks or 240-row work items, anchors not a multiple of 16 and more than one anchor chunk
+ * (k x d beyond 192 KiB), d from 1 up. Same assignments except near-ties, r as computed for the winner. */
+static void test_fused_shapes(void) {
+  const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 17}, {241, 128, 256}, {1000, 129, 1500}, {97, 8, 33}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int64_t n = shapes[s][0], d = shapes[s][1], k = shapes[s][2];
+    float *X = random_matrix(n, d, 10 + s, 0.0), *A = random_matrix(k, d, 20 + s, 0.0);
+    float *an = malloc(k * sizeof(float)), *r1 = malloc(n * sizeof(float)), *r2 = malloc(n * sizeof(float));
+    uint32_t *a1 = malloc(n * 4), *a2 = malloc(n * 4);
+    va_row_norms(A, k, d, an);
+    va_assign_opts_t sg = {2, 0, VA_CPU_ASSIGN_SGEMM}, fu = {2, 0, VA_CPU_ASSIGN_FUSED};
+    va_assign_cpu(X, n, d, A, an, k, 0, &sg, a1, r1);
+    va_assign_cpu(X, n, d, A, an, k, 0, &fu, a2, r2);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+      CHECK(a2[i] < k, "shape %zu row %lld: anchor %u out of range", s, (long long)i, a2[i]);
+      if (a1[i] != a2[i]) { differ++; CHECK(fabs(r1[i] - r2[i]) <= 1e-5 * fabs(r1[i]) + 1e-6, "shape %zu row %lld: not a near-tie", s, (long long)i); }
+      else CHECK(r1[i] == r2[i], "shape %zu row %lld: r differs", s, (long long)i);
+    }
+    CHECK(differ * 100 <= n, "shape %zu: %lld of %lld rows differ", s, (long long)differ, (long long)n);
+    printf("fused vs sgemm, n %lld d %lld k %lld: %lld rows differ (near-ties)\n", (long long)n, (long long)d, (long long)k, (long long)differ);
+    free(X); free(A); free(an); free(r1); free(r2); free(a1); free(a2);
+  }
 }
 
 static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1.0); }
@@ -151,8 +178,12 @@ static void test_update(void) {
 }
 
 int main(void) {
-  test_assign(0);
-  test_assign(1);
+  for (int kernel = VA_CPU_ASSIGN_SGEMM; kernel <= VA_CPU_ASSIGN_FUSED; kernel++) {
+    if (kernel == VA_CPU_ASSIGN_FUSED && !va_assign_fused_available()) { printf("assign: no AVX2/FMA here, fused kernel not tested\n"); continue; }
+    test_assign(0, kernel);
+    test_assign(1, kernel);
+  }
+  if (va_assign_fused_available()) test_fused_shapes();
   test_stats();
   test_update();
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "OK", failures);
