@@ -18,4 +18,9 @@ set_property(SOURCE src/embed/bert_cpu.c APPEND PROPERTY COMPILE_OPTIONS -fno-tr
 if(VECANNEAL_HAVE_CUDA)
   target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/embed/bert_cuda.cu)
   target_link_libraries(vecanneal_core PUBLIC CUDA::cublasLt)
+  # The encoder alone, timed with CUDA events (bench/embed_gpu.sh; not a test).
+  find_package(ZLIB REQUIRED)
+  add_executable(embed_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/embed_gpu_bench.c)
+  target_include_directories(embed_gpu_bench PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tests/embed)
+  target_link_libraries(embed_gpu_bench PRIVATE vecanneal_core ZLIB::ZLIB)
 endif()
