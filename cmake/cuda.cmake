@@ -34,4 +34,7 @@ endif()
 # Kernel benchmark (not a test): bench/gpu_kernels [n d k reps].
 add_executable(gpu_kernels_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu_kernels.c)
 target_link_libraries(gpu_kernels_bench PRIVATE vecanneal_core)
+# Out-of-core benchmark (not a test): bench/gpu_stream [n d k chunk_mb reps].
+add_executable(gpu_stream_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu_stream.c)
+target_link_libraries(gpu_stream_bench PRIVATE vecanneal_core)
 set(VECANNEAL_CUDA_SOURCES_ADDED ON)

@@ -4,6 +4,7 @@
 #include "anneal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +56,7 @@ void va_state_free(va_state_t *st) {
   memset(st, 0, sizeof *st);
 }
 
-void va_state_anchor_norms(va_state_t *st) {
-  va_row_norms(st->A, st->k, st->d, st->anorm);
-  st->be->set_anchors(st);
-}
+void va_state_anchor_norms(va_state_t *st) { st->be->set_anchors(st); }
 
 void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
   memset(out, 0, (size_t)(m * st->d) * sizeof(float));
@@ -85,21 +83,26 @@ void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float 
 static int64_t assign_local(va_state_t *st) {
   va_tick_t t = va_tick();
   int64_t changed = st->be->assign(st);
+  st->far_valid = 0;
   va_tock(VA_PH_ASSIGN, t);
   return changed;
 }
 
-/* Farthest member of each anchor, global: rmax (MAX allreduce); rarg stays local. */
+/* Farthest member of each anchor, global: rmax (MAX allreduce); rarg stays local. Only trim (every
+ * iteration), reseeding and splits read it, so it is computed when they first ask after an assignment
+ * changed: the same values at the same points as computing it every iteration, and every rank asks at
+ * the same points (the askers decide on reduced values). Timed in its caller's phase. */
 static void farthest_global(va_state_t *st) {
-  va_tick_t t = va_tick();
+  if (st->far_valid) return;
   st->be->farthest(st);
   memcpy(st->rmax, st->rmax_local, (size_t)st->k * sizeof(float));
-  va_tock(VA_PH_REDUCE, t);
   va_allreduce_max_f32(st->rmax, st->k);
+  st->far_valid = 1;
 }
 
 /* Vectors of the farthest member of each listed anchor (lowest global row on ties), m x d. */
 static void fetch_farthest(va_state_t *st, const int64_t *anchors, int64_t m, float *out) {
+  farthest_global(st);
   int64_t *rows = va_malloc((size_t)m * sizeof *rows, "farthest rows");
   for (int64_t q = 0; q < m; q++) {
     int64_t j = anchors[q];
@@ -173,11 +176,11 @@ static void reseed_empty(va_state_t *st) {
 static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   const va_config_t *c = st->cfg;
   int64_t d = st->d, k = st->k, W = VA_STATS_W(d);
-  farthest_global(st);
   va_stats_rule_t rule = {.mode = c->robust, .bin_lo = st->bin_lo, .bin_hi = st->bin_hi, .rmax = st->rmax, .bins = c->trim_bins};
   double *delta = NULL;
   if (c->robust == VA_ROBUST_TRIM) {
     va_tick_t t = va_tick();
+    farthest_global(st);
     memset(st->hist, 0, (size_t)(k * c->trim_bins) * sizeof(double));
     st->be->hist(st, c->trim_bins, st->hist);
     va_tock(VA_PH_REDUCE, t);
@@ -191,12 +194,11 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
     rule.huber_delta = delta;
   }
   va_tick_t t = va_tick();
-  memset(st->acc, 0, (size_t)(k * W + 2) * sizeof(double));
-  st->be->stats(st, &rule, st->acc);
-  st->acc[k * W] = (double)changed_local;
-  st->acc[k * W + 1] = va_stop_requested(); /* every rank learns of a stop signal in the same iteration */
+  /* with the statistics: the changed rows, and the stop flag (every rank learns of a stop signal in the
+   * same iteration) */
+  const double extra[2] = {(double)changed_local, va_stop_requested()};
+  st->be->stats(st, &rule, extra, 2, st->acc);
   va_tock(VA_PH_REDUCE, t);
-  va_allreduce_sum_f64(st->acc, k * W + 2);
   free(delta);
   st->changed = (int64_t)st->acc[k * W];
   st->stop_agreed = st->acc[k * W + 1] > 0;
@@ -207,6 +209,10 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
 
   t = va_tick();
   double eta = va_eta(c->lr, st->T), beta = c->momentum;
+  /* anchors are independent: the same result for any thread count */
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(st->aopts.threads) schedule(static)
+#endif
   for (int64_t j = 0; j < k; j++) {
     double cnt = acc_at(st, j, VA_ST_COUNT(d)), w = acc_at(st, j, VA_ST_WEIGHT(d));
     st->rms_prev[j] = cnt > 0 ? sqrt(acc_at(st, j, VA_ST_RSUM(d)) / cnt) : 0;
@@ -297,12 +303,12 @@ static void merge_anchors(va_state_t *st) {
     }
   for (int64_t j = 0; j < k; j++) if (target[j] != j) newidx[j] = newidx[target[j]];
   st->be->remap(st, newidx, k);
+  st->far_valid = 0; /* members moved: the split's farthest members are those of the remapped rows */
   st->merges += k - m;
   st->k = m;
   free(newidx);
   free(target);
   va_state_anchor_norms(st);
-  farthest_global(st); /* members moved: refresh the farthest-member table the split reads */
 }
 
 typedef struct { double key; int64_t j; } cand_t;
@@ -395,10 +401,13 @@ void va_anneal(va_state_t *st) {
   st->k_max = c->k_max == 0 ? st->k_initial : c->k_max < 0 ? st->n : (c->k_max < st->n ? c->k_max : st->n);
   if (st->k_max < st->k) st->k_max = st->k;
   st->min_changes = c->min_changes >= 0 ? c->min_changes : st->n / 1000;
+  /* Out-of-core rows: one more column, the rows' host-to-device rate over the iteration. */
+  const int streamed = st->be->streamed_bytes && st->be->streamed_bytes(st) >= 0;
   if (c->progress_every > 0)
-    va_log0("%6s %11s %14s %11s %12s %7s %9s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter");
+    va_log0("%6s %11s %14s %11s %12s %7s %9s%s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter",
+            streamed ? " stream GB/s" : "");
   while (st->iter < c->max_iter && !st->converged) {
-    double t0 = va_now();
+    double t0 = va_now(), b0 = streamed ? st->be->streamed_bytes(st) : 0;
     int64_t changed_local = assign_local(st);
     double T_used = st->T;
     reduce_and_update(st, changed_local);
@@ -418,9 +427,12 @@ void va_anneal(va_state_t *st) {
     st->T *= 1.0 - c->cooling_rate;
     st->iter++;
     double ms = 1e3 * (va_now() - t0);
-    if (c->progress_every > 0 && (st->iter % c->progress_every == 0 || st->converged || st->iter == c->max_iter))
-      va_log0("%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f\n", (long long)st->iter, T_used, st->E,
-              st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms);
+    if (c->progress_every > 0 && (st->iter % c->progress_every == 0 || st->converged || st->iter == c->max_iter)) {
+      char rate[32] = "";
+      if (streamed) snprintf(rate, sizeof rate, " %11.2f", (st->be->streamed_bytes(st) - b0) / (ms * 1e6));
+      va_log0("%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f%s\n", (long long)st->iter, T_used, st->E,
+              st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms, rate);
+    }
     if (st->stop_agreed && st->checkpoint_fn) {
       st->checkpoint_fn(st, st->checkpoint_ctx);
       st->stopped = 1;
@@ -435,11 +447,10 @@ double va_final_pass(va_state_t *st, double *counts, double *mse) {
   int64_t k = st->k, d = st->d, W = VA_STATS_W(d);
   assign_local(st);
   va_tick_t t = va_tick();
-  double *acc = va_calloc((size_t)(k * W), sizeof(double), "final statistics");
+  double *acc = va_malloc((size_t)(k * W) * sizeof(double), "final statistics");
   va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
-  st->be->stats(st, &none, acc);
+  st->be->stats(st, &none, NULL, 0, acc);
   va_tock(VA_PH_REDUCE, t);
-  va_allreduce_sum_f64(acc, k * W);
   double esum = 0;
   for (int64_t j = 0; j < k; j++) {
     counts[j] = acc[j * W + VA_ST_COUNT(d)];

@@ -25,6 +25,7 @@ typedef struct va_state {
   float *rmax;       /* k_cap: farthest member distance (global after the MAX allreduce) */
   int64_t *rarg;     /* k_cap: local row of the local farthest member, -1 if none */
   float *rmax_local; /* k_cap */
+  int far_valid;     /* rmax / rarg / rmax_local are those of the current assignment */
   double *rms_prev;  /* k_cap: huber's previous RMS member distance */
   double *hist;      /* trim: k_cap x trim_bins */
   int32_t *bin_lo, *bin_hi;
@@ -54,7 +55,7 @@ void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t 
 /* Allocates per-rank buffers once X, n, d, k, k_max are set. */
 void va_state_alloc(va_state_t *st);
 void va_state_free(va_state_t *st);
-/* Anchor norms after A changed. */
+/* After A or k changed: hands the anchors to the backend, which takes their norms. */
 void va_state_anchor_norms(va_state_t *st);
 
 /* Collective: rows by global index (sorted or not), gathered on every rank (m x d). */

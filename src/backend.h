@@ -12,7 +12,8 @@
 struct va_state;
 typedef struct va_backend {
   const char *name;
-  /* A or k changed (anchor norms are current). */
+  /* A or k changed: the backend takes the anchors and their squared norms (the CPU backend into
+   * st->anorm, the CUDA backend on the device). */
   void (*set_anchors)(struct va_state *st);
   /* Main assign pass with the current anchors; returns the local rows whose anchor changed since the
    * previous main pass. */
@@ -24,8 +25,9 @@ typedef struct va_backend {
   void (*farthest)(struct va_state *st);
   /* hist (k x bins, zeroed) += per-anchor counts per bin over [0, st->rmax[j]]. */
   void (*hist)(struct va_state *st, int64_t bins, double *hist);
-  /* acc (k x (d + 3), zeroed) += this rank's statistics under rule. */
-  void (*stats)(struct va_state *st, const va_stats_rule_t *rule, double *acc);
+  /* Collective: acc (k x (d + 3) + nx) <- the statistics under rule, then the nx values x, each summed
+   * over the ranks (the CUDA backend sums on the device, with NCCL, and downloads the result). */
+  void (*stats)(struct va_state *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc);
   /* After a merge: every row's anchor a <- newidx[a] (k_old entries), also the previous-pass copy. */
   void (*remap)(struct va_state *st, const int64_t *newidx, int64_t k_old);
   /* Split 2-means step: see va_cuda_split_accumulate / anneal.c. sums (2m x (d + 1), zeroed). */
@@ -38,6 +40,9 @@ typedef struct va_backend {
   void (*push_prev)(struct va_state *st);
   /* Frees the backend's resources. */
   void (*destroy)(struct va_state *st);
+  /* Bytes of rows copied host to device so far when the rows stream from host memory (out-of-core);
+   * NULL, or < 0, when they do not. */
+  double (*streamed_bytes)(struct va_state *st);
 } va_backend_t;
 
 extern const va_backend_t va_backend_cpu;

@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "anneal.h"
+#include "dist/comm.h"
 #include "kernels/assign.h"
 #include "kernels/stats.h"
 
-static void cpu_set_anchors(va_state_t *st) { (void)st; /* reads st->A directly */ }
+/* The assign pass reads st->A directly; it needs the norms. */
+static void cpu_set_anchors(va_state_t *st) { va_row_norms(st->A, st->k, st->d, st->anorm); }
 
 static int64_t cpu_assign(va_state_t *st) {
   va_assign_cpu(st->X, st->n_local, st->d, st->A, st->anorm, st->k, st->cosine, &st->aopts, st->assign, st->r);
@@ -28,8 +30,12 @@ static void cpu_hist(va_state_t *st, int64_t bins, double *hist) {
   va_hist_accumulate(st->assign, st->r, st->n_local, st->k, st->rmax, bins, hist);
 }
 
-static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, double *acc) {
+static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc) {
+  int64_t kw = st->k * VA_STATS_W(st->d);
+  memset(acc, 0, (size_t)kw * sizeof(double));
   va_stats_accumulate_mt(st->X, st->n_local, st->d, st->assign, st->r, st->k, rule, acc, st->aopts.threads);
+  if (nx) memcpy(acc + kw, x, (size_t)nx * sizeof(double));
+  va_allreduce_sum_f64(acc, kw + nx);
 }
 
 static void cpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) {

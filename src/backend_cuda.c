@@ -1,6 +1,8 @@
 /* backend_cuda.c: the CUDA backend of backend.h. The rank's rows live on its GPU for the whole run
- * (uploaded once, through pinned staging buffers); assignments and distances stay there too; only
- * per-anchor results (k-sized statistics, farthest members, histograms) and fetched rows come back.
+ * (uploaded once, through pinned staging buffers), or, when they do not fit, in pinned host memory from
+ * which every pass streams them (out-of-core); assignments and distances stay on the GPU either way.
+ * Only per-anchor results (k-sized statistics, farthest members, histograms) and fetched rows come
+ * back; the statistics are summed over the ranks on the device (NCCL) before they do.
  * st->assign / st->r on the host are refreshed only by sync_host (index, checkpoints). */
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -8,12 +10,13 @@
 
 #include "anneal.h"
 #include "backend_cuda.h"
+#include "dist/comm.h"
 #include "kernels/cuda_kernels.h"
 #include "util.h"
 
 static va_cuda_t *ctx_of(va_state_t *st) { return (va_cuda_t *)st->be_ctx; }
 
-static void gpu_set_anchors(va_state_t *st) { va_cuda_set_anchors(ctx_of(st), st->A, st->anorm, st->k); }
+static void gpu_set_anchors(va_state_t *st) { va_cuda_set_anchors(ctx_of(st), st->A, NULL, st->k); }
 
 static int64_t gpu_assign(va_state_t *st) { return va_cuda_assign(ctx_of(st), st->cosine); }
 
@@ -28,12 +31,20 @@ static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64
   va_cuda_download(g, a, r);
   va_cuda_set_assign(g, keep);
   free(keep);
-  if (st->k > 0 && st->A) va_cuda_set_anchors(g, st->A, st->anorm, st->k);
+  if (st->k > 0 && st->A) va_cuda_set_anchors(g, st->A, NULL, st->k);
 }
 
 static void gpu_farthest(va_state_t *st) { va_cuda_farthest(ctx_of(st), st->rmax_local, st->rarg); }
 static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(ctx_of(st), st->rmax, bins, hist); }
-static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, double *acc) { va_cuda_stats(ctx_of(st), rule, acc); }
+/* In place on the device when the job reduces through NCCL (or has one rank), else through the host. */
+static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc) {
+  va_cuda_t *g = ctx_of(st);
+  int64_t count = st->k * VA_STATS_W(st->d) + nx;
+  double *dacc = va_cuda_stats_device(g, rule, x, nx);
+  int summed = va_allreduce_sum_f64_device(dacc, count);
+  va_cuda_fetch_f64(g, dacc, count, acc);
+  if (!summed) va_allreduce_sum_f64(acc, count);
+}
 static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) { va_cuda_remap_assign(ctx_of(st), newidx, k_old); }
 static void gpu_split(va_state_t *st, const int64_t *slot, int64_t m, const float *cent, double *sums) {
   va_cuda_split_accumulate(ctx_of(st), slot, m, cent, sums);
@@ -47,6 +58,10 @@ static void gpu_push_prev(va_state_t *st) { va_cuda_set_assign(ctx_of(st), st->p
 static void gpu_destroy(va_state_t *st) {
   if (st->be_ctx) va_cuda_destroy(ctx_of(st));
   st->be_ctx = NULL;
+}
+static double gpu_streamed_bytes(va_state_t *st) {
+  va_cuda_t *g = ctx_of(st);
+  return va_cuda_stream_rows(g) > 0 ? va_cuda_streamed_bytes(g) : -1;
 }
 
 const va_backend_t va_backend_cuda = {
@@ -63,6 +78,7 @@ const va_backend_t va_backend_cuda = {
     .sync_host = gpu_sync_host,
     .push_prev = gpu_push_prev,
     .destroy = gpu_destroy,
+    .streamed_bytes = gpu_streamed_bytes,
 };
 
 int va_cuda_pick_device(int requested) {
@@ -72,9 +88,9 @@ int va_cuda_pick_device(int requested) {
   return va_proc.local_rank % n;
 }
 
-void va_backend_cuda_attach(va_state_t *st, int device, int precision) {
-  va_cuda_t *g = va_cuda_create(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision);
-  /* Rows go up in chunks through the context's pinned double buffer. */
+void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
+  va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows);
+  /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy). */
   const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;
   for (int64_t r0 = 0; r0 < st->n_local; r0 += chunk) {
     int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;

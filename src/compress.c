@@ -147,11 +147,12 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
   va_log0("checkpoint after iteration %lld written to %s\n", (long long)st->iter, job->path);
 }
 
-/* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). */
-static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads) {
+/* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
+ * out-of-core CUDA backend's pinned copy of the shard, made while X still exists. */
+static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
-  double bytes = 32.0 * 1048576 + n * d * 4 + n * 12;             /* process baseline, shard, assign, prev, r */
+  double bytes = 32.0 * 1048576 + n * d * 4 + n * 12 + pinned;    /* process baseline, shard, assign, prev, r */
   bytes += n * (cfg->init_kind == VA_INIT_RANDOM ? 24 : cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
   bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors (+ fused-kernel panels), momentum, statistics */
@@ -194,11 +195,17 @@ static int choose_threads(const va_config_t *cfg) {
   return t > 0 ? t : 1;
 }
 
-/* Collective: CPU or CUDA for every rank (never a mix: both would have to agree to the last bit).
- * auto takes CUDA when this build has it, every rank sees a device and the largest shard's product
- * (rows x k x d) reaches gpu_min_work; prints the choice on rank 0. */
-static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
-  st->be = &va_backend_cpu;
+/* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows. */
+typedef struct { int cuda, device; int64_t chunk_rows; } backend_plan_t;
+
+/* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
+ * CUDA for every rank (never a mix: both would have to agree to the last bit). auto takes CUDA when
+ * this build has it, every rank sees a device and the largest shard's product (rows x k x d) reaches
+ * gpu_min_work. The rows stream from pinned host memory when gpu_stream = on, or (auto) when some
+ * rank's would not fit its GPU (then every rank streams); a job that does not fit even so stops
+ * (backend cuda) or stays on the CPU (auto). Prints the auto decisions on rank 0. */
+static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg) {
+  backend_plan_t plan = {0, -1, 0};
 #ifdef VECANNEAL_CUDA
   int dev = cfg->backend == VA_BACKEND_CPU ? -1 : va_cuda_pick_device((int)cfg->device);
   int all_have = dev >= 0;
@@ -211,33 +218,54 @@ static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
     VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
   }
   int use = all_have && (cfg->backend == VA_BACKEND_CUDA || work >= cfg->gpu_min_work);
-  if (use) {
-    /* Device memory up front: the shard lives on the GPU (no out-of-core streaming yet). */
-    size_t free_b = 0, total_b = 0;
-    double need = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision);
-    int short_of = !va_cuda_memory(dev, &free_b, &total_b) && need > 0.95 * (double)free_b;
-    char err[512];
-    snprintf(err, sizeof err, "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows but %.2f GiB are free; use more GPUs (ranks)%s",
-             va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, free_b / 1073741824.0,
-             cfg->backend == VA_BACKEND_CUDA ? " or backend = cpu" : "");
-    int any_short = short_of;
-    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    if (any_short && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
-    if (any_short) {
-      va_log0("backend auto: a shard does not fit its GPU's free memory: staying on the CPU\n");
-      use = 0;
-    }
-  }
   if (cfg->backend == VA_BACKEND_AUTO && all_have && !use)
     va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: staying on the CPU\n", work, cfg->gpu_min_work);
-  if (use) {
-    va_backend_cuda_attach(st, dev, cfg->precision);
-    free(st->X); /* the rows live on the GPU now */
+  if (!use) return plan;
+  size_t free_b = 0, total_b = 0;
+  double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
+  if (avail >= 0 && cfg->gpu_mem_limit_mb > 0) avail = fmin(avail, cfg->gpu_mem_limit_mb * 1048576.0);
+  int64_t chunk_rows = va_cuda_stream_chunk_rows(st->d, cfg->gpu_stream_chunk_mb * 1048576.0);
+  double resident = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, 0);
+  double streamed = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, chunk_rows);
+  int stream = cfg->gpu_stream == VA_STREAM_ON || (cfg->gpu_stream == VA_STREAM_AUTO && avail >= 0 && resident > 0.95 * avail);
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &stream, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  double need = stream ? streamed : resident;
+  int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  char err[512];
+  snprintf(err, sizeof err, "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows (%s) but %.2f GiB are free%s; use more GPUs (ranks)%s",
+           va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, stream ? "streamed" : "resident",
+           avail / 1073741824.0, cfg->gpu_mem_limit_mb > 0 ? " under gpu_mem_limit_mb" : "",
+           cfg->backend == VA_BACKEND_CUDA ? (stream ? " or backend = cpu" : " or gpu_stream = auto") : "");
+  if (any_short && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
+  if (any_short) {
+    va_log0("backend auto: a shard does not fit its GPU's free memory%s: staying on the CPU\n", stream ? " even streamed" : "");
+    return plan;
+  }
+  if (stream && cfg->gpu_stream == VA_STREAM_AUTO)
+    va_log0("backend cuda: the rows do not fit the GPU (rank 0: %.2f GiB needed resident, %.2f GiB free): streaming them from pinned host memory\n",
+            resident / 1073741824.0, avail / 1073741824.0);
+  plan.cuda = 1;
+  plan.device = dev;
+  plan.chunk_rows = stream ? chunk_rows : 0;
+#else
+  (void)st; (void)cfg;
+#endif
+  return plan;
+}
+
+/* After the read and the preprocessing: attaches the planned backend; prints it on rank 0. */
+static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const backend_plan_t *plan) {
+  st->be = &va_backend_cpu;
+#ifdef VECANNEAL_CUDA
+  if (plan->cuda) {
+    va_backend_cuda_attach(st, plan->device, cfg->precision, plan->chunk_rows);
+    free(st->X); /* the rows live on the GPU now, or in the backend's pinned copy */
     st->X = NULL;
-    char desc[256];
+    char desc[384];
     va_cuda_describe((va_cuda_t *)st->be_ctx, desc, sizeof desc);
 #ifdef VECANNEAL_NCCL
-    va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, dev));
+    va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
     va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
             va_config_enum_name("precision", cfg->precision));
 #else
@@ -246,6 +274,8 @@ static const char *choose_backend(va_state_t *st, const va_config_t *cfg) {
 #endif
     return "cuda";
   }
+#else
+  (void)plan;
 #endif
   va_log0("backend cpu: %d rank(s), %d thread(s) per rank, assign kernel %s\n", va_proc.nranks, st->aopts.threads,
           st->aopts.kernel == VA_CPU_ASSIGN_FUSED ? "fused (AVX2/FMA)" : "sgemm tiles (OpenBLAS)");
@@ -335,8 +365,13 @@ int va_cmd_compress(int argc, char **argv) {
           (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k, cfg.init,
           va_config_enum_name("robust", cfg.robust), cfg.preset);
 
+  backend_plan_t plan = plan_backend(&st, &cfg);
+  double pinned = 0;
+#ifdef VECANNEAL_CUDA
+  if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
+#endif
   if (cfg.memory_check) {
-    double need = host_bytes_needed(&cfg, &in, st.n_local, threads), avail = host_bytes_available();
+    double need = host_bytes_needed(&cfg, &in, st.n_local, threads, pinned), avail = host_bytes_available();
     int short_of = avail >= 0 && need > avail;
     snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are available "
              "per rank there (%d ranks on the node); use more nodes or ranks, or set memory_check = off",
@@ -368,7 +403,7 @@ shard_ready:
   int64_t zero_rows = 0;
   st.total_var = preprocess(&st, &zero_rows);
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
-  backend = choose_backend(&st, &cfg);
+  backend = attach_backend(&st, &cfg, &plan);
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);
     va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter, (long long)st.k, st.T);
@@ -419,7 +454,13 @@ shard_ready:
   va_log0("index written to %s\n", cfg.out);
   /* A finished job has no use for its checkpoint. */
   if (va_proc.rank == 0) remove(ckpt.path);
-  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend};
+  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend, 0, 0};
+#ifdef VECANNEAL_CUDA
+  if (plan.chunk_rows) {
+    sum.stream_chunk_bytes = (double)va_cuda_stream_host_bytes(va_cuda_stream_rows((va_cuda_t *)st.be_ctx), st.d);
+    sum.stream_copied_bytes = st.be->streamed_bytes(&st);
+  }
+#endif
   va_metrics_write(cfg.metrics, &sum, &cfg);
   free(anchors); free(counts); free(mse);
   va_state_free(&st);

@@ -15,6 +15,7 @@ enum { VA_ROBUST_NONE, VA_ROBUST_TRIM, VA_ROBUST_HUBER };
 enum { VA_TOL_RELATIVE, VA_TOL_ABSOLUTE };
 enum { VA_SPLITVAR_RELATIVE, VA_SPLITVAR_ABSOLUTE }; /* split_var_mode */
 enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
+enum { VA_STREAM_AUTO, VA_STREAM_ON, VA_STREAM_OFF }; /* gpu_stream */
 
 #define VA_PATH_MAX 1024
 
@@ -30,6 +31,8 @@ typedef struct {
   int precision;        /* VA_PREC_* (CUDA backend) */
   int64_t device;
   double gpu_min_work;
+  int gpu_stream;
+  double gpu_stream_chunk_mb, gpu_mem_limit_mb;
   /* initialisation */
   char init[VA_PATH_MAX];
   int64_t kmeans_rounds;

@@ -40,8 +40,9 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   double rss = (double)va_peak_rss();
   double *all_rss = va_proc.rank == 0 ? va_malloc((size_t)va_proc.nranks * sizeof(double), "rss gather") : NULL;
   VA_MPI(MPI_Gather(&rss, 1, MPI_DOUBLE, all_rss, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-  double bytes = 0;
+  double bytes = 0, streamed = 0;
   VA_MPI(MPI_Reduce(&comm_bytes, &bytes, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(&s->stream_copied_bytes, &streamed, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   if (va_proc.rank != 0 || !path || !path[0]) { free(all_rss); return; }
   char tmp[VA_PATH_MAX + 16];
   snprintf(tmp, sizeof tmp, "%s.partial", path);
@@ -65,6 +66,8 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   double ms_iter = s->iterations > 0 ? 1e3 * s->loop_seconds / (double)s->iterations : 0;
   double rows_s = s->loop_seconds > 0 ? (double)s->n * (double)s->iterations / s->loop_seconds : 0;
   fprintf(f, "  \"ms_per_iteration\": %.6f,\n  \"rows_per_second\": %.1f,\n  \"allreduce_bytes_per_rank\": %.0f,\n", ms_iter, rows_s, bytes);
+  if (s->stream_chunk_bytes > 0)
+    fprintf(f, "  \"gpu_stream\": {\"chunk_bytes\": %.0f, \"copied_bytes_per_rank\": %.0f},\n", s->stream_chunk_bytes, streamed);
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < VA_NPHASE; p++)
     fprintf(f, "    \"%s\": {\"min\": %.6f, \"mean\": %.6f, \"max\": %.6f}%s\n", va_phase_names[p], mn[p], sum[p] / P, mx[p],

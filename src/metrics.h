@@ -23,6 +23,9 @@ typedef struct {
   int64_t n, d, k_initial, k_final, iterations;
   double loop_seconds, total_seconds, final_energy;
   const char *backend;
+  /* CUDA backend with out-of-core rows: bytes per chunk and rows copied host to device (this rank);
+   * 0 otherwise */
+  double stream_chunk_bytes, stream_copied_bytes;
 } va_run_summary_t;
 /* Collective: reduces phase times and peak memory over ranks; rank 0 writes path (if non-empty). */
 void va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg);

@@ -1,11 +1,16 @@
 /* comm.h: the collectives of the annealing loop. On the CPU backend they are MPI allreduces over
- * MPI_COMM_WORLD; each times itself into the 'allreduce' phase and counts the bytes it moves. Sums are
- * in double so that the result does not depend on the rank count beyond rounding. */
+ * MPI_COMM_WORLD (with the CUDA backend and NCCL, NCCL allreduces of device buffers); each times itself
+ * into the 'allreduce' phase and counts the bytes it moves. Sums are in double so that the result does
+ * not depend on the rank count beyond rounding. */
 #ifndef VECANNEAL_COMM_H
 #define VECANNEAL_COMM_H
 #include <stdint.h>
 
 void va_allreduce_sum_f64(double *buf, int64_t count);
+/* CUDA backend: the sum over ranks of a device buffer, in place (NCCL), once the work that fills it is
+ * complete. Returns 1 when the buffer holds the sum (one rank: at once), 0 without touching it when the
+ * job has no NCCL communicator: the caller then sums a host copy with va_allreduce_sum_f64. */
+int va_allreduce_sum_f64_device(double *dbuf, int64_t count);
 #ifdef VECANNEAL_NCCL
 struct va_nccl;
 /* From now on the calls below reduce through this NCCL communicator (CUDA backend). */

@@ -104,7 +104,7 @@ static int64_t gemm_chunk(const va_cuda_t *c) {
   return ch;
 }
 
-static void gemm_assign(va_cuda_t *c, int cosine, int gemm_only) {
+static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int gemm_only) {
   int64_t kp = VA_ROUND_UP(c->k, 128);
   int64_t chunk = gemm_chunk(c);
   if (!c->C || c->C_cap < chunk * c->k_cap) {
@@ -114,28 +114,28 @@ static void gemm_assign(va_cuda_t *c, int cosine, int gemm_only) {
     VA_CUDA(cudaMalloc((void **)&c->C, (size_t)c->C_cap * 4));
   }
   const float one = 1.0f, zero = 0.0f;
-  const void *Ap = c->A32, *Xp = c->X32;
+  const void *Ap = c->A32, *Xp = v->X32;
   cudaDataType_t type = CUDA_R_32F;
   cublasComputeType_t comp = CUBLAS_COMPUTE_32F;
   size_t es = 4;
   if (c->precision == VA_CUDA_TF32) comp = CUBLAS_COMPUTE_32F_FAST_TF32;
   if (c->precision >= VA_CUDA_FP16) {
     Ap = c->Alp;
-    Xp = c->Xlp;
+    Xp = v->Xlp;
     es = 2;
     type = c->precision == VA_CUDA_FP16 ? CUDA_R_16F : CUDA_R_16BF;
   }
   const float *hb = cosine ? c->bias_cos : c->bias_l2;
-  for (int64_t r0 = 0; r0 < c->n; r0 += chunk) {
-    int64_t rows = c->n - r0 < chunk ? c->n - r0 : chunk;
+  for (int64_t r0 = 0; r0 < v->n; r0 += chunk) {
+    int64_t rows = v->n - r0 < chunk ? v->n - r0 : chunk;
     /* column-major view: C^T (kp x rows) = A (kp x dp, stored row-major = op T) * X^T (dp x rows) */
     VA_CUBLAS(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)kp, (int)rows, (int)c->dp, &one, Ap, type,
                            (int)c->dp, (const char *)Xp + (size_t)r0 * (size_t)c->dp * es, type, (int)c->dp, &zero,
                            c->C, CUDA_R_32F, (int)kp, comp, CUBLAS_GEMM_DEFAULT));
     if (gemm_only) continue;
     int64_t blocks = (rows + THREADS / 32 - 1) / (THREADS / 32);
-    argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->C, kp, hb, r0, rows, c->X32, c->A32,
-                                                                   c->dp, (int)c->d, cosine, c->assign, c->r, c->counter);
+    argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->C, kp, hb, r0, rows, v->X32, c->A32, c->dp, (int)c->d,
+                                                                   cosine, c->assign + v->row0, c->r + v->row0, c->counter);
     VA_LAUNCHED();
   }
 }
@@ -603,10 +603,10 @@ r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, cons
     }
 }
 
-static void launch_r(va_cuda_t *c, int cosine) {
+static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
   const int64_t per_block = (THREADS / 32) * R_RPW;
-  unsigned blocks = (unsigned)((c->n + per_block - 1) / per_block);
-  r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(c->X32, c->A32, c->assign, c->n, (int)c->dp, cosine, c->r);
+  unsigned blocks = (unsigned)((v->n + per_block - 1) / per_block);
+  r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(v->X32, c->A32, c->assign + v->row0, v->n, (int)c->dp, cosine, c->r + v->row0);
   VA_LAUNCHED();
 }
 
@@ -667,20 +667,20 @@ extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
 }
 
 template <typename T, int BM, int BN, int WM, int WN>
-static void launch_fused(va_cuda_t *c, const void *X, const void *A, int cosine) {
+static void launch_fused(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   size_t smem = fused_smem<BM, BN, WN>(c->dp, sizeof(T));
   auto kern = fused_assign_kernel<T, BM, BN, WM, WN, 1>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int ntiles = (int)((c->k + BN - 1) / BN); /* anchors past k (to k_cap) are padding with hb = +inf */
-  unsigned blocks = (unsigned)((c->n + BM - 1) / BM);
-  kern<<<blocks, THREADS, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, c->n,
-                                              (int)c->dp, ntiles, c->assign, c->counter);
+  unsigned blocks = (unsigned)((v->n + BM - 1) / BM);
+  kern<<<blocks, THREADS, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, v->n,
+                                              (int)c->dp, ntiles, c->assign + v->row0, c->counter);
   VA_LAUNCHED();
 }
 
 /* d in (KSMAX / 2, KSMAX] steps: the KSMAX instance; up to KSMAX / 2: the half one */
 template <typename T, int MT, int NT, int KSMAX, int WARPS, int STAGES, int MINB>
-static void launch_rx(va_cuda_t *c, const void *X, const void *A, int cosine) {
+static void launch_rx(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   constexpr int BM = WARPS * 16 * MT, BN = NT * 8, KSH = KSMAX / 2;
   static_assert(VA_CUDA_ROWPAD % BM == 0 && VA_CUDA_KPAD % BN == 0 && KSH % 2 == 0, "padding");
   const bool half = (size_t)c->dp * sizeof(T) <= (size_t)KSH * 32;
@@ -688,58 +688,64 @@ static void launch_rx(va_cuda_t *c, const void *X, const void *A, int cosine) {
   auto kern = half ? fused_rx_kernel<T, MT, NT, KSH, WARPS, STAGES, MINB> : fused_rx_kernel<T, MT, NT, KSMAX, WARPS, STAGES, MINB>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int ntiles = (int)((c->k + BN - 1) / BN);
-  unsigned blocks = (unsigned)((c->n + BM - 1) / BM);
-  kern<<<blocks, WARPS * 32, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, c->n,
-                                                 (int)c->dp, ntiles, c->assign, c->counter);
+  unsigned blocks = (unsigned)((v->n + BM - 1) / BM);
+  kern<<<blocks, WARPS * 32, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, v->n,
+                                                 (int)c->dp, ntiles, c->assign + v->row0, c->counter);
   VA_LAUNCHED();
 }
 
-template <typename T> static void fused_dispatch(va_cuda_t *c, const void *X, const void *A, int cosine) {
+template <typename T> static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   constexpr bool F32 = sizeof(T) == 4;
   switch (c->fused_cfg) {
-  case 1: launch_fused<T, 128, 128, 2, 4>(c, X, A, cosine); break;
-  case 2: launch_fused<T, 128, 64, 4, 2>(c, X, A, cosine); break;
-  case 3: if constexpr (F32) launch_rx<T, RX32_3>(c, X, A, cosine); else launch_rx<T, RX16_3>(c, X, A, cosine); break;
-  case 4: if constexpr (F32) launch_rx<T, RX32_4>(c, X, A, cosine); else launch_rx<T, RX16_4>(c, X, A, cosine); break;
-  case 5: if constexpr (F32) launch_rx<T, RX32_5>(c, X, A, cosine); else launch_rx<T, RX16_5>(c, X, A, cosine); break;
-  case 6: if constexpr (F32) launch_rx<T, RX32_6>(c, X, A, cosine); else launch_rx<T, RX16_6>(c, X, A, cosine); break;
+  case 1: launch_fused<T, 128, 128, 2, 4>(c, v, X, A, cosine); break;
+  case 2: launch_fused<T, 128, 64, 4, 2>(c, v, X, A, cosine); break;
+  case 3: if constexpr (F32) launch_rx<T, RX32_3>(c, v, X, A, cosine); else launch_rx<T, RX16_3>(c, v, X, A, cosine); break;
+  case 4: if constexpr (F32) launch_rx<T, RX32_4>(c, v, X, A, cosine); else launch_rx<T, RX16_4>(c, v, X, A, cosine); break;
+  case 5: if constexpr (F32) launch_rx<T, RX32_5>(c, v, X, A, cosine); else launch_rx<T, RX16_5>(c, v, X, A, cosine); break;
+  case 6: if constexpr (F32) launch_rx<T, RX32_6>(c, v, X, A, cosine); else launch_rx<T, RX16_6>(c, v, X, A, cosine); break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }
 }
 
-void va_cuda_assign_launch(va_cuda_t *c, int cosine, int variant, int part) {
+void va_cuda_assign_launch(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int variant, int part) {
   if (variant == VA_CUDA_ASSIGN_GEMM || part == VA_ASSIGN_PART_PRODUCTS) {
-    gemm_assign(c, cosine, part == VA_ASSIGN_PART_PRODUCTS);
+    gemm_assign(c, v, cosine, part == VA_ASSIGN_PART_PRODUCTS);
     return;
   }
   if (part != VA_ASSIGN_PART_R) switch (c->precision) {
-    case VA_CUDA_TF32: fused_dispatch<float>(c, c->X32, c->A32, cosine); break;
-    case VA_CUDA_FP16: fused_dispatch<__half>(c, c->Xlp, c->Alp, cosine); break;
-    case VA_CUDA_BF16: fused_dispatch<__nv_bfloat16>(c, c->Xlp, c->Alp, cosine); break;
+    case VA_CUDA_TF32: fused_dispatch<float>(c, v, v->X32, c->A32, cosine); break;
+    case VA_CUDA_FP16: fused_dispatch<__half>(c, v, v->Xlp, c->Alp, cosine); break;
+    case VA_CUDA_BF16: fused_dispatch<__nv_bfloat16>(c, v, v->Xlp, c->Alp, cosine); break;
     default: VA_FATAL("no fused kernel for fp32 products");
     }
-  if (part != VA_ASSIGN_PART_ARGMIN) launch_r(c, cosine);
+  if (part != VA_ASSIGN_PART_ARGMIN) launch_r(c, v, cosine);
 }
 
 static void check_ready(va_cuda_t *c) {
   if (c->k <= 0) VA_FATAL("va_cuda_assign before va_cuda_set_anchors");
-  if (c->precision == VA_CUDA_FP16) {
-    int of = 0;
-    VA_CUDA(cudaMemcpyAsync(&of, c->overflow, sizeof of, cudaMemcpyDeviceToHost, c->stream));
-    VA_CUDA(cudaStreamSynchronize(c->stream));
-    if (of) VA_FATAL("a row or anchor value exceeds the fp16 range (|x| > 65504): use bf16 or tf32 products");
-  }
 }
 
+struct assign_args { int cosine, variant, part; };
+static void assign_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
+  const assign_args *a = (const assign_args *)arg;
+  va_cuda_assign_launch(c, v, a->cosine, a->variant, a->part);
+}
+
+/* The fp16 overflow flag (set by the conversions of rows and anchors; streamed rows are converted
+ * during the pass) comes back with the changed count: a pass that met one stops the job at its end. */
 extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   check_ready(c);
   VA_CUDA(cudaMemsetAsync(c->counter, 0, sizeof(unsigned long long), c->stream));
-  va_cuda_assign_launch(c, cosine, va_cuda_assign_variant(c), 0);
+  assign_args a = {cosine, va_cuda_assign_variant(c), VA_ASSIGN_PART_ALL};
+  va_cuda_each_rows(c, c->precision >= VA_CUDA_FP16, assign_rows, &a); /* both paths read the 16-bit rows */
   VA_CUDA(cudaMemcpyAsync(c->h_counter, c->counter, sizeof(unsigned long long), cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(c->h_counter + 1, c->overflow, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
-  return (int64_t)*c->h_counter;
+  if (c->precision == VA_CUDA_FP16 && *(const int *)(c->h_counter + 1))
+    VA_FATAL("a row or anchor value exceeds the fp16 range (|x| > 65504): use bf16 or tf32 products");
+  return (int64_t)c->h_counter[0];
 }
 
 /* The tensor-core ceiling of mma.sync here: registers only, 8 independent accumulators per warp. */
@@ -796,12 +802,13 @@ extern "C" double va_cuda_bench_assign(va_cuda_t *c, int cosine, int warmup, int
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   check_ready(c);
-  int variant = gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c);
-  for (int w = 0; w < warmup; w++) va_cuda_assign_launch(c, cosine, variant, gemm_only);
+  assign_args a = {cosine, gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c), gemm_only};
+  const int lp = c->precision >= VA_CUDA_FP16;
+  for (int w = 0; w < warmup; w++) va_cuda_each_rows(c, lp, assign_rows, &a);
   std::vector<float> t;
   for (int rep = 0; rep < reps; rep++) {
     VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    va_cuda_assign_launch(c, cosine, variant, gemm_only);
+    va_cuda_each_rows(c, lp, assign_rows, &a); /* streamed: the copies of the chunks included */
     VA_CUDA(cudaEventRecord(c->ev1, c->stream));
     VA_CUDA(cudaEventSynchronize(c->ev1));
     float ms = 0;

@@ -1,5 +1,6 @@
-/* cuda_context.cu: the CUDA context (device buffers, stream, cuBLAS handle), row upload through pinned
- * staging, anchors, downloads, row fetches and the small per-row kernels. */
+/* cuda_context.cu: the CUDA context (device buffers, streams, cuBLAS handle), row upload through pinned
+ * staging, the out-of-core row chunks (va_cuda_each_rows), anchors, downloads, row fetches and the small
+ * per-row kernels. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,6 @@
 #include <cub/device/device_scan.cuh>
 
 #include "kernels/cuda_internal.cuh"
-
-extern "C" {
-#include "kernels/assign.h"
-}
 
 /* Pinned staging buffer for uploads, each of two. */
 static const size_t PIN_BYTES = (size_t)32 << 20;
@@ -47,13 +44,31 @@ template <typename P> static void dfree(P **p) {
 
 static size_t elem_lp(int precision) { return precision >= VA_CUDA_FP16 ? 2 : 0; }
 
-extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int precision) {
-  int64_t dp = VA_ROUND_UP(d > 0 ? d : 1, VA_CUDA_DPAD), npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
+static int64_t padded_dim(int64_t d) { return VA_ROUND_UP(d > 0 ? d : 1, VA_CUDA_DPAD); }
+
+extern "C" int64_t va_cuda_stream_chunk_rows(int64_t d, double chunk_bytes) {
+  int64_t rows = (int64_t)(chunk_bytes / (double)(padded_dim(d) * 4)) / VA_CUDA_ROWPAD * VA_CUDA_ROWPAD;
+  return rows > VA_CUDA_ROWPAD ? rows : VA_CUDA_ROWPAD;
+}
+
+extern "C" size_t va_cuda_stream_host_bytes(int64_t n, int64_t d) { return (size_t)(n > 0 ? n : 1) * (size_t)padded_dim(d) * 4; }
+
+/* A streamed context needs no more chunk rows than the shard has. */
+static int64_t chunk_for(int64_t n, int64_t chunk_rows) {
+  int64_t npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
+  return chunk_rows > npad ? npad : chunk_rows;
+}
+
+extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows) {
+  int64_t dp = padded_dim(d), npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
   int64_t kc = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
-  size_t rows = (size_t)npad * (size_t)dp * (4 + elem_lp(precision)) + (size_t)n * 6 * 4;
+  int64_t view = chunk_rows > 0 ? chunk_for(n, chunk_rows) : npad;
+  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision)) /* two fp32 chunks, one 16-bit */
+                               : (size_t)npad * (size_t)dp * (4 + elem_lp(precision));
+  rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
   size_t anchors = (size_t)kc * ((size_t)dp * (4 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 64);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
-  size_t seg = ((size_t)n / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)n * 4 + ((size_t)64 << 20);
+  size_t seg = ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
   return rows + anchors + gemm + seg;
 }
 
@@ -86,17 +101,28 @@ static void alloc_anchor_arrays(va_cuda_t *c) {
   dalloc(&c->bin_lo, kc * 4, "trim bins");
   dalloc(&c->bin_hi, kc * 4, "trim bins");
   dalloc(&c->huber, kc * 8, "huber delta");
+  dalloc(&c->norms_in, kc * 4, "anchor norms");
+  VA_CUDA(cudaMallocHost((void **)&c->h_anchors, kc * (dp + 1) * 4));
 }
+/* The caller has waited for the stream: nothing still reads these. */
 static void free_anchor_arrays(va_cuda_t *c) {
   dfree(&c->A32); dfree(&c->Alp); dfree(&c->bias_l2); dfree(&c->bias_cos); dfree(&c->rmax_bits);
   dfree(&c->rarg); dfree(&c->rmax_in); dfree(&c->bin_lo); dfree(&c->bin_hi); dfree(&c->huber);
+  dfree(&c->norms_in);
   dfree(&c->C);
   c->C_cap = 0;
+  if (c->h_anchors) VA_CUDA(cudaFreeHost(c->h_anchors));
+  c->h_anchors = NULL;
 }
 
 extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision) {
-  if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16)
-    VA_FATAL("va_cuda_create: bad shape or precision (n %lld, d %lld, precision %d)", (long long)n_local, (long long)d, precision);
+  return va_cuda_create_streamed(device, n_local, d, k_cap, precision, 0);
+}
+
+extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows) {
+  if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16 || chunk_rows < 0 || chunk_rows % VA_CUDA_ROWPAD)
+    VA_FATAL("va_cuda_create: bad shape, precision or chunk (n %lld, d %lld, precision %d, chunk rows %lld)", (long long)n_local,
+             (long long)d, precision, (long long)chunk_rows);
   if (n_local >= (int64_t)INT32_MAX) VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 31-bit row index", (long long)n_local);
   int ndev = va_cuda_device_count();
   if (device < 0 || device >= ndev) VA_FATAL("CUDA device %d asked for, but %d visible", device, ndev);
@@ -108,6 +134,9 @@ extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int
   c->dp = VA_ROUND_UP(d, VA_CUDA_DPAD);
   c->npad = VA_ROUND_UP(n_local > 0 ? n_local : 1, VA_CUDA_ROWPAD);
   c->k_cap = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
+  c->chunk_rows = chunk_rows > 0 ? chunk_for(n_local, chunk_rows) : 0;
+  c->view_rows = c->chunk_rows ? c->chunk_rows : c->npad;
+  c->held[0] = c->held[1] = -1;
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaGetDeviceProperties(&c->prop, device));
   VA_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
@@ -115,12 +144,30 @@ extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int
   VA_CUDA(cudaEventCreate(&c->ev1));
   VA_CUBLAS(cublasCreate(&c->blas));
   VA_CUBLAS(cublasSetStream(c->blas, c->stream));
-  size_t rows = (size_t)c->npad * (size_t)c->dp, n = (size_t)(n_local > 0 ? n_local : 1);
-  dalloc(&c->X32, rows * 4, "rows");
-  VA_CUDA(cudaMemsetAsync(c->X32, 0, rows * 4, c->stream));
-  if (precision >= VA_CUDA_FP16) {
-    dalloc(&c->Xlp, rows * 2, "rows (16-bit)");
-    VA_CUDA(cudaMemsetAsync(c->Xlp, 0, rows * 2, c->stream));
+  size_t n = (size_t)(n_local > 0 ? n_local : 1), view = (size_t)c->view_rows;
+  if (c->chunk_rows) {
+    /* Zeroed chunks: rows past a short last chunk and the padding columns are read, never used. */
+    size_t chunk = view * (size_t)c->dp;
+    VA_CUDA(cudaMallocHost((void **)&c->Xh, va_cuda_stream_host_bytes(n_local, d)));
+    VA_CUDA(cudaStreamCreateWithFlags(&c->copy_stream, cudaStreamNonBlocking));
+    for (int b = 0; b < 2; b++) {
+      dalloc(&c->Xc[b], chunk * 4, "row chunk");
+      VA_CUDA(cudaMemsetAsync(c->Xc[b], 0, chunk * 4, c->stream));
+      VA_CUDA(cudaEventCreateWithFlags(&c->copied[b], cudaEventDisableTiming));
+      VA_CUDA(cudaEventCreateWithFlags(&c->consumed[b], cudaEventDisableTiming));
+    }
+    if (precision >= VA_CUDA_FP16) {
+      dalloc(&c->Xclp, chunk * 2, "row chunk (16-bit)");
+      VA_CUDA(cudaMemsetAsync(c->Xclp, 0, chunk * 2, c->stream));
+    }
+  } else {
+    size_t rows = (size_t)c->npad * (size_t)c->dp;
+    dalloc(&c->X32, rows * 4, "rows");
+    VA_CUDA(cudaMemsetAsync(c->X32, 0, rows * 4, c->stream));
+    if (precision >= VA_CUDA_FP16) {
+      dalloc(&c->Xlp, rows * 2, "rows (16-bit)");
+      VA_CUDA(cudaMemsetAsync(c->Xlp, 0, rows * 2, c->stream));
+    }
   }
   dalloc(&c->overflow, sizeof(int), "flag");
   VA_CUDA(cudaMemsetAsync(c->overflow, 0, sizeof(int), c->stream));
@@ -128,15 +175,16 @@ extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int
   VA_CUDA(cudaMemsetAsync(c->assign, 0xFF, n * 4, c->stream));
   dalloc(&c->r, n * 4, "row distances");
   VA_CUDA(cudaMemsetAsync(c->r, 0, n * 4, c->stream));
-  dalloc(&c->keys, n * 4, "sort keys");
-  dalloc(&c->keys_sorted, n * 4, "sort keys");
-  dalloc(&c->iota, n * 4, "sort values");
-  dalloc(&c->vals_sorted, n * 4, "sort values");
-  iota_kernel<<<grid_for((int64_t)n, 256), 256, 0, c->stream>>>(c->iota, (int64_t)n);
+  dalloc(&c->keys, view * 4, "sort keys");
+  dalloc(&c->keys_sorted, view * 4, "sort keys");
+  dalloc(&c->iota, view * 4, "sort values");
+  dalloc(&c->vals_sorted, view * 4, "sort values");
+  iota_kernel<<<grid_for((int64_t)view, 256), 256, 0, c->stream>>>(c->iota, (int64_t)view);
   VA_LAUNCHED();
   dalloc(&c->counter, sizeof(unsigned long long), "counter");
-  VA_CUDA(cudaMallocHost((void **)&c->h_counter, sizeof(unsigned long long)));
+  VA_CUDA(cudaMallocHost((void **)&c->h_counter, 2 * sizeof(unsigned long long)));
   alloc_anchor_arrays(c);
+  VA_CUDA(cudaEventCreateWithFlags(&c->anchors_staged, cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) VA_CUDA(cudaEventCreateWithFlags(&c->staged[b], cudaEventDisableTiming));
   c->fused_cfg = va_cuda_fused_config(c);
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -148,6 +196,18 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   va_cuda_enter(c);
   VA_CUDA(cudaStreamSynchronize(c->stream));
   free_anchor_arrays(c);
+  if (c->chunk_rows) {
+    VA_CUDA(cudaStreamSynchronize(c->copy_stream));
+    for (int b = 0; b < 2; b++) {
+      dfree(&c->Xc[b]);
+      VA_CUDA(cudaEventDestroy(c->copied[b]));
+      VA_CUDA(cudaEventDestroy(c->consumed[b]));
+    }
+    dfree(&c->Xclp);
+    VA_CUDA(cudaFreeHost(c->Xh));
+    VA_CUDA(cudaStreamDestroy(c->copy_stream));
+  }
+  VA_CUDA(cudaEventDestroy(c->anchors_staged));
   dfree(&c->X32); dfree(&c->Xlp); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
   dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
   dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
@@ -172,10 +232,16 @@ static const char *precision_name(int p) {
 }
 
 extern "C" void va_cuda_describe(const va_cuda_t *c, char *buf, size_t len) {
-  snprintf(buf, len, "%s sm_%d%d, %.0f GiB, %d SMs, %s products", c->prop.name, c->prop.major, c->prop.minor,
-           (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), c->prop.multiProcessorCount,
-           precision_name(c->precision));
+  int w = snprintf(buf, len, "%s sm_%d%d, %.0f GiB, %d SMs, %s products", c->prop.name, c->prop.major, c->prop.minor,
+                   (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), c->prop.multiProcessorCount,
+                   precision_name(c->precision));
+  if (c->chunk_rows && w > 0 && (size_t)w < len)
+    snprintf(buf + w, len - (size_t)w, ", rows streamed from pinned host memory: %.2f GB/rank in %.0f MB chunks",
+             (double)va_cuda_stream_host_bytes(c->n, c->d) / 1e9, (double)c->chunk_rows * (double)c->dp * 4 / 1e6);
 }
+
+extern "C" int64_t va_cuda_stream_rows(const va_cuda_t *c) { return c->chunk_rows; }
+extern "C" double va_cuda_streamed_bytes(const va_cuda_t *c) { return c->copied_bytes; }
 
 extern "C" void va_cuda_set_assign_variant(va_cuda_t *c, int v) { c->assign_variant = v; }
 extern "C" void va_cuda_set_stats_variant(va_cuda_t *c, int v) { c->stats_variant = v; }
@@ -230,6 +296,18 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
     VA_FATAL("va_cuda_upload_rows: rows [%lld, %lld) outside the %lld local rows", (long long)row0, (long long)(row0 + nrows), (long long)c->n);
   va_cuda_enter(c);
   size_t rowb = (size_t)c->d * 4;
+  if (c->chunk_rows) {
+    /* Into the pinned host copy, padded as the device rows are; no copy may read it meanwhile, and the
+     * chunk buffers no longer hold what it says. (fp16 range: flagged when a pass converts the chunk.) */
+    VA_CUDA(cudaStreamSynchronize(c->copy_stream));
+    c->held[0] = c->held[1] = -1;
+    for (int64_t i = 0; i < nrows; i++) {
+      float *dst = c->Xh + (row0 + i) * c->dp;
+      memcpy(dst, rows + i * c->d, rowb);
+      memset(dst + c->d, 0, (size_t)(c->dp - c->d) * 4);
+    }
+    return;
+  }
   if (!c->pinned[0]) {
     for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], PIN_BYTES));
     c->pinned_bytes = PIN_BYTES;
@@ -249,7 +327,74 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
   }
 }
 
+/* --- out-of-core chunks ----------------------------------------------------------------------------- */
+/* Queues the copy of chunk q into buffer q & 1 on the copy stream, after the last work on that buffer,
+ * unless the buffer already holds it (the two chunks of a small shard stay put; each pass starts with
+ * chunks 0 and 1, fetched at the end of the previous one). */
+static void fetch_chunk(va_cuda_t *c, int64_t q) {
+  const int b = (int)(q & 1);
+  if (c->held[b] == q) return;
+  int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
+  size_t bytes = (size_t)nr * (size_t)c->dp * 4;
+  VA_CUDA(cudaStreamWaitEvent(c->copy_stream, c->consumed[b], 0));
+  VA_CUDA(cudaMemcpyAsync(c->Xc[b], c->Xh + row0 * c->dp, bytes, cudaMemcpyHostToDevice, c->copy_stream));
+  VA_CUDA(cudaEventRecord(c->copied[b], c->copy_stream));
+  c->held[b] = q;
+  c->copied_bytes += (double)bytes;
+}
+
+/* Streamed: while chunk q is worked on (main stream), chunk q + 1 is copied in (copy stream); the main
+ * stream waits for `copied`, the copy stream for `consumed`. The chunks come in the same order in every
+ * pass, so reductions over them are reproducible. */
+void va_cuda_each_rows(va_cuda_t *c, int lp, va_cuda_rows_fn fn, void *arg) {
+  if (!c->chunk_rows) {
+    va_cuda_rows_t v = {c->X32, c->Xlp, 0, c->n};
+    fn(c, &v, arg);
+    return;
+  }
+  const int64_t nq = (c->n + c->chunk_rows - 1) / c->chunk_rows;
+  for (int64_t q = 0; q < nq; q++) {
+    const int b = (int)(q & 1);
+    fetch_chunk(c, q);
+    if (q + 1 < nq) fetch_chunk(c, q + 1);
+    VA_CUDA(cudaStreamWaitEvent(c->stream, c->copied[b], 0));
+    int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
+    if (lp) convert_rows(c, c->Xc[b], c->Xclp, nr * c->dp);
+    va_cuda_rows_t v = {c->Xc[b], lp ? c->Xclp : NULL, row0, nr};
+    fn(c, &v, arg);
+    VA_CUDA(cudaEventRecord(c->consumed[b], c->stream));
+  }
+  for (int64_t q = 0; q < 2 && q < nq; q++) fetch_chunk(c, q);
+}
+
 /* --- anchors --------------------------------------------------------------------------------------- */
+/* Half biases: the argmax of x.a - ||a||^2 / 2 (l2) or of x.a (cosine) is the nearest anchor; anchors
+ * past k get +inf so they never win. The norm is the caller's, or va_row_norms's: double products and
+ * sums in order (no fused multiply-add), rounded to float. */
+__global__ void bias_kernel(const float *__restrict__ A32, int64_t dp, int d, int64_t k, int64_t k_cap,
+                            const float *__restrict__ given, float *b_l2, float *b_cos) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < k_cap; j += (int64_t)gridDim.x * blockDim.x) {
+    if (j >= k) {
+      b_l2[j] = b_cos[j] = INFINITY;
+      continue;
+    }
+    float nrm;
+    if (given) nrm = given[j];
+    else {
+      double s = 0;
+      for (int t = 0; t < d; t++) {
+        double x = A32[j * dp + t];
+        s = __dadd_rn(s, __dmul_rn(x, x));
+      }
+      nrm = (float)s;
+    }
+    b_l2[j] = 0.5f * nrm; /* exact: a power of two */
+    b_cos[j] = 0.0f;
+  }
+}
+
+/* The anchors go up from a pinned staging buffer without waiting for the device: only for the previous
+ * upload out of that buffer, long done by then. */
 extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *anorm, int64_t k) {
   if (k <= 0) VA_FATAL("va_cuda_set_anchors: k = %lld", (long long)k);
   va_cuda_enter(c);
@@ -261,22 +406,31 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
     alloc_anchor_arrays(c);
   }
   c->k = k;
-  size_t rowb = (size_t)c->d * 4;
-  VA_CUDA(cudaMemcpy2DAsync(c->A32, (size_t)c->dp * 4, A, rowb, rowb, (size_t)k, cudaMemcpyHostToDevice, c->stream));
-  int64_t kp = VA_ROUND_UP(k, VA_CUDA_KPAD);
-  /* Half bias: the argmax of x.a - ||a||^2 / 2 (l2) or of x.a (cosine) is the nearest anchor; the
-   * padding gets +inf so it never wins. */
-  float *h = (float *)va_cuda_host_scratch(c, (size_t)c->k_cap * 8);
-  if (anorm) memcpy(h, anorm, (size_t)k * 4);
-  else va_row_norms(A, k, c->d, h);
-  float *hc = h + c->k_cap;
-  for (int64_t j = 0; j < c->k_cap; j++) {
-    h[j] = j < k ? 0.5f * h[j] : INFINITY; /* exact: a power of two */
-    hc[j] = j < k ? 0.0f : INFINITY;
+  VA_CUDA(cudaEventSynchronize(c->anchors_staged));
+  float *h = c->h_anchors, *hn = c->h_anchors + c->k_cap * c->dp;
+  if (c->dp == c->d) memcpy(h, A, (size_t)(k * c->d) * 4);
+  else
+    for (int64_t j = 0; j < k; j++) {
+      memcpy(h + j * c->dp, A + j * c->d, (size_t)c->d * 4);
+      memset(h + j * c->dp + c->d, 0, (size_t)(c->dp - c->d) * 4);
+    }
+  VA_CUDA(cudaMemcpyAsync(c->A32, h, (size_t)(k * c->dp) * 4, cudaMemcpyHostToDevice, c->stream));
+  if (anorm) {
+    memcpy(hn, anorm, (size_t)k * 4);
+    VA_CUDA(cudaMemcpyAsync(c->norms_in, hn, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
   }
-  VA_CUDA(cudaMemcpyAsync(c->bias_l2, h, (size_t)c->k_cap * 4, cudaMemcpyHostToDevice, c->stream));
-  VA_CUDA(cudaMemcpyAsync(c->bias_cos, hc, (size_t)c->k_cap * 4, cudaMemcpyHostToDevice, c->stream));
-  if (c->Alp) convert_rows(c, c->A32, c->Alp, kp * c->dp);
+  VA_CUDA(cudaEventRecord(c->anchors_staged, c->stream));
+  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, k, c->k_cap, anorm ? c->norms_in : NULL,
+                                                               c->bias_l2, c->bias_cos);
+  VA_LAUNCHED();
+  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(k, VA_CUDA_KPAD) * c->dp);
+}
+
+extern "C" void va_cuda_debug_anchor_norms(va_cuda_t *c, float *out) {
+  va_cuda_enter(c);
+  VA_CUDA(cudaMemcpyAsync(out, c->bias_l2, (size_t)c->k * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  for (int64_t j = 0; j < c->k; j++) out[j] *= 2.0f;
 }
 
 /* --- downloads, fetches, remaps --------------------------------------------------------------------- */
@@ -303,6 +457,10 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
   for (int64_t q = 0; q < m; q++)
     if (local_rows[q] < 0 || local_rows[q] >= c->n)
       VA_FATAL("va_cuda_get_rows: local row %lld outside [0, %lld)", (long long)local_rows[q], (long long)c->n);
+  if (c->chunk_rows) { /* the rows are on the host */
+    for (int64_t q = 0; q < m; q++) memcpy(out + q * c->d, c->Xh + local_rows[q] * c->dp, (size_t)c->d * 4);
+    return;
+  }
   va_cuda_enter(c);
   if (m > c->rows_cap) {
     dfree(&c->d_rows);
@@ -366,12 +524,12 @@ void va_cuda_ensure_segments(va_cuda_t *c, int64_t nseg) {
   dalloc(&c->npieces, (size_t)cap * 4, "segments");
   dalloc(&c->pstart, (size_t)cap * 4, "segments");
   dalloc(&c->acc, (size_t)cap * W * 8, "statistics");
-  /* pieces: at most ceil(n / P) + nseg, P >= 256 */
-  c->partial_cap = c->n / 256 + cap + 1;
+  /* pieces of one view: at most ceil(rows / P) + nseg, P >= 256 */
+  c->partial_cap = c->view_rows / 256 + cap + 1;
   dalloc(&c->ptable, (size_t)c->partial_cap * 4, "piece table");
   dalloc(&c->partial, (size_t)c->partial_cap * W * 8, "partial sums");
   size_t b1 = 0, b2 = 0;
-  int items = (int)(c->n > 0 ? c->n : 1);
+  int items = (int)c->view_rows;
   VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, b1, c->keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, 32, c->stream));
   VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, b2, c->npieces, c->pstart, (int)cap, c->stream));
   c->cub_tmp_bytes = b1 > b2 ? b1 : b2;

@@ -53,10 +53,22 @@ struct va_cuda {
   cudaEvent_t ev0, ev1;
   cublasHandle_t blas;
   cudaDeviceProp prop;
-  /* rows */
-  float *X32;                  /* npad x dp, zero padded */
+  /* rows (resident: chunk_rows = 0) */
+  float *X32;                  /* npad x dp, zero padded; NULL when streaming */
   void *Xlp;                   /* npad x dp fp16/bf16 (precision 2/3), else NULL */
   int *overflow;               /* set when a row does not fit fp16 */
+  /* out-of-core (chunk_rows > 0): the rows stay in pinned host memory and every pass copies them, a
+   * chunk at a time, into one of two device buffers on copy_stream while the previous chunk is worked
+   * on (va_cuda_each_rows) */
+  int64_t chunk_rows;          /* a multiple of VA_CUDA_ROWPAD */
+  int64_t view_rows;           /* the most rows one pass launch sees: chunk_rows, or n resident */
+  float *Xh;                   /* pinned, n x dp, zero padded */
+  float *Xc[2];                /* chunk_rows x dp each */
+  void *Xclp;                  /* chunk_rows x dp 16-bit: converted on the main stream */
+  int64_t held[2];             /* chunk a buffer holds (or is being filled with); -1 none */
+  cudaStream_t copy_stream;
+  cudaEvent_t copied[2], consumed[2];
+  double copied_bytes;         /* rows copied host to device so far */
   /* anchors */
   float *A32;                  /* k_cap x dp */
   void *Alp;                   /* k_cap x dp fp16/bf16 */
@@ -64,9 +76,9 @@ struct va_cuda {
   /* per row */
   uint32_t *assign;            /* n (UINT32_MAX before the first pass) */
   float *r;
-  uint32_t *keys, *keys_sorted, *iota, *vals_sorted; /* n each: the sort of rows by segment */
+  uint32_t *keys, *keys_sorted, *iota, *vals_sorted; /* view_rows each: the sort of rows by segment */
   unsigned long long *counter; /* changed rows */
-  unsigned long long *h_counter; /* pinned */
+  unsigned long long *h_counter; /* pinned: [0] changed rows, [1] the overflow flag */
   /* GEMM path scratch: chunk x k_cap floats */
   float *C;
   int64_t chunk, C_cap, gemm_rows;
@@ -90,6 +102,11 @@ struct va_cuda {
   int32_t *slot;
   float *cent;
   int64_t split_cap;           /* halves */
+  /* anchors' pinned staging (k_cap x dp floats, then k_cap norms); `anchors_staged` marks the end of
+   * its last upload */
+  float *h_anchors;
+  cudaEvent_t anchors_staged;
+  float *norms_in;             /* k_cap: norms given by the caller */
   /* host staging */
   float *pinned[2];
   cudaEvent_t staged[2];
@@ -104,6 +121,18 @@ struct va_cuda {
   int fused_cfg, fused_force;
 };
 
+/* The rows one launch works on: local rows [row0, row0 + n); X32 / Xlp point at row row0 (resident:
+ * into the whole shard; streamed: at a chunk buffer); their a[] and r[] are ctx->assign / ctx->r + row0. */
+typedef struct {
+  const float *X32;
+  const void *Xlp;
+  int64_t row0, n;
+} va_cuda_rows_t;
+typedef void (*va_cuda_rows_fn)(va_cuda_t *ctx, const va_cuda_rows_t *v, void *arg);
+/* Enqueues fn for views covering all rows in order (resident: one view; streamed: one per chunk, with
+ * the 16-bit copy converted first when lp); does not wait for the device itself. */
+void va_cuda_each_rows(va_cuda_t *ctx, int lp, va_cuda_rows_fn fn, void *arg);
+
 /* Internal entry points across the .cu files. */
 void va_cuda_enter(const va_cuda_t *ctx);
 void *va_cuda_host_scratch(va_cuda_t *ctx, size_t bytes);
@@ -112,5 +141,5 @@ int va_cuda_fused_config(const va_cuda_t *ctx);
 /* Parts of an assign pass (benchmarks): the whole pass; the GEMM path's cuBLAS products alone; the
  * fused path's argmin kernel alone (a[] and the changed count); its r kernel alone. */
 enum { VA_ASSIGN_PART_ALL = 0, VA_ASSIGN_PART_PRODUCTS = 1, VA_ASSIGN_PART_ARGMIN = 2, VA_ASSIGN_PART_R = 3 };
-void va_cuda_assign_launch(va_cuda_t *ctx, int cosine, int variant, int part);
+void va_cuda_assign_launch(va_cuda_t *ctx, const va_cuda_rows_t *v, int cosine, int variant, int part);
 #endif

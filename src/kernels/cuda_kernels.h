@@ -1,6 +1,8 @@
 /* cuda_kernels.h: the CUDA backend's device kernels behind a small, host-orchestrated C API.
  * One context per rank holds that rank's rows on one GPU (n_local x d, float32 master copy, plus a
- * float16/bfloat16 copy for the products when precision asks for it), the anchors, a[] and r[].
+ * float16/bfloat16 copy for the products when precision asks for it), the anchors, a[] and r[]. Rows
+ * that do not fit the GPU can stay in pinned host memory instead (out-of-core, va_cuda_create_streamed):
+ * every pass then copies them in chunks through two device buffers, the copies overlapping the kernels.
  * Every call runs on the context's own stream and returns when its host outputs are ready.
  * Semantics follow the CPU kernels (assign.h, stats.h): ties go to the lowest anchor, r is the exact
  * distance to the winner (double accumulation, float result, as va_row_distance), and the statistics
@@ -33,14 +35,24 @@ int va_cuda_device_count(void);
 
 typedef struct va_cuda va_cuda_t;
 
-/* Device bytes a context of this shape will hold (rows, anchors, scratch), for a resource check
- * before va_cuda_create. */
-size_t va_cuda_bytes_needed(int64_t n_local, int64_t d, int64_t k_cap, int precision);
+/* Rows per streamed chunk for about chunk_bytes of float32 rows (a multiple of the row padding). */
+int64_t va_cuda_stream_chunk_rows(int64_t d, double chunk_bytes);
+/* Pinned host bytes of a streamed context's rows (n_local x d padded). */
+size_t va_cuda_stream_host_bytes(int64_t n_local, int64_t d);
+/* Device bytes a context of this shape will hold (rows or chunk buffers, per-row arrays, anchors,
+ * scratch), for a resource check before creating it. chunk_rows: 0 resident, else streamed. */
+size_t va_cuda_bytes_needed(int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows);
 /* Context on device `device` for n_local rows of dimension d and up to k_cap anchors (it grows on
- * demand past k_cap). precision: VA_CUDA_*. */
+ * demand past k_cap). precision: VA_CUDA_*. chunk_rows: 0 = the rows live on the device; > 0 = they
+ * live in pinned host memory and stream through chunks of this many rows (va_cuda_stream_chunk_rows).
+ * va_cuda_create is va_cuda_create_streamed with chunk_rows 0. */
+va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows);
 va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision);
-/* e.g. "NVIDIA H200 sm_90, 139 GiB, 132 SMs, tf32 products" */
+/* e.g. "NVIDIA H200 sm_90, 139 GiB, 132 SMs, tf32 products" (+ the streaming, if any) */
 void va_cuda_describe(const va_cuda_t *ctx, char *buf, size_t len);
+/* Streaming: rows per chunk (0: resident) and bytes of rows copied to the device so far. */
+int64_t va_cuda_stream_rows(const va_cuda_t *ctx);
+double va_cuda_streamed_bytes(const va_cuda_t *ctx);
 /* Choose the kernels (tests and benchmarks; the defaults are the production choice). */
 void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
 void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
@@ -51,7 +63,8 @@ int va_cuda_assign_variant(const va_cuda_t *ctx);
  * pinned buffers: the call returns once `rows` has been copied out, while the transfer to the device
  * (and the conversion to the product precision) still runs, so the caller's next read overlaps it. */
 void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
-/* Anchors A (k x d) and their squared norms anorm (k; NULL: computed here as va_row_norms does). */
+/* Anchors A (k x d) and their squared norms anorm (k; NULL: computed on the device as va_row_norms
+ * does: double products and sums in order, then float). Returns at once (A is copied out first). */
 void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int64_t k);
 /* Assign pass on the device (a[], r[] stay there). Returns the number of rows whose anchor differs
  * from the previous pass (the first pass: all rows). */
@@ -67,9 +80,13 @@ void va_cuda_farthest(va_cuda_t *ctx, float *rmax_host, int64_t *rarg_host);
 /* hist_host (k x bins, zeroed by the caller) += member counts per bin over [0, rmax_host[j]], the
  * bins of va_hist_bin. */
 void va_cuda_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, double *hist_host);
-/* acc_host (k x VA_STATS_W(d), zeroed by the caller) += this rank's contributions, as
- * va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays of k entries). */
-void va_cuda_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, double *acc_host);
+/* This rank's statistics, as va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays
+ * of k entries), followed by the nx values x (nx <= d + 3), in a device buffer of k x VA_STATS_W(d) + nx
+ * doubles that stays the context's until its next call; returns it once complete, e.g. for an in-place
+ * allreduce. Streamed rows are summed chunk by chunk, the chunks' sums added in chunk order. */
+double *va_cuda_stats_device(va_cuda_t *ctx, const va_stats_rule_t *rule, const double *x, int64_t nx);
+/* count doubles from a device buffer of the context (e.g. va_cuda_stats_device's) to the host; waits. */
+void va_cuda_fetch_f64(va_cuda_t *ctx, const double *dbuf, int64_t count, double *host);
 /* Split's 2-means step (anneal.c split_anchors): rows whose anchor j has slot[j] = q >= 0 (slot has k
  * entries, -1 = not splitting) join half 2q + (||x - cent[2q+1]|| < ||x - cent[2q]||), distances in
  * double; sums_host (2m x (d + 1), zeroed by the caller) += [sum of members (d), member count]. */
@@ -83,6 +100,8 @@ void va_cuda_destroy(va_cuda_t *ctx);
 /* --- test and benchmark hooks ------------------------------------------------------------------ */
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
+/* The anchors' squared norms as the device holds them (k floats: twice the l2 half biases). */
+void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
 /* Fused kernel configuration: 0 = automatic, 1-2 = rows in shared memory (any d the kernel takes),
  * 3-6 = rows held in registers (d <= 128; 4 = 4-warp blocks, 2 per SM, the fastest measured). Returns
  * the configuration now in force (0: the fused kernel does not apply). */

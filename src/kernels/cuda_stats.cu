@@ -1,5 +1,6 @@
 /* cuda_stats.cu: per-anchor reductions over the device's a[] and r[]: farthest member, trim histogram,
- * the k x (d + 3) statistics, and the split's 2-means sums.
+ * the k x (d + 3) statistics, and the split's 2-means sums. The passes that read rows work view by view
+ * (va_cuda_each_rows: all rows at once, or streamed chunks whose sums are added in chunk order).
  * Statistics, two ways:
  *  SORT (default): a stable radix sort of the rows by segment (anchor), segment bounds, then pieces of
  *    at most P consecutive members, each summed by one block in a fixed order into a partial row, and
@@ -230,25 +231,28 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
   }
 }
 
+/* add: out += the view's sums (a later chunk), else out = them. */
 __global__ void seg_final_kernel(const double *__restrict__ partial, const int32_t *__restrict__ np,
-                                 const int32_t *__restrict__ pstart, int W, double *__restrict__ out) {
+                                 const int32_t *__restrict__ pstart, int W, int add, double *__restrict__ out) {
   const int64_t j = blockIdx.x;
   const int m = np[j];
   const int64_t p0 = pstart[j];
   for (int col = threadIdx.x; col < W; col += blockDim.x) {
     double s = 0;
     for (int p = 0; p < m; p++) s += partial[(p0 + p) * W + col];
-    out[j * W + col] = s;
+    out[j * W + col] = add ? out[j * W + col] + s : s;
   }
 }
 
-/* keys[i] in [0, nseg]; nseg marks a row that joins no segment. out: nseg x (d + 3). */
-static void seg_reduce(va_cuda_t *c, const uint32_t *keys, int64_t nseg, const rule_dev &ru, double *out) {
+/* Over the view's rows: keys[i] (view row i) in [0, nseg]; nseg marks a row that joins no segment.
+ * out: nseg x (d + 3), written by the view starting at row 0, added to by the others. */
+static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *keys, int64_t nseg, const rule_dev &ru, double *out) {
   va_cuda_ensure_segments(c, nseg);
+  const int items = (int)v->n;
   int bits = 1;
   while (bits < 32 && ((uint64_t)1 << bits) <= (uint64_t)nseg) bits++;
   size_t need = 0, need2 = 0;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, (int)c->n, 0, bits, c->stream));
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits, c->stream));
   VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need2, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
   if (need2 > need) need = need2;
   if (need > c->cub_tmp_bytes) {
@@ -258,11 +262,11 @@ static void seg_reduce(va_cuda_t *c, const uint32_t *keys, int64_t nseg, const r
     c->cub_tmp_bytes = need;
   }
   size_t tmp = c->cub_tmp_bytes;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, (int)c->n, 0,
-                                          bits, c->stream));
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits,
+                                          c->stream));
   VA_CUDA(cudaMemsetAsync(c->seg_start, 0, (size_t)(nseg + 1) * 4, c->stream));
   VA_CUDA(cudaMemsetAsync(c->seg_end, 0, (size_t)(nseg + 1) * 4, c->stream));
-  seg_bounds_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, c->n, nseg, c->seg_start, c->seg_end);
+  seg_bounds_kernel<<<grid_for(v->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, v->n, nseg, c->seg_start, c->seg_end);
   VA_LAUNCHED();
   seg_pieces_kernel<<<grid_for(nseg + 1, THREADS), THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces);
   VA_LAUNCHED();
@@ -270,22 +274,23 @@ static void seg_reduce(va_cuda_t *c, const uint32_t *keys, int64_t nseg, const r
   VA_CUDA(cub::DeviceScan::ExclusiveSum(c->cub_tmp, tmp, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
   seg_table_kernel<<<grid_for(nseg, THREADS), THREADS, 0, c->stream>>>(c->npieces, c->pstart, nseg, c->ptable);
   VA_LAUNCHED();
-  int64_t maxp = c->n / PIECE + nseg + 1;
+  int64_t maxp = v->n / PIECE + nseg + 1;
   int W = (int)VA_STATS_W(c->d);
+  const float *r = c->r + v->row0;
   if (c->dp <= 32)
-    seg_partial_kernel<1><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+    seg_partial_kernel<1><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
                                                                        c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
   else if (c->dp <= 64)
-    seg_partial_kernel<2><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+    seg_partial_kernel<2><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
                                                                        c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
   else if (c->dp <= 128)
-    seg_partial_kernel<4><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+    seg_partial_kernel<4><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
                                                                        c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
   else
-    seg_partial_kernel<8><<<(unsigned)maxp, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->vals_sorted, c->r, c->seg_start,
+    seg_partial_kernel<8><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
                                                                        c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
   VA_LAUNCHED();
-  seg_final_kernel<<<(unsigned)nseg, 128, 0, c->stream>>>(c->partial, c->npieces, c->pstart, W, out);
+  seg_final_kernel<<<(unsigned)nseg, 128, 0, c->stream>>>(c->partial, c->npieces, c->pstart, W, v->row0 > 0, out);
   VA_LAUNCHED();
 }
 
@@ -326,31 +331,46 @@ static rule_dev upload_rule(va_cuda_t *c, const va_stats_rule_t *rule) {
   return ru;
 }
 
-static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
-  int64_t W = VA_STATS_W(c->d);
-  va_cuda_ensure_segments(c, c->k);
+static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
+  const rule_dev &ru = *(const rule_dev *)arg;
   if (c->stats_variant == VA_CUDA_STATS_ATOMIC) {
-    VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
-    int64_t blocks = (c->n + THREADS / 32 - 1) / (THREADS / 32);
+    int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
     if (blocks > 132 * 64) blocks = 132 * 64;
-    stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)c->d, c->assign, c->r, c->n, ru, c->acc);
+    stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->assign + v->row0, c->r + v->row0,
+                                                                      v->n, ru, c->acc);
     VA_LAUNCHED();
   } else {
-    seg_reduce(c, c->assign, c->k, ru, c->acc);
+    seg_reduce(c, v, c->assign + v->row0, c->k, ru, c->acc);
   }
 }
 
-extern "C" void va_cuda_stats(va_cuda_t *c, const va_stats_rule_t *rule, double *acc_host) {
-  if (c->n <= 0) return;
+/* c->acc (k x W) <- the statistics; no rows: zeros. */
+static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
+  int64_t W = VA_STATS_W(c->d);
+  va_cuda_ensure_segments(c, c->k);
+  if (c->stats_variant == VA_CUDA_STATS_ATOMIC || c->n <= 0) VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
+  if (c->n > 0) va_cuda_each_rows(c, 0, stats_rows, (void *)&ru);
+}
+
+extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rule, const double *x, int64_t nx) {
+  int64_t kw = c->k * VA_STATS_W(c->d);
+  if (nx < 0 || nx > VA_STATS_W(c->d)) VA_FATAL("va_cuda_stats_device: %lld extra values", (long long)nx);
   va_cuda_enter(c);
-  VA_CUDA(cudaStreamSynchronize(c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream)); /* the rule's host arrays may be pageable: plain ordering */
   rule_dev ru = upload_rule(c, rule);
   stats_launch(c, ru);
-  int64_t kw = c->k * VA_STATS_W(c->d);
-  double *h = (double *)va_cuda_host_scratch(c, (size_t)kw * 8);
-  VA_CUDA(cudaMemcpyAsync(h, c->acc, (size_t)kw * 8, cudaMemcpyDeviceToHost, c->stream));
+  if (nx > 0) VA_CUDA(cudaMemcpyAsync(c->acc + kw, x, (size_t)nx * 8, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
-  for (int64_t e = 0; e < kw; e++) acc_host[e] += h[e];
+  return c->acc;
+}
+
+extern "C" void va_cuda_fetch_f64(va_cuda_t *c, const double *dbuf, int64_t count, double *host) {
+  if (count <= 0) return;
+  va_cuda_enter(c);
+  double *h = (double *)va_cuda_host_scratch(c, (size_t)count * 8);
+  VA_CUDA(cudaMemcpyAsync(h, dbuf, (size_t)count * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  memcpy(host, h, (size_t)count * 8);
 }
 
 /* --- split: 2-means sums --------------------------------------------------------------------------- */
@@ -380,6 +400,17 @@ split_keys_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32
   }
 }
 
+static void split_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
+  const int64_t m = *(const int64_t *)arg;
+  int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
+  if (blocks > 132 * 64) blocks = 132 * 64;
+  split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->assign + v->row0, v->n, c->slot,
+                                                                 c->cent, m, c->keys);
+  VA_LAUNCHED();
+  const rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
+  seg_reduce(c, v, c->keys, 2 * m, ru, c->acc);
+}
+
 extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int64_t m, const float *cent, double *sums_host) {
   if (c->n <= 0 || m <= 0) return;
   va_cuda_enter(c);
@@ -398,12 +429,7 @@ extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int6
   for (int64_t j = 0; j < k; j++) hs[j] = slot[j] < 0 ? -1 : (int32_t)slot[j];
   VA_CUDA(cudaMemcpyAsync(c->slot, hs, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaMemcpy2DAsync(c->cent, (size_t)c->dp * 4, cent, (size_t)d * 4, (size_t)d * 4, (size_t)h2, cudaMemcpyHostToDevice, c->stream));
-  int64_t blocks = (c->n + THREADS / 32 - 1) / (THREADS / 32);
-  if (blocks > 132 * 64) blocks = 132 * 64;
-  split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->X32, c->dp, (int)d, c->assign, c->n, c->slot, c->cent, m, c->keys);
-  VA_LAUNCHED();
-  rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
-  seg_reduce(c, c->keys, h2, ru, c->acc);
+  va_cuda_each_rows(c, 0, split_rows, &m);
   double *h = (double *)va_cuda_host_scratch(c, (size_t)(h2 * W) * 8);
   VA_CUDA(cudaMemcpyAsync(h, c->acc, (size_t)(h2 * W) * 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));

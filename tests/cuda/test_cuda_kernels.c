@@ -10,8 +10,14 @@
  *    precision (r is recomputed from the float32 rows in double, whatever the product precision).
  *  - changed count, farthest (rmax bits and row), histogram: exactly the CPU's on the GPU's a and r.
  *  - statistics and split sums: |gpu - cpu| <= 1e-9 (|cpu| + count_j * max|x|); counts exact; the
- *    SORT reduction is bit-for-bit the same on a second run.
- *  - fetched rows: bit-for-bit. */
+ *    SORT reduction is bit-for-bit the same on a second run; values appended to the statistics come
+ *    back exactly.
+ *  - fetched rows: bit-for-bit. Anchor norms computed on the device: bit-for-bit va_row_norms.
+ *  - out-of-core (rows streamed from pinned host memory in chunks) against a resident context on the
+ *    same data: a[], r[], changed counts, farthest, histogram bit-for-bit on the fused path (the same
+ *    kernels see each row; the GEMM path: near-ties only, checked against the CPU as above);
+ *    statistics and split sums within 1e-12 (|resident| + count_j * max|x|) (the chunks' sums are
+ *    added in chunk order), counts exact; and every CPU check above on the streamed context. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,7 +131,13 @@ static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, c
   CHECK(frac <= tie_frac[prec], "%s: %.3f%% of rows differ (cap %.1f%%)", tag, 100 * frac, 100 * tie_frac[prec]);
 }
 
-static void check_acc(const double *g, const double *c, int64_t k, int64_t d, double xmax, const char *tag) {
+/* The statistics as the backend gets them on one rank: computed on the device, then fetched. */
+static void gpu_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int64_t k, int64_t d, double *out) {
+  va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, rule, NULL, 0), k * VA_STATS_W(d), out);
+}
+
+/* rel: 1e-9 against the CPU, 1e-12 between a streamed and a resident context. */
+static void check_acc_tol(const double *g, const double *c, int64_t k, int64_t d, double xmax, double rel, const char *tag) {
   int64_t W = VA_STATS_W(d), bad = 0;
   double worst = 0;
   for (int64_t j = 0; j < k; j++) {
@@ -134,8 +146,8 @@ static void check_acc(const double *g, const double *c, int64_t k, int64_t d, do
       double gv = g[j * W + t], cv = c[j * W + t];
       double tol;
       if (t == VA_ST_COUNT(d)) tol = 0;
-      else if (t < d) tol = 1e-9 * (fabs(cv) + cnt * xmax);
-      else tol = 1e-9 * fabs(cv) + 1e-300;
+      else if (t < d) tol = rel * (fabs(cv) + cnt * xmax);
+      else tol = rel * fabs(cv) + 1e-300;
       double e = fabs(gv - cv);
       if (!(e <= tol)) {
         if (bad < 5) printf("  %s: anchor %lld field %lld: gpu %.17g cpu %.17g\n", tag, (long long)j, (long long)t, gv, cv);
@@ -146,6 +158,9 @@ static void check_acc(const double *g, const double *c, int64_t k, int64_t d, do
   }
   printf("  %-34s worst err/tol %.3g\n", tag, worst);
   CHECK(bad == 0, "%s: %lld statistics entries off", tag, (long long)bad);
+}
+static void check_acc(const double *g, const double *c, int64_t k, int64_t d, double xmax, const char *tag) {
+  check_acc_tol(g, c, k, d, xmax, 1e-9, tag);
 }
 
 /* The split's 2-means sums as anneal.c computes them. */
@@ -217,18 +232,25 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
     va_stats_accumulate(X, n, d, ga, gr, k, &rules[ri], cc);
     for (int v = 0; v < 2; v++) {
       va_cuda_set_stats_variant(ctx, v);
-      memset(cg, 0, (size_t)(k * W) * 8);
-      va_cuda_stats(ctx, &rules[ri], cg);
+      gpu_stats(ctx, &rules[ri], k, d, cg);
       snprintf(t2, sizeof t2, "%s stats %s %s", tag, rname[ri], v ? "atomic" : "sort");
       check_acc(cg, cc, k, d, xmax, t2);
       if (v == VA_CUDA_STATS_SORT) {
-        memset(cg2, 0, (size_t)(k * W) * 8);
-        va_cuda_stats(ctx, &rules[ri], cg2);
+        gpu_stats(ctx, &rules[ri], k, d, cg2);
         CHECK(memcmp(cg, cg2, (size_t)(k * W) * 8) == 0, "%s: sorted reduction not reproducible bit for bit", t2);
       }
     }
   }
   va_cuda_set_stats_variant(ctx, VA_CUDA_STATS_SORT);
+  /* values appended to the statistics (the loop's changed rows and stop flag) */
+  {
+    const double x[2] = {12345.0, -0.375};
+    double *cx = malloc((size_t)(k * W + 2) * 8);
+    va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, &rules[0], x, 2), k * W + 2, cx);
+    gpu_stats(ctx, &rules[0], k, d, cg);
+    CHECK(memcmp(cx, cg, (size_t)(k * W) * 8) == 0 && cx[k * W] == x[0] && cx[k * W + 1] == x[1], "%s: statistics with appended values", tag);
+    free(cx);
+  }
   /* split: a quarter of the anchors (at most 40), seeded by two random rows each */
   int64_t m = k / 4 > 40 ? 40 : (k / 4 > 0 ? k / 4 : 1);
   int64_t *slot = malloc((size_t)k * 8);
@@ -298,6 +320,12 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
       va_cuda_upload_rows(ctx, X, 0, cut1);
       va_cuda_upload_rows(ctx, X + cut1 * d, cut1, cut2 - cut1);
       va_cuda_set_anchors(ctx, A, prec == 1 ? NULL : anorm, k);
+      if (prec == 1) { /* the norms computed on the device */
+        float *gn = malloc((size_t)k * 4);
+        va_cuda_debug_anchor_norms(ctx, gn);
+        CHECK(memcmp(gn, anorm, (size_t)k * 4) == 0, "%s: device anchor norms differ from va_row_norms", cosine ? "cosine" : "l2");
+        free(gn);
+      }
       char tag[128];
       /* GEMM, then each fused tile configuration that fits this shape */
       for (int v = 0; v <= 6; v++) {
@@ -340,6 +368,116 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
   }
 }
 
+/* Out-of-core: a context streaming its rows in chunks of `chunk` rows against a resident one (see the
+ * tolerances at the top). fp32 runs the GEMM path, tf32 and fp16 the fused one. */
+static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
+  printf("streamed case n %lld d %lld k %lld, chunks of %lld rows\n", (long long)n, (long long)d, (long long)k, (long long)chunk);
+  float *X = make_rows(n, d, 0), *A = make_anchors(X, n, d, k, 0, 0.05), *A2 = malloc((size_t)(k * d) * 4);
+  for (int64_t e = 0; e < k * d; e++) A2[e] = A[e] + (float)(0.02 * normal());
+  float *anorm = malloc((size_t)k * 4), *cr = malloc((size_t)n * 4), *rr = malloc((size_t)n * 4), *sr = malloc((size_t)n * 4);
+  uint32_t *ca = malloc((size_t)n * 4), *ra = malloc((size_t)n * 4), *sa = malloc((size_t)n * 4);
+  va_row_norms(A, k, d, anorm);
+  va_assign_opts_t opts = {.threads = va_cpu_count(), .tile_rows = 0};
+  va_assign_cpu(X, n, d, A, anorm, k, 0, &opts, ca, cr);
+  double xmax = 0;
+  for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
+  int64_t W = VA_STATS_W(d);
+  double *gr_acc = malloc((size_t)(k * W) * 8), *gs_acc = malloc((size_t)(k * W) * 8), *gs2 = malloc((size_t)(k * W) * 8);
+  for (int prec = 0; prec <= 2; prec++) {
+    char tag[128];
+    snprintf(tag, sizeof tag, "%s streamed", pname[prec]);
+    va_cuda_t *R = va_cuda_create(0, n, d, k, prec), *S = va_cuda_create_streamed(0, n, d, k, prec, chunk);
+    CHECK(va_cuda_stream_rows(S) > 0 && va_cuda_stream_rows(S) <= chunk && va_cuda_stream_rows(R) == 0, "%s: chunk rows %lld",
+          tag, (long long)va_cuda_stream_rows(S));
+    va_cuda_upload_rows(R, X, 0, n);
+    int64_t cut1 = n / 3, cut2 = n / 3 + n / 4; /* three uneven pieces, last first */
+    va_cuda_upload_rows(S, X + cut2 * d, cut2, n - cut2);
+    va_cuda_upload_rows(S, X, 0, cut1);
+    va_cuda_upload_rows(S, X + cut1 * d, cut1, cut2 - cut1);
+    va_cuda_set_anchors(R, A, NULL, k);
+    va_cuda_set_anchors(S, A, NULL, k);
+    check_assign(S, X, n, d, A, k, 0, prec, ca, cr, sa, sr, tag); /* poisoned first: every row written */
+    va_cuda_assign(R, 0);
+    va_cuda_download(R, ra, rr);
+    int64_t da = 0, dr = 0;
+    for (int64_t i = 0; i < n; i++) { da += ra[i] != sa[i]; dr += memcmp(&rr[i], &sr[i], 4) != 0 && ra[i] == sa[i]; }
+    printf("  %-34s %lld rows' anchors and %lld r of the same anchor differ from resident\n", tag, (long long)da, (long long)dr);
+    CHECK(dr == 0, "%s: r differs from resident for the same anchor", tag);
+    const int fused = va_cuda_assign_variant(S) == VA_CUDA_ASSIGN_FUSED;
+    if (fused) CHECK(da == 0, "%s: fused assignment differs from resident", tag);
+    /* changed rows against the previous pass, then back */
+    va_cuda_set_anchors(R, A2, NULL, k);
+    va_cuda_set_anchors(S, A2, NULL, k);
+    int64_t chr = va_cuda_assign(R, 0), chs = va_cuda_assign(S, 0);
+    if (fused) CHECK(chr == chs, "%s: changed %lld, resident %lld", tag, (long long)chs, (long long)chr);
+    va_cuda_set_anchors(R, A, NULL, k);
+    va_cuda_set_anchors(S, A, NULL, k);
+    va_cuda_assign(R, 0);
+    va_cuda_assign(S, 0);
+    va_cuda_download(S, sa, sr);
+    va_cuda_download(R, ra, rr);
+    if (memcmp(ra, sa, (size_t)n * 4) != 0) {
+      printf("  %-34s reductions not compared with resident: the (GEMM) assignments differ at near-ties\n", tag);
+    } else {
+      /* farthest and histogram exact; statistics and split sums within 1e-12 of the resident ones */
+      float *rmr = malloc((size_t)k * 4), *rms = malloc((size_t)k * 4);
+      int64_t *rar = malloc((size_t)k * 8), *ras = malloc((size_t)k * 8);
+      va_cuda_farthest(R, rmr, rar);
+      va_cuda_farthest(S, rms, ras);
+      CHECK(memcmp(rmr, rms, (size_t)k * 4) == 0 && memcmp(rar, ras, (size_t)k * 8) == 0, "%s: farthest differs from resident", tag);
+      free(rmr); free(rms); free(rar); free(ras);
+      double *delta = malloc((size_t)k * 8);
+      va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+      gpu_stats(R, &none, k, d, gr_acc);
+      for (int64_t j = 0; j < k; j++) {
+        double cnt = gr_acc[j * W + VA_ST_COUNT(d)];
+        delta[j] = (j % 5 == 4 || cnt == 0) ? 0.0 : sqrt(gr_acc[j * W + VA_ST_RSUM(d)] / cnt);
+      }
+      va_stats_rule_t huber = {.mode = VA_ROBUST_HUBER, .huber_delta = delta};
+      const va_stats_rule_t *rules[2] = {&none, &huber};
+      for (int ri = 0; ri < 2; ri++)
+        for (int v = 0; v < 2; v++) {
+          char t2[160];
+          snprintf(t2, sizeof t2, "%s vs resident %s %s", tag, ri ? "huber" : "none", v ? "atomic" : "sort");
+          va_cuda_set_stats_variant(R, v);
+          va_cuda_set_stats_variant(S, v);
+          gpu_stats(R, rules[ri], k, d, gr_acc);
+          gpu_stats(S, rules[ri], k, d, gs_acc);
+          check_acc_tol(gs_acc, gr_acc, k, d, xmax, 1e-12, t2);
+          if (v == VA_CUDA_STATS_SORT) {
+            gpu_stats(S, rules[ri], k, d, gs2);
+            CHECK(memcmp(gs_acc, gs2, (size_t)(k * W) * 8) == 0, "%s: not reproducible bit for bit", t2);
+          }
+        }
+      va_cuda_set_stats_variant(R, VA_CUDA_STATS_SORT);
+      va_cuda_set_stats_variant(S, VA_CUDA_STATS_SORT);
+      int64_t m = k / 4 > 40 ? 40 : (k / 4 > 0 ? k / 4 : 1), *slot = malloc((size_t)k * 8);
+      for (int64_t j = 0; j < k; j++) slot[j] = j % 4 == 1 && j / 4 < m ? j / 4 : -1;
+      float *cent = malloc((size_t)(2 * m * d) * 4);
+      for (int64_t h = 0; h < 2 * m; h++) memcpy(cent + h * d, X + (int64_t)(rnd() % (uint64_t)n) * d, (size_t)d * 4);
+      double *sr_s = calloc((size_t)(2 * m * (d + 1)), 8), *ss_s = calloc((size_t)(2 * m * (d + 1)), 8);
+      va_cuda_split_accumulate(R, slot, m, cent, sr_s);
+      va_cuda_split_accumulate(S, slot, m, cent, ss_s);
+      int64_t bad = 0;
+      for (int64_t h = 0; h < 2 * m; h++) {
+        double cnt = sr_s[h * (d + 1) + d];
+        bad += ss_s[h * (d + 1) + d] != cnt;
+        for (int64_t u = 0; u < d; u++)
+          bad += !(fabs(ss_s[h * (d + 1) + u] - sr_s[h * (d + 1) + u]) <= 1e-12 * (fabs(sr_s[h * (d + 1) + u]) + cnt * xmax));
+      }
+      CHECK(bad == 0, "%s: split sums: %lld entries differ from resident", tag, (long long)bad);
+      free(delta); free(slot); free(cent); free(sr_s); free(ss_s);
+    }
+    /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
+    if (prec != VA_CUDA_FP32) check_reductions(S, X, n, d, k, sa, sr, tag);
+    printf("  %-34s %.1f MB of rows copied to the device\n", tag, va_cuda_streamed_bytes(S) / 1e6);
+    va_cuda_destroy(R);
+    va_cuda_destroy(S);
+  }
+  free(X); free(A); free(A2); free(anorm); free(cr); free(rr); free(sr); free(ca); free(ra); free(sa);
+  free(gr_acc); free(gs_acc); free(gs2);
+}
+
 /* Tiny shapes against the plain double reference: no ties, so identical. */
 static void tiny_and_empty(void) {
   const int64_t n = 5, d = 3, k = 2;
@@ -347,28 +485,39 @@ static void tiny_and_empty(void) {
   uint32_t ca[5], ga[5];
   float cr[5], gr[5];
   va_assign_ref(X, n, d, A, k, 0, ca, cr);
-  for (int prec = 0; prec < 4; prec++) {
-    va_cuda_t *ctx = va_cuda_create(0, n, d, 1, prec);
-    va_cuda_upload_rows(ctx, X, 0, n);
-    va_cuda_set_anchors(ctx, A, NULL, k);
-    int64_t ch = va_cuda_assign(ctx, 0);
-    va_cuda_download(ctx, ga, gr);
-    int bad = ch != n;
-    for (int i = 0; i < n; i++) bad += ga[i] != ca[i] || fabsf(gr[i] - cr[i]) > 1e-6f * cr[i];
-    CHECK(bad == 0, "tiny %s: wrong", pname[prec]);
-    CHECK(va_cuda_assign(ctx, 0) == 0, "tiny %s: second pass changed rows", pname[prec]);
+  for (int64_t chunk = 0; chunk <= 256; chunk += 256) /* resident, then streamed */
+    for (int prec = 0; prec < 4; prec++) {
+      va_cuda_t *ctx = va_cuda_create_streamed(0, n, d, 1, prec, chunk);
+      va_cuda_upload_rows(ctx, X, 0, n);
+      va_cuda_set_anchors(ctx, A, NULL, k);
+      int64_t ch = va_cuda_assign(ctx, 0);
+      va_cuda_download(ctx, ga, gr);
+      int bad = ch != n;
+      for (int i = 0; i < n; i++) bad += ga[i] != ca[i] || fabsf(gr[i] - cr[i]) > 1e-6f * cr[i];
+      CHECK(bad == 0, "tiny %s (chunk %lld): wrong", pname[prec], (long long)chunk);
+      CHECK(va_cuda_assign(ctx, 0) == 0, "tiny %s (chunk %lld): second pass changed rows", pname[prec], (long long)chunk);
+      va_cuda_destroy(ctx);
+    }
+  for (int64_t chunk = 0; chunk <= 256; chunk += 256) {
+    va_cuda_t *ctx = va_cuda_create_streamed(0, 0, 8, 4, 1, chunk);
+    float A8[32] = {0};
+    va_cuda_set_anchors(ctx, A8, NULL, 4);
+    CHECK(va_cuda_assign(ctx, 0) == 0, "empty: rows changed");
+    float rm[4];
+    int64_t ra[4];
+    va_cuda_farthest(ctx, rm, ra);
+    CHECK(ra[0] == -1 && rm[0] == 0, "empty: farthest");
+    /* no rows: zero statistics, the appended values as given */
+    const double x[2] = {3, 1};
+    double acc[4 * 11 + 2];
+    va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+    va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, &none, x, 2), 4 * 11 + 2, acc);
+    int bad = acc[44] != 3 || acc[45] != 1;
+    for (int e = 0; e < 44; e++) bad += acc[e] != 0;
+    CHECK(bad == 0, "empty (chunk %lld): statistics", (long long)chunk);
     va_cuda_destroy(ctx);
   }
-  va_cuda_t *ctx = va_cuda_create(0, 0, 8, 4, 1);
-  float A8[32] = {0};
-  va_cuda_set_anchors(ctx, A8, NULL, 4);
-  CHECK(va_cuda_assign(ctx, 0) == 0, "empty: rows changed");
-  float rm[4];
-  int64_t ra[4];
-  va_cuda_farthest(ctx, rm, ra);
-  CHECK(ra[0] == -1 && rm[0] == 0, "empty: farthest");
-  va_cuda_destroy(ctx);
-  printf("  tiny and empty shapes checked\n");
+  printf("  tiny and empty shapes checked, resident and streamed\n");
 }
 
 int main(int argc, char **argv) {
@@ -389,6 +538,9 @@ int main(int argc, char **argv) {
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; 128x128 fused tiles */
   run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile */
   run_case(3001, 300, 130, 130);   /* large d: 128x64 fused tiles (16-bit), GEMM only for tf32 */
+  stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
+  stream_case(20011, 77, 37, 2560);    /* padded d, 8 chunks */
+  stream_case(3001, 300, 130, 4096);   /* one chunk, which stays on the device after the first pass */
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   MPI_Finalize();
   return failures ? 1 : 0;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # gpu_backend.sh (label gpu): the CUDA backend against the CPU backend on the same data and config,
-# and 1 GPU against 2 and 4 GPUs. SKIP (77) without a CUDA build or device: never a silent pass.
+# 1 GPU against 2 and 4 GPUs, and rows streamed from pinned host memory (out-of-core) against rows
+# resident on the GPU. SKIP (77) without a CUDA build or device: never a silent pass.
 # Tolerances: fp32 products: anchors 1e-4 relative, at most 0.1% of assignments differ (near-ties,
 # where float32 rounding of the two backends' dot products differs); tf32/bf16: energy within 0.5%.
-# Across GPU counts (fp32 and tf32): anchors 1e-5 relative, identical assignments.
+# Across GPU counts and streamed vs resident (fp32 and tf32): anchors 1e-5 relative, identical
+# assignments (only the order of the statistics' double sums differs).
 source "$(dirname "$0")/lib.sh"
 export NCCL_NVLS_ENABLE=0
 "$BIN" --version | grep -q "cuda yes" || { echo "SKIP: built without CUDA"; exit 77; }
@@ -32,9 +34,41 @@ for p in 2 4; do
     "$TOOL" close "$WORK/gpu${p}_$prec.h5" "$WORK/gpu_$prec.h5" 1e-5 || fail "$p GPUs ($prec) differ from 1 GPU"
   done
 done
-# Resume on the GPU is bitwise identical too.
+# Out-of-core: 1 MB chunks (15 of them); the start line, the progress lines and the metrics say so.
+for prec in fp32 tf32; do
+  run_np 1 "${common[@]}" --backend cuda --set precision=$prec --set gpu_stream=on --set gpu_stream_chunk_mb=1 --set progress_every=5 \
+    --metrics "$WORK/s_$prec.json" --out "$WORK/s_$prec.h5" > "$WORK/s_$prec.log" || { cat "$WORK/s_$prec.log"; fail "streamed $prec"; }
+  grep -q "rows streamed from pinned host memory" "$WORK/s_$prec.log" || fail "streaming not reported"
+  grep -q "stream GB/s" "$WORK/s_$prec.log" || fail "no streaming column in the progress lines"
+  grep -q '"gpu_stream"' "$WORK/s_$prec.json" || fail "no streaming in the metrics"
+  "$TOOL" close "$WORK/s_$prec.h5" "$WORK/gpu_$prec.h5" 1e-5 || fail "streamed ($prec) differs from resident"
+done
+if [ "$ngpu" -ge 2 ]; then
+  run_np 2 "${common[@]}" --backend cuda --set gpu_stream=on --set gpu_stream_chunk_mb=1 --out "$WORK/s2.h5" > /dev/null || fail "streamed, 2 GPUs"
+  "$TOOL" close "$WORK/s2.h5" "$WORK/gpu_tf32.h5" 1e-5 || fail "streamed on 2 GPUs differs from 1 GPU resident"
+fi
+# gpu_stream = auto streams only rows that do not fit: 600000 x 64 rows need about 364 MB resident
+# and 215 MB streamed in 8 MB chunks (va_cuda_bytes_needed); under a 300 MB limit they stream.
+run_np 2 gen --out "$WORK/big.h5" --n 600000 --d 64 --clusters 40 --spread 0.6 > /dev/null || fail gen
+big=(compress --input "$WORK/big.h5:/train" --anchors 48 --set max_iter=5 --set tol=0 --set min_changes=0 --set gpu_min_work=0 --backend cuda)
+run_np 1 "${big[@]}" --out "$WORK/big_r.h5" > "$WORK/big_r.log" || { cat "$WORK/big_r.log"; fail "big resident"; }
+run_np 1 "${big[@]}" --set gpu_mem_limit_mb=300 --set gpu_stream_chunk_mb=8 --out "$WORK/big_s.h5" > "$WORK/big_s.log" || { cat "$WORK/big_s.log"; fail "big auto"; }
+! grep -q "streamed from pinned" "$WORK/big_r.log" || fail "auto streamed rows that fit"
+grep -q "do not fit the GPU" "$WORK/big_s.log" && grep -q "streamed from pinned" "$WORK/big_s.log" || fail "auto did not stream"
+"$TOOL" close "$WORK/big_s.h5" "$WORK/big_r.h5" 1e-5 || fail "auto-streamed differs from resident"
+# Not even streamed: backend cuda stops (exit 5), auto stays on the CPU.
+run_np 1 "${common[@]}" --backend cuda --set gpu_mem_limit_mb=50 --out "$WORK/x.h5" > "$WORK/x.log" 2>&1
+[ $? -eq 5 ] || { cat "$WORK/x.log"; fail "backend cuda under a 50 MB limit: want exit 5"; }
+run_np 1 "${common[@]}" --backend auto --set gpu_mem_limit_mb=50 --out "$WORK/x.h5" > "$WORK/x.log" 2>&1 || fail "auto under a 50 MB limit"
+grep -q "backend cpu" "$WORK/x.log" || fail "auto under a 50 MB limit did not stay on the CPU"
+# Resume on the GPU is bitwise identical too, resident and streamed.
 VECANNEAL_FAULT_STOP_AFTER=7 timeout 120 mpirun -n 1 -x VECANNEAL_FAULT_STOP_AFTER -x NCCL_NVLS_ENABLE "$BIN" "${common[@]}" --backend cuda --out "$WORK/r.h5" > /dev/null 2>&1
 [ $? -eq 75 ] || fail "gpu stop"
 run_np 1 "${common[@]}" --backend cuda --out "$WORK/r.h5" --resume "$WORK/r.h5.ckpt.h5" > /dev/null || fail "gpu resume"
 "$TOOL" same "$WORK/r.h5" "$WORK/gpu_tf32.h5" || fail "gpu resume differs"
+stream=(--set gpu_stream=on --set gpu_stream_chunk_mb=1)
+VECANNEAL_FAULT_STOP_AFTER=7 timeout 120 mpirun -n 1 -x VECANNEAL_FAULT_STOP_AFTER -x NCCL_NVLS_ENABLE "$BIN" "${common[@]}" --backend cuda "${stream[@]}" --out "$WORK/rs.h5" > /dev/null 2>&1
+[ $? -eq 75 ] || fail "gpu stop (streamed)"
+run_np 1 "${common[@]}" --backend cuda "${stream[@]}" --out "$WORK/rs.h5" --resume "$WORK/rs.h5.ckpt.h5" > /dev/null || fail "gpu resume (streamed)"
+"$TOOL" same "$WORK/rs.h5" "$WORK/s_tf32.h5" || fail "gpu resume (streamed) differs"
 echo "PASS: gpu backend"
