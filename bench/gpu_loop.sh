@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# gpu_loop.sh: on one GPU, from the repository root, in one go: build this tree and (in parallel) the
-# commit BEFORE_REV (default HEAD~1 of the tree's git) for a before/after comparison; the gpu-labelled
+# gpu_loop.sh: on one GPU, from the repository root, in one go: build this tree (or the commit
+# AFTER_REV, e.g. to leave others' unfinished edits out) and, in parallel, the commit BEFORE_REV
+# (default HEAD~1) for a before/after comparison; the gpu-labelled
 # tests (the embedding stage's excluded: not this script's subject); then
 #  1. the per-iteration cost of the GPU loop before and after, at 1M x 128 x 1024 (fp16, tf32; 50
 #     Lloyd-step iterations, eta = 1 as bench/gpu_peers.py; two runs each): ms/iteration and phases;
@@ -8,29 +9,34 @@
 #     (256 MB chunks), end to end, with the rows' streaming rate;
 #  3. bench/gpu_stream.c at the same shape: streamed vs resident passes against the measured pinned
 #     host-to-device copy rate, and their agreement.
-# Logs and CSVs under $OUT (results_loop.csv, results_stream_e2e.csv, gpu_stream_bench.txt); a summary
-# is printed last.  Environment: BEFORE_REV, SKIP_TESTS=1, N1 (1000000), N8 (8000000).
+# Results under $OUT (results_loop.csv, results_stream_e2e.csv, results_stream_bench.csv,
+# gpu_stream_bench.txt, ctest_gpu.log) and every log in $OUT/logs.tgz; a summary is printed last.  Environment: AFTER_REV, BEFORE_REV, SKIP_TESTS=1, N1 (1000000), N8 (8000000).
 set -u
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 PYTHONUNBUFFERED=1
-OUT=${OUT:-$PWD/out-gpu}; mkdir -p "$OUT"
+OUT=${OUT:-$PWD/out-gpu}; W=$OUT/work; mkdir -p "$W"
 ROOT=$PWD
 N1=${N1:-1000000}; N8=${N8:-8000000}
 BEFORE_REV=${BEFORE_REV:-HEAD~1}
 t0=$(date +%s)
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/env.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$W/env.txt"
 cfg() { cmake -S "$1" -B "$2" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$3.cmake.log" 2>&1; }
 rm -rf /tmp/before-src && mkdir -p /tmp/before-src && git archive "$BEFORE_REV" | tar -x -C /tmp/before-src
-( cfg /tmp/before-src /tmp/before-src/build "$OUT/before" && make -C /tmp/before-src/build -j8 vecanneal > "$OUT/before.build.log" 2>&1 ) &
+( cfg /tmp/before-src /tmp/before-src/build "$W/before" && make -C /tmp/before-src/build -j8 vecanneal > "$W/before.build.log" 2>&1 ) &
 pb=$!
-cfg . build-gpu "$OUT/after" && make -C build-gpu -j10 vecanneal h5tool test_cuda_kernels test_nccl gpu_stream_bench > "$OUT/after.build.log" 2>&1 \
-  || { grep -E "error" "$OUT/after.build.log" | head -20; tail -5 "$OUT/after.build.log"; exit 1; }
-wait $pb || { tail -5 "$OUT/before.build.log"; echo "before build ($BEFORE_REV) failed"; }
-echo "builds: $(( $(date +%s) - t0 )) s (after: $(git rev-parse --short HEAD) + working tree; before: $(git rev-parse --short "$BEFORE_REV"))"
-AFTER=$ROOT/build-gpu/vecanneal BEFORE=/tmp/before-src/build/vecanneal
+SRC=.
+if [ -n "${AFTER_REV:-}" ]; then
+  SRC=/tmp/after-src; rm -rf $SRC && mkdir -p $SRC && git archive "$AFTER_REV" | tar -x -C $SRC
+fi
+BG=$SRC/build-gpu
+cfg $SRC $BG "$W/after" && make -C $BG -j10 vecanneal h5tool test_cuda_kernels test_nccl gpu_stream_bench > "$W/after.build.log" 2>&1 \
+  || { grep -E "error" "$W/after.build.log" | head -20; tail -5 "$W/after.build.log"; exit 1; }
+wait $pb || { tail -5 "$W/before.build.log"; echo "before build ($BEFORE_REV) failed"; }
+echo "builds: $(( $(date +%s) - t0 )) s (after: ${AFTER_REV:-the working tree on} $(git rev-parse --short "${AFTER_REV:-HEAD}"); before: $(git rev-parse --short "$BEFORE_REV"))"
+AFTER=$(cd $BG && pwd)/vecanneal BEFORE=/tmp/before-src/build/vecanneal TOOL=$(cd $BG && pwd)/h5tool
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  (cd build-gpu && timeout 240 ctest -L gpu -E embed --output-on-failure --timeout 200) > "$OUT/ctest_gpu.log" 2>&1
-  grep -E "Test +#|tests passed|tests failed" "$OUT/ctest_gpu.log"
-  grep -E "streamed|FAIL|differ" build-gpu/Testing/Temporary/LastTest.log 2>/dev/null | grep -vE "^\s*$" > "$OUT/ctest_detail.txt"
+  (cd $BG && timeout 240 ctest -L gpu -E embed --output-on-failure --timeout 200) > "$W/ctest_gpu.log" 2>&1
+  grep -E "Test +#|tests passed|tests failed" "$W/ctest_gpu.log"
+  cp $BG/Testing/Temporary/LastTest.log "$W/ctest_last.log" 2>/dev/null
   echo "tests: $(( $(date +%s) - t0 )) s"
 fi
 # Phases per iteration from a metrics file: the phase totals include the final pass (one more assign
@@ -49,40 +55,41 @@ PY
 # 1. loop overhead, before vs after
 mpirun -n 16 "$AFTER" gen --out /tmp/g1.h5 --n "$N1" --d 128 --clusters 2000 --spread 0.5 > /dev/null
 lloyd=(--set lr=1 --set T0=1e9 --set cooling_rate=0 --set init=random --set max_iter=50 --set tol=0 --set min_changes=0 --set progress_every=0)
-echo "binary,precision,run,ms_per_iter,assign_ms,reduce_ms,allreduce_ms,update_ms,maintenance_ms,final_energy,copied_GB_per_iter,stream_GB_per_s" > "$OUT/results_loop.csv"
+echo "binary,precision,run,ms_per_iter,assign_ms,reduce_ms,allreduce_ms,update_ms,maintenance_ms,final_energy,copied_GB_per_iter,stream_GB_per_s" > "$W/results_loop.csv"
 for prec in fp16 tf32; do
   for run in 1 2; do
     for which in before after; do
       bin=$BEFORE; [ $which = after ] && bin=$AFTER
       mpirun -n 1 "$bin" compress --input /tmp/g1.h5:/train --anchors 1024 --out /tmp/l.h5 --backend cuda --set precision=$prec "${lloyd[@]}" \
-        --metrics "$OUT/loop_${which}_${prec}_$run.json" > "$OUT/loop_${which}_${prec}_$run.log" 2>&1 || { tail -3 "$OUT/loop_${which}_${prec}_$run.log"; continue; }
-      echo "$which,$prec,$run,$(phases "$OUT/loop_${which}_${prec}_$run.json")" >> "$OUT/results_loop.csv"
+        --metrics "$W/loop_${which}_${prec}_$run.json" > "$W/loop_${which}_${prec}_$run.log" 2>&1 || { tail -3 "$W/loop_${which}_${prec}_$run.log"; continue; }
+      echo "$which,$prec,$run,$(phases "$W/loop_${which}_${prec}_$run.json")" >> "$W/results_loop.csv"
     done
   done
 done
 echo "loop: $(( $(date +%s) - t0 )) s"
 # 2. out-of-core end to end
 mpirun -n 16 "$AFTER" gen --out /tmp/g8.h5 --n "$N8" --d 128 --clusters 2000 --spread 0.5 > /dev/null
-echo "precision,mode,ms_per_iter,assign_ms,reduce_ms,allreduce_ms,update_ms,maintenance_ms,final_energy,copied_GB_per_iter,stream_GB_per_s" > "$OUT/results_stream_e2e.csv"
+echo "precision,mode,ms_per_iter,assign_ms,reduce_ms,allreduce_ms,update_ms,maintenance_ms,final_energy,copied_GB_per_iter,stream_GB_per_s" > "$W/results_stream_e2e.csv"
 for prec in fp16 tf32; do
   for mode in off on; do
     mpirun -n 1 "$AFTER" compress --input /tmp/g8.h5:/train --anchors 1024 --out "/tmp/s8_${prec}_$mode.h5" --backend cuda --set precision=$prec \
-      "${lloyd[@]}" --set max_iter=10 --set progress_every=5 --set gpu_stream=$mode --metrics "$OUT/s8_${prec}_$mode.json" > "$OUT/s8_${prec}_$mode.log" 2>&1 \
-      || { tail -3 "$OUT/s8_${prec}_$mode.log"; continue; }
-    echo "$prec,$([ $mode = on ] && echo streamed || echo resident),$(phases "$OUT/s8_${prec}_$mode.json")" >> "$OUT/results_stream_e2e.csv"
+      "${lloyd[@]}" --set max_iter=10 --set progress_every=5 --set gpu_stream=$mode --metrics "$W/s8_${prec}_$mode.json" > "$W/s8_${prec}_$mode.log" 2>&1 \
+      || { tail -3 "$W/s8_${prec}_$mode.log"; continue; }
+    echo "$prec,$([ $mode = on ] && echo streamed || echo resident),$(phases "$W/s8_${prec}_$mode.json")" >> "$W/results_stream_e2e.csv"
   done
-  build-gpu/h5tool close "/tmp/s8_${prec}_on.h5" "/tmp/s8_${prec}_off.h5" 1e-5 > "$OUT/s8_${prec}_close.txt" 2>&1; echo "rc $?" >> "$OUT/s8_${prec}_close.txt"
+  "$TOOL" close "/tmp/s8_${prec}_on.h5" "/tmp/s8_${prec}_off.h5" 1e-5 > "$W/s8_${prec}_close.txt" 2>&1; echo "rc $?" >> "$W/s8_${prec}_close.txt"
 done
 rm -f /tmp/s8_*.h5
 echo "stream e2e: $(( $(date +%s) - t0 )) s"
 # 3. kernel-level streaming vs copy rate
-timeout 150 build-gpu/gpu_stream_bench "$N8" 128 1024 256 5 > "$OUT/gpu_stream_bench.txt" 2>&1; echo "gpu_stream_bench rc $?" >> "$OUT/gpu_stream_bench.txt"
-grep "^csv:" "$OUT/gpu_stream_bench.txt" | cut -c5- > "$OUT/results_stream_bench.csv"
+timeout 150 $BG/gpu_stream_bench "$N8" 128 1024 256 5 > "$W/gpu_stream_bench.txt" 2>&1; echo "gpu_stream_bench rc $?" >> "$W/gpu_stream_bench.txt"
+grep "^csv:" "$W/gpu_stream_bench.txt" | cut -c5- > "$W/results_stream_bench.csv"
 echo "== summary ($(( $(date +%s) - t0 )) s)"
-grep -E "tests passed|tests failed" "$OUT/ctest_gpu.log" 2>/dev/null
-grep -hE "streamed vs resident|copy of one chunk|agree|FAILED" "$OUT/gpu_stream_bench.txt"
-grep -E "pass" "$OUT/gpu_stream_bench.txt" | cut -c1-170
-column -s, -t "$OUT/results_loop.csv"
-column -s, -t "$OUT/results_stream_e2e.csv"
-grep -h "anchors:\|assignments:\|rc" "$OUT"/s8_*_close.txt
-grep -h "stream GB/s" -A3 "$OUT/s8_fp16_on.log" | head -4
+grep -E "tests passed|tests failed" "$W/ctest_gpu.log" 2>/dev/null
+grep -hE "streamed vs resident|copy of one chunk|agree|FAILED" "$W/gpu_stream_bench.txt"
+grep -E "pass" "$W/gpu_stream_bench.txt" | cut -c1-170
+for f in results_loop results_stream_e2e; do column -s, -t "$W/$f.csv" 2> /dev/null || cat "$W/$f.csv"; done
+grep -h "anchors:\|assignments:\|rc" "$W"/s8_*_close.txt
+grep -h "stream GB/s" -A3 "$W/s8_fp16_on.log" | head -4
+for f in results_loop.csv results_stream_e2e.csv results_stream_bench.csv gpu_stream_bench.txt ctest_gpu.log; do cp "$W/$f" "$OUT/" 2> /dev/null; done
+tar -czf "$OUT/logs.tgz" -C "$W" . && rm -rf "$W"

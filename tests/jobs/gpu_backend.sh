@@ -48,14 +48,15 @@ if [ "$ngpu" -ge 2 ]; then
   "$TOOL" close "$WORK/s2.h5" "$WORK/gpu_tf32.h5" 1e-5 || fail "streamed on 2 GPUs differs from 1 GPU resident"
 fi
 # gpu_stream = auto streams only rows that do not fit: 600000 x 64 rows need about 364 MB resident
-# and 215 MB streamed in 8 MB chunks (va_cuda_bytes_needed); under a 300 MB limit they stream.
+# and 215 MB streamed in 8 MB chunks (va_cuda_bytes_needed); under a 300 MB limit they stream. At
+# 600000 rows a near-tie may flip: at most 0.01% of the assignments may differ.
 run_np 2 gen --out "$WORK/big.h5" --n 600000 --d 64 --clusters 40 --spread 0.6 > /dev/null || fail gen
 big=(compress --input "$WORK/big.h5:/train" --anchors 48 --set max_iter=5 --set tol=0 --set min_changes=0 --set gpu_min_work=0 --backend cuda)
 run_np 1 "${big[@]}" --out "$WORK/big_r.h5" > "$WORK/big_r.log" || { cat "$WORK/big_r.log"; fail "big resident"; }
 run_np 1 "${big[@]}" --set gpu_mem_limit_mb=300 --set gpu_stream_chunk_mb=8 --out "$WORK/big_s.h5" > "$WORK/big_s.log" || { cat "$WORK/big_s.log"; fail "big auto"; }
 ! grep -q "streamed from pinned" "$WORK/big_r.log" || fail "auto streamed rows that fit"
 grep -q "do not fit the GPU" "$WORK/big_s.log" && grep -q "streamed from pinned" "$WORK/big_s.log" || fail "auto did not stream"
-"$TOOL" close "$WORK/big_s.h5" "$WORK/big_r.h5" 1e-5 || fail "auto-streamed differs from resident"
+"$TOOL" close "$WORK/big_s.h5" "$WORK/big_r.h5" 1e-5 1e-4 || fail "auto-streamed differs from resident"
 # Not even streamed: backend cuda stops (exit 5), auto stays on the CPU.
 run_np 1 "${common[@]}" --backend cuda --set gpu_mem_limit_mb=50 --out "$WORK/x.h5" > "$WORK/x.log" 2>&1
 [ $? -eq 5 ] || { cat "$WORK/x.log"; fail "backend cuda under a 50 MB limit: want exit 5"; }
