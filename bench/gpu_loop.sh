@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# gpu_loop.sh: on one GPU, from the repository root, in one go: build this tree (or the commit
-# AFTER_REV, e.g. to leave others' unfinished edits out) and, in parallel, the commit BEFORE_REV
-# (default HEAD~1) for a before/after comparison; the gpu-labelled
-# tests (the embedding stage's excluded: not this script's subject); then
+# gpu_loop.sh: on one GPU, from the repository root, in one go: build this tree (or the source tree
+# AFTER_SRC, e.g. a `git archive` of a commit, to leave others' unfinished edits out) and, in parallel,
+# the source tree BEFORE_SRC (default: `git archive HEAD~1`) for a before/after comparison; the
+# gpu-labelled tests (the embedding stage's excluded: not this script's subject); then
 #  1. the per-iteration cost of the GPU loop before and after, at 1M x 128 x 1024 (fp16, tf32; 50
 #     Lloyd-step iterations, eta = 1 as bench/gpu_peers.py; two runs each): ms/iteration and phases;
 #  2. out-of-core at 8M x 128 x 1024 (fp16, tf32; 10 iterations): resident vs gpu_stream = on
@@ -10,29 +10,27 @@
 #  3. bench/gpu_stream.c at the same shape: streamed vs resident passes against the measured pinned
 #     host-to-device copy rate, and their agreement.
 # Results under $OUT (results_loop.csv, results_stream_e2e.csv, results_stream_bench.csv,
-# gpu_stream_bench.txt, ctest_gpu.log) and every log in $OUT/logs.tgz; a summary is printed last.  Environment: AFTER_REV, BEFORE_REV, SKIP_TESTS=1, N1 (1000000), N8 (8000000).
+# gpu_stream_bench.txt, ctest_gpu.log) and every log in $OUT/logs.tgz; a summary is printed last.
+# Environment: AFTER_SRC, BEFORE_SRC, SKIP_TESTS=1, N1 (1000000), N8 (8000000).
 set -u
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out-gpu}; W=$OUT/work; mkdir -p "$W"
 ROOT=$PWD
 N1=${N1:-1000000}; N8=${N8:-8000000}
-BEFORE_REV=${BEFORE_REV:-HEAD~1}
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$W/env.txt"
 cfg() { cmake -S "$1" -B "$2" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$3.cmake.log" 2>&1; }
-rm -rf /tmp/before-src && mkdir -p /tmp/before-src && git archive "$BEFORE_REV" | tar -x -C /tmp/before-src
-( cfg /tmp/before-src /tmp/before-src/build "$W/before" && make -C /tmp/before-src/build -j8 vecanneal > "$W/before.build.log" 2>&1 ) &
+BSRC=${BEFORE_SRC:-}
+if [ -z "$BSRC" ]; then BSRC=/tmp/before-src; rm -rf $BSRC && mkdir -p $BSRC && git archive HEAD~1 | tar -x -C $BSRC; fi
+( cfg $BSRC $BSRC/build-gpu "$W/before" && make -C $BSRC/build-gpu -j8 vecanneal > "$W/before.build.log" 2>&1 ) &
 pb=$!
-SRC=.
-if [ -n "${AFTER_REV:-}" ]; then
-  SRC=/tmp/after-src; rm -rf $SRC && mkdir -p $SRC && git archive "$AFTER_REV" | tar -x -C $SRC
-fi
+SRC=${AFTER_SRC:-.}
 BG=$SRC/build-gpu
 cfg $SRC $BG "$W/after" && make -C $BG -j10 vecanneal h5tool test_cuda_kernels test_nccl gpu_stream_bench > "$W/after.build.log" 2>&1 \
   || { grep -E "error" "$W/after.build.log" | head -20; tail -5 "$W/after.build.log"; exit 1; }
-wait $pb || { tail -5 "$W/before.build.log"; echo "before build ($BEFORE_REV) failed"; }
-echo "builds: $(( $(date +%s) - t0 )) s (after: ${AFTER_REV:-the working tree on} $(git rev-parse --short "${AFTER_REV:-HEAD}"); before: $(git rev-parse --short "$BEFORE_REV"))"
-AFTER=$(cd $BG && pwd)/vecanneal BEFORE=/tmp/before-src/build/vecanneal TOOL=$(cd $BG && pwd)/h5tool
+wait $pb || { tail -5 "$W/before.build.log"; echo "before build ($BSRC) failed"; }
+echo "builds: $(( $(date +%s) - t0 )) s (after: $SRC, before: $BSRC)"
+AFTER=$(cd $BG && pwd)/vecanneal BEFORE=$(cd $BSRC/build-gpu && pwd)/vecanneal TOOL=$(cd $BG && pwd)/h5tool
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   (cd $BG && timeout 240 ctest -L gpu -E embed --output-on-failure --timeout 200) > "$W/ctest_gpu.log" 2>&1
   grep -E "Test +#|tests passed|tests failed" "$W/ctest_gpu.log"
