@@ -59,7 +59,7 @@ def st(model_dir, batch, reps, out_dir, *corpora):
         feats = []
         for s in range(0, n, batch):
             f = model.tokenize([lines[i] for i in order[s:s + batch]])
-            feats.append({k: v.to("cuda") for k, v in f.items()})
+            feats.append({k: v.to("cuda") if isinstance(v, torch.Tensor) else v for k, v in f.items()})
         torch.cuda.synchronize()
 
         def forward_pass():

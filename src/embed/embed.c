@@ -290,12 +290,14 @@ typedef struct {
   char device[256];
   int batch;
   double forward_seconds; /* device time of the forward passes (CUDA events); 0 on the CPU */
+  double setup_seconds;   /* GPU: device context, weight upload, scratch (part of the encode phase) */
 } encoder_info_t;
 
 static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
                           const encoder_info_t *ei) {
-  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[2] = {ei->forward_seconds, -ei->forward_seconds}, fwd_mx[2];
-  VA_MPI(MPI_Reduce(fwd, fwd_mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[3] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds},
+         fwd_mx[3];
+  VA_MPI(MPI_Reduce(fwd, fwd_mx, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
@@ -320,8 +322,8 @@ static void write_metrics(const embed_args_t *a, const embed_out_t *o, const dou
           (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
   fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum, cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
   if (!strcmp(ei->backend, "cuda")) /* the GPU's own time for the forward passes, without the host's share */
-    fprintf(f, "  \"gpu_forward_seconds\": {\"min\": %.6f, \"max\": %.6f},\n  \"gpu_forward_lines_per_second\": %.2f,\n", -fwd_mx[1], fwd_mx[0],
-            fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
+    fprintf(f, "  \"gpu_setup_seconds_max\": %.6f,\n  \"gpu_forward_seconds\": {\"min\": %.6f, \"max\": %.6f},\n  \"gpu_forward_lines_per_second\": %.2f,\n",
+            fwd_mx[2], -fwd_mx[1], fwd_mx[0], fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
   fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
@@ -444,7 +446,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
 
   /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
-  encoder_info_t enc = {"cpu", "fp32", "", 0, 0};
+  encoder_info_t enc = {"cpu", "fp32", "", 0, 0, 0};
   int device = -1;
 #ifdef VECANNEAL_CUDA
   if (strcmp(a.backend, "cpu")) device = va_cuda_pick_device(-1);
@@ -561,6 +563,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     int64_t first_tokens = 0;
     for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
     char gerr[512] = "";
+    double ts = va_now();
     gpu = va_bert_cuda_create(&model, device, va_bert_cuda_precision(enc.precision), batch, first_tokens > 0 ? first_tokens : 1, 0, gerr, sizeof gerr);
     snprintf(err, sizeof err, "embed: the GPU encoder cannot run this model: %s", gerr);
     rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
@@ -572,6 +575,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       return rc;
     }
     va_bert_cuda_describe(gpu, enc.device, sizeof enc.device);
+    enc.setup_seconds = va_now() - ts;
   }
 #endif
   if (device >= 0)
