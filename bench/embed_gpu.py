@@ -112,36 +112,35 @@ def report(out_dir):
         return [json.loads(l) for l in open(p) if l.startswith("{")] if os.path.exists(p) else []
 
     va, stj, cmd = load("va_forward.jsonl"), load("st.jsonl"), load("cmd.jsonl")
-    rows = []  # corpus, lines, tokens, what, impl, precision, ffn_chunk, seconds, sentences/s, ratio
+    rows = []  # corpus, lines, tokens, what, impl, precision, seconds, sentences/s, ratio
     for s in stj:
         c = os.path.basename(s["corpus"])
-        rows.append((c, s["lines"], s["tokens"], "encoder forward (CUDA events)", "sentence-transformers", "fp16", "", s["forward_ms_median"] / 1e3,
+        rows.append((c, s["lines"], s["tokens"], "encoder forward (CUDA events)", "sentence-transformers", "fp16", s["forward_ms_median"] / 1e3,
                      s["forward_sentences_per_s"], 1.0))
         for v in va:
             if os.path.basename(v["corpus"]) == c:
-                rows.append((c, v["lines"], v["tokens"], "encoder forward (CUDA events)", "vecanneal", v["precision"], v["ffn_chunk"],
-                             v["forward_ms_median"] / 1e3, v["forward_sentences_per_s"], v["forward_sentences_per_s"] / s["forward_sentences_per_s"]))
+                rows.append((c, v["lines"], v["tokens"], "encoder forward (CUDA events)", "vecanneal", v["precision"], v["forward_ms_median"] / 1e3, v["forward_sentences_per_s"], v["forward_sentences_per_s"] / s["forward_sentences_per_s"]))
                 rows.append((c, v["lines"], v["tokens"], "encoder pass incl. host packing and copies (host clock)", "vecanneal", v["precision"],
-                             v["ffn_chunk"], v["pass_ms_median"] / 1e3, v["pass_sentences_per_s"], v["pass_sentences_per_s"] / s["forward_sentences_per_s"]))
-        rows.append((c, s["lines"], s["tokens"], "encode() / whole command", "sentence-transformers encode()", "fp16", "", s["encode_s_median"],
+                             v["pass_ms_median"] / 1e3, v["pass_sentences_per_s"], v["pass_sentences_per_s"] / s["forward_sentences_per_s"]))
+        rows.append((c, s["lines"], s["tokens"], "encode() / whole command", "sentence-transformers encode()", "fp16", s["encode_s_median"],
                      s["encode_sentences_per_s"], 1.0))
         for m in cmd:
             if os.path.basename(m["corpus"]) == c:
                 rows.append((c, m["lines"], m["tokens"], "encode() / whole command", "vecanneal embed (whole command, start-up and write included)",
-                             m["precision"], "", m["wall_s"], m["lines"] / m["wall_s"], m["lines"] / m["wall_s"] / s["encode_sentences_per_s"]))
+                             m["precision"], m["wall_s"], m["lines"] / m["wall_s"], m["lines"] / m["wall_s"] / s["encode_sentences_per_s"]))
                 te = m["tokenize_s"] + m["encode_s"]
-                rows.append((c, m["lines"], m["tokens"], "encode() / whole command", "vecanneal embed (tokenize + encode phases)", m["precision"], "", te,
+                rows.append((c, m["lines"], m["tokens"], "encode() / whole command", "vecanneal embed (tokenize + encode phases)", m["precision"], te,
                              m["lines"] / te, m["lines"] / te / s["encode_sentences_per_s"]))
-    hdr = ["corpus", "lines", "tokens", "what", "impl", "precision", "ffn_chunk", "seconds", "sentences_per_s", "ratio_vs_sentence_transformers"]
+    hdr = ["corpus", "lines", "tokens", "what", "impl", "precision", "seconds", "sentences_per_s", "ratio_vs_sentence_transformers"]
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(hdr)
         for r in rows:
             w.writerow([f"{x:.6g}" if isinstance(x, float) else x for x in r])
-    print("| corpus | lines | what | implementation | precision | FFN slice | seconds | sentences/s | vs sentence-transformers |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| corpus | lines | what | implementation | precision | seconds | sentences/s | vs sentence-transformers |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[3]} | {r[4]} | {r[5]} | {r[6]} | {r[7]:.4f} | {r[8]:,.0f} | {r[9]:.2f}x |")
+        print(f"| {r[0]} | {r[1]} | {r[3]} | {r[4]} | {r[5]} | {r[6]:.4f} | {r[7]:,.0f} | {r[8]:.2f}x |")
 
 
 if __name__ == "__main__":

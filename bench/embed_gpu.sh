@@ -46,10 +46,10 @@ python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 40)) 30 1 > "$W/s
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 16)) 126 2 > "$W/synthetic_128tok.txt"
 CORPORA=("$W/synthetic_32tok.txt" "$W/synthetic_128tok.txt" "$W/corpus.txt" "$W/corpus_x8.txt")
 
-# the encoder alone: vecanneal (fp16, bf16; whole batch vs 4096- and 16384-row slices of the row-local part), then PyTorch
+# the encoder alone: vecanneal (fp16, bf16), then PyTorch
 : > "$W/va_forward.jsonl"
 for c in "${CORPORA[@]}"; do
-  "$B/embed_gpu_bench" "$MODEL" model-fp16.safetensors "$c" "$BATCH" "$REPS" fp16,bf16 0,4096,16384 | tee -a "$W/va_forward.jsonl"
+  "$B/embed_gpu_bench" "$MODEL" model-fp16.safetensors "$c" "$BATCH" "$REPS" fp16,bf16 | tee -a "$W/va_forward.jsonl"
 done
 echo "== vecanneal encoder timed at $(($(date +%s) - T0)) s"
 python3 bench/embed_gpu.py st "$MODEL" "$BATCH" "$REPS" "$W" "${CORPORA[@]}" 2> "$W/st.err" | tee "$W/st.jsonl"

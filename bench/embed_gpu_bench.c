@@ -4,9 +4,8 @@
  *   forward: the sum of the batches' forward times on the GPU (CUDA events around each forward pass,
  *            after the ids' upload and before the results' download) -- the encoder alone;
  *   pass:    the host clock around the whole pass (packing, uploads, forwards, downloads, unpacking).
- * Prints one JSON line per precision and FFN slice size with the medians and sentences/s.
- * usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS FFN_CHUNKS
- *        (PRECISIONS e.g. fp16,bf16; FFN_CHUNKS e.g. 0,8192; 0 = whole batch) */
+ * Prints one JSON line per precision with the medians and sentences/s.
+ * usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS (e.g. fp16,bf16) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,8 +53,8 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
   if (va_cuda_device_count() <= 0) { printf("SKIP: no CUDA device\n"); MPI_Finalize(); return 77; }
-  if (argc < 8) {
-    fprintf(stderr, "usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS FFN_CHUNKS\n");
+  if (argc < 7) {
+    fprintf(stderr, "usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS\n");
     return 2;
   }
   const char *dir = argv[1];
@@ -100,30 +99,25 @@ int main(int argc, char **argv) {
   for (char *pn = strtok_r(precs, ",", &psave); pn; pn = strtok_r(NULL, ",", &psave)) {
     const int prec = va_bert_cuda_precision(pn);
     if (prec < 0) { fprintf(stderr, "error: unknown precision '%s'\n", pn); return 2; }
-    char *chunks = strdup(argv[7]), *save = NULL;
-    for (char *cs = strtok_r(chunks, ",", &save); cs; cs = strtok_r(NULL, ",", &save)) {
-      const int64_t chunk = atoll(cs);
-      va_bert_cuda_t *g = va_bert_cuda_create(&m, 0, prec, batch, first_batch, chunk, err, sizeof err);
-      if (!g) { fprintf(stderr, "error: %s\n", err); return 1; }
-      char desc[256];
-      va_bert_cuda_describe(g, desc, sizeof desc);
-      pass(g, ids, lens, offs, n, batch, out, d); /* warm-up: module load, cuBLASLt algorithm choice */
-      for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        fw[r] = pass(g, ids, lens, offs, n, batch, out, d);
-        wall[r] = 1e3 * (now() - t0);
-      }
-      qsort(fw, (size_t)reps, sizeof *fw, cmp_double);
-      qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
-      const double fmed = fw[reps / 2], wmed = wall[reps / 2];
-      printf("{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"ffn_chunk\": %lld, \"corpus\": \"%s\", \"lines\": %d, \"tokens\": %lld, "
-             "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
-             "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
-             desc, pn, (long long)chunk, argv[3], n, (long long)tokens, batch, reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
-      fflush(stdout);
-      va_bert_cuda_free(g);
+    va_bert_cuda_t *g = va_bert_cuda_create(&m, 0, prec, batch, first_batch, err, sizeof err);
+    if (!g) { fprintf(stderr, "error: %s\n", err); return 1; }
+    char desc[256];
+    va_bert_cuda_describe(g, desc, sizeof desc);
+    pass(g, ids, lens, offs, n, batch, out, d); /* warm-up: module load, cuBLASLt algorithm choice */
+    for (int r = 0; r < reps; r++) {
+      double t0 = now();
+      fw[r] = pass(g, ids, lens, offs, n, batch, out, d);
+      wall[r] = 1e3 * (now() - t0);
     }
-    free(chunks);
+    qsort(fw, (size_t)reps, sizeof *fw, cmp_double);
+    qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
+    const double fmed = fw[reps / 2], wmed = wall[reps / 2];
+    printf("{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"corpus\": \"%s\", \"lines\": %d, \"tokens\": %lld, "
+           "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
+           "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
+           desc, pn, argv[3], n, (long long)tokens, batch, reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
+    fflush(stdout);
+    va_bert_cuda_free(g);
   }
   free(precs);
   free(raw); free(ids); free(rlens); free(lens); free(order); free(roffs); free(offs); free(out); free(fw); free(wall);

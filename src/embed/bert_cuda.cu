@@ -6,9 +6,10 @@
  * Precision: weights and activations (the residual stream x, qkv, ctx, the FFN intermediate) in the
  * model precision, fp16/bf16 as PyTorch's half model holds them (or fp32); cuBLASLt multiplies on tensor
  * cores with fp32 accumulation and adds the bias in its epilogue; LayerNorm (with its residual add),
- * softmax, GELU and pooling compute in fp32 and round once on the way out. (Emulated on the CPU over the
- * 200 fixture lines, an fp32 residual stream instead moved the worst cosine to the reference only from
- * 0.999938 to 0.999958 in bf16 and 0.9999985 to 0.9999988 in fp16, for 40% more LayerNorm traffic.)
+ * softmax, GELU and pooling compute in fp32 and round once on the way out. (A first version kept the
+ * residual stream and the GEMM results feeding it in fp32: 10% slower at 256 x 128 tokens on an H200,
+ * for accuracy not needed -- with this one the worst cosine to sentence-transformers' fp32 embeddings of
+ * the 200 fixture lines is 0.9999985 in fp16 and 0.99993 in bf16.)
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
  * at most 6% padding; the extra rows hold stale finite data and are never read), so cuBLASLt's algorithm
@@ -404,7 +405,7 @@ int64_t bucket_rows(int64_t rows) {
 struct va_bert_cuda {
   int device, precision, H, F, heads, layers, max_pos, vocab, max_seqs;
   float eps;
-  int64_t cap, chunk; /* token rows of the scratch (a row bucket); rows per slice of the row-local part (a bucket too) */
+  int64_t cap; /* token rows of the scratch (a row bucket) */
   cudaStream_t stream;
   cudaDeviceProp prop;
   cublasLtHandle_t lt;
@@ -515,22 +516,21 @@ template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int 
       attention_mma_kernel<T><<<agrid, ATT_THREADS, attention_mma_smem(maxlen, sizeof(T)), g->stream>>>(qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
     }
     VA_LAUNCHED();
-    /* The rest of the layer is row-local: slices of g->chunk rows can keep tmp and ff in the L2 cache. */
-    for (int64_t r0 = 0; r0 < ntok; r0 += g->chunk) {
-      const int64_t rows = ntok - r0 < g->chunk ? ntok - r0 : g->chunk;
-      T *xs = x + r0 * H;
-      gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx + r0 * H, tmp, rows);
-      add_ln_kernel<T><<<blocks_for(rows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(xs, tmp, rows, H, L->ln1_g, L->ln1_b, g->eps);
-      VA_LAUNCHED();
-      gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, xs, ff, rows);
-      const int64_t nvec = rows * F / (16 / (int64_t)sizeof(T));
-      const int64_t gb = (nvec + 255) / 256, gmax = (int64_t)g->prop.multiProcessorCount * 8;
-      gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
-      VA_LAUNCHED();
-      gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, tmp, rows);
-      add_ln_kernel<T><<<blocks_for(rows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(xs, tmp, rows, H, L->ln2_g, L->ln2_b, g->eps);
-      VA_LAUNCHED();
-    }
+    /* Whole-batch passes. Slicing this row-local rest of the layer so that tmp and ff stay in the L2 cache
+     * was measured slower on an H200 (fp16, 16 batches of 256 x 128 tokens: 41.3 ms whole, 52.9 ms in
+     * 4096-row slices, 41.9 ms in 16384-row slices; bench/results/embed_gpu_20261123_h200/slices): the
+     * GEMMs lose more on short row counts than the elementwise passes gain. */
+    gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, tmp, ntok);
+    add_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln1_g, L->ln1_b, g->eps);
+    VA_LAUNCHED();
+    gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, x, ff, ntok);
+    const int64_t nvec = ntok * F / (16 / (int64_t)sizeof(T));
+    const int64_t gb = (nvec + 255) / 256, gmax = (int64_t)g->prop.multiProcessorCount * 8;
+    gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
+    VA_LAUNCHED();
+    gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, tmp, ntok);
+    add_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln2_g, L->ln2_b, g->eps);
+    VA_LAUNCHED();
   }
   pool_kernel<T><<<(unsigned)nseq, H / 2, 0, g->stream>>>(x, seqoff, H, g->d_out);
   VA_LAUNCHED();
@@ -549,7 +549,7 @@ extern "C" const char *va_bert_cuda_precision_name(int precision) {
 }
 
 extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens,
-                                               int64_t ffn_chunk, char *err, size_t errlen) {
+                                               char *err, size_t errlen) {
   const int H = m->hidden, F = m->ffn;
   if (!va_bert_cuda_precision_name(precision)) { snprintf(err, errlen, "unknown precision %d", precision); return NULL; }
   if (H / m->heads != DH || H % 64 || H > 64 * MAXP || F % 64) {
@@ -570,7 +570,6 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   g->eps = m->ln_eps;
   g->max_seqs = max_seqs;
   g->cap = bucket_rows(max_batch_tokens);
-  g->chunk = ffn_chunk > 0 && bucket_rows(ffn_chunk) < g->cap ? bucket_rows(ffn_chunk) : g->cap;
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaGetDeviceProperties(&g->prop, device));
   const size_t att_smem = precision == VA_BERT_FP32 ? attention_f32_smem(m->max_pos) : attention_mma_smem(m->max_pos, 2);
@@ -664,9 +663,9 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   free(lo);
 
   /* Scratch, zeroed once so that the padding rows a GEMM reads before anything wrote them are finite. */
-  const size_t es = elem_size(precision), cap = (size_t)g->cap, ch = (size_t)g->chunk;
+  const size_t es = elem_size(precision), cap = (size_t)g->cap;
   void **bufs[] = {&g->x, &g->qkv, &g->ctx, &g->tmp, &g->ff};
-  const size_t bytes[] = {cap * H * es, cap * 3 * H * es, cap * H * es, ch * H * es, ch * F * es};
+  const size_t bytes[] = {cap * H * es, cap * 3 * H * es, cap * H * es, cap * H * es, cap * F * es};
   for (int i = 0; i < 5; i++) {
     VA_CUDA(cudaMalloc(bufs[i], bytes[i]));
     VA_CUDA(cudaMemset(*bufs[i], 0, bytes[i]));

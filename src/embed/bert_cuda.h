@@ -24,13 +24,11 @@ int va_bert_cuda_precision(const char *name);
 const char *va_bert_cuda_precision_name(int precision);
 
 /* Uploads m's weights to `device` in `precision` and sizes the scratch for batches of at most max_seqs
- * sequences and max_batch_tokens tokens (each sequence at most m->max_pos tokens). ffn_chunk: tokens
- * per slice of the row-local part of a layer (output projection, LayerNorms, FFN), so that its
- * intermediates stay in the L2 cache; 0 = whole batch. NULL with a message in err when the model's
- * shape is not one the kernels handle (head size 32, hidden a multiple of 64 up to 1024); CUDA failures
- * are fatal (VA_CUDA). */
-va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens,
-                                    int64_t ffn_chunk, char *err, size_t errlen);
+ * sequences and max_batch_tokens tokens (each sequence at most m->max_pos tokens). NULL with a message
+ * in err when the model's shape is not one the kernels handle (head size 32, hidden and FFN sizes
+ * multiples of 64, hidden up to 1024) or the device cannot run them; CUDA failures are fatal (VA_CUDA). */
+va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens, char *err,
+                                    size_t errlen);
 void va_bert_cuda_free(va_bert_cuda_t *g);
 
 /* Queues one batch (as va_bert_encode: ids packed, lens[i] >= 1 ids each, ids < vocab). The ids are

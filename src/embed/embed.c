@@ -564,7 +564,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
     char gerr[512] = "";
     double ts = va_now();
-    gpu = va_bert_cuda_create(&model, device, va_bert_cuda_precision(enc.precision), batch, first_tokens > 0 ? first_tokens : 1, 0, gerr, sizeof gerr);
+    gpu = va_bert_cuda_create(&model, device, va_bert_cuda_precision(enc.precision), batch, first_tokens > 0 ? first_tokens : 1, gerr, sizeof gerr);
     snprintf(err, sizeof err, "embed: the GPU encoder cannot run this model: %s", gerr);
     rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
     if (rc) {
