@@ -125,15 +125,14 @@ int main(int argc, char **argv) {
       }
       va_cuda_set_gemm_rows(ctx, 0);
     }
-    /* configurations (cuda_assign.cu): 1, 2 rows in shared memory; 3-6 rows in registers (d <= 128) */
-    static const char *cfg16[] = {"", "smem 128x128", "smem 128x64", "reg 256x64", "reg 128x64 2/SM", "reg 128x32 3/SM",
-                                  "reg 256x32"};
-    static const char *cfg32[] = {"", "smem 128x128", "smem 128x64", "reg 256x32", "reg 128x32 2/SM", "reg 64x32 3/SM",
-                                  "reg 128x64"};
+    /* configurations (cuda_assign.cu): 1 rows in shared memory; 2 rows in registers (d <= 128); 3 the same
+     * on wgmma (sm_90) */
+    static const char *cfg16[] = {"", "smem 128x64", "reg 128x64 2/SM", "wgmma 256x128"};
+    static const char *cfg32[] = {"", "smem 128x64", "reg 128x32 2/SM", "wgmma 256x64"};
     const char *const *cfgname = prec == 1 ? cfg32 : cfg16;
     const int cfg_auto = va_cuda_set_fused_config(ctx, 0);
     if (prec > 0) printf("  automatic fused configuration %s: %d (%s)\n", pname[prec], cfg_auto, cfgname[cfg_auto]);
-    for (int cfg = 1; cfg <= 6 && prec > 0; cfg++) {
+    for (int cfg = 1; cfg <= VA_CUDA_FUSED_CONFIGS && prec > 0; cfg++) {
       if (va_cuda_set_fused_config(ctx, cfg) != cfg) continue;
       va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
       va_cuda_assign(ctx, 0);

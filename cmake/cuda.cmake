@@ -20,6 +20,19 @@ set_target_properties(vecanneal_core PROPERTIES
   POSITION_INDEPENDENT_CODE ON)
 target_compile_options(vecanneal_core PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
+# The Hopper argmin kernel (wgmma) exists for sm_90a alone: its own object library built for that target
+# only, whatever VECANNEAL_CUDA_ARCHITECTURES says, so no sm_90 or sm_80 image of it can be picked at run
+# time (cuda_assign.cu launches it on compute capability 9.0 only).
+add_library(vecanneal_wgmma OBJECT ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign_wgmma.cu)
+set_target_properties(vecanneal_wgmma PROPERTIES
+  CUDA_STANDARD 17
+  CUDA_STANDARD_REQUIRED ON
+  CUDA_ARCHITECTURES OFF
+  POSITION_INDEPENDENT_CODE ON)
+target_compile_options(vecanneal_wgmma PRIVATE
+  --generate-code=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo)
+target_include_directories(vecanneal_wgmma PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src)
+target_sources(vecanneal_core PRIVATE $<TARGET_OBJECTS:vecanneal_wgmma>)
 target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_CUDA=1)
 target_include_directories(vecanneal_core PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(vecanneal_core PUBLIC CUDA::cudart CUDA::cublas)

@@ -4,9 +4,11 @@
  *  FUSED: an argmin kernel that streams the anchors through shared memory in tiles (cp.async) and
  *         multiplies on the tensor cores (mma.sync: tf32 m16n8k8, or fp16/bf16 m16n8k16; fp32
  *         accumulate), keeping the running argmin in registers (the distances are never written); the
- *         rows sit either in shared memory (configurations 1, 2) or, for d up to 128, as mma fragments
- *         in registers (3-6). It writes a[] and counts the changed rows; then r_rows_kernel recomputes r
- *         for the winners in double from the float32 rows (a memory-bound pass).
+ *         rows sit either in shared memory (configuration 1, any d whose tiles fit) or, for d up to 128,
+ *         as mma fragments in registers (2); on Hopper (sm_90) the rows-in-registers kernel on wgmma
+ *         (3: cuda_assign_wgmma.cu, full rows of 64 or 128 elements). It writes a[] and counts the
+ *         changed rows; then r_rows_kernel recomputes r for the winners in double from the float32 rows
+ *         (a memory-bound pass).
  * Both rank by s * (x . a) - bias with s = 2, bias = ||a||^2 (l2) or s = 1, bias = 0 (cosine), i.e. the
  * largest wins; ties go to the lowest anchor; padding anchors carry bias = +inf. */
 #include <math.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cuda_assign_wgmma.cuh"
 #include "kernels/cuda_internal.cuh"
 
 static const int THREADS = 256;
@@ -177,7 +180,7 @@ template <> struct Mma<float> { /* tf32: the hardware reads the top 19 bits of e
   }
 };
 
-/* --- FUSED path, rows in shared memory (configurations 1, 2: any d whose tiles fit) ----------------- */
+/* --- FUSED path, rows in shared memory (configuration 1: any d whose tiles fit) ---------------------- */
 template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es) {
   size_t stride = (size_t)dp * es + 16;
   return (size_t)(BM + 2 * BN) * stride + (size_t)WN * BM * 8;
@@ -188,8 +191,8 @@ template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es
  * so the tensor cores leave x.a - hb, whose largest value is the nearest anchor: the epilogue is a
  * max per row and, when a row improves, the search for the first column that reached it. Writes a[]
  * and counts the changed rows; r comes after, from r_rows_kernel. */
-template <typename T, int BM, int BN, int WM, int WN, int MINB>
-__global__ void __launch_bounds__(THREADS, MINB)
+template <typename T, int BM, int BN, int WM, int WN>
+__global__ void __launch_bounds__(THREADS, 1)
 fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
                     int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
   constexpr int WTM = BM / WM, WTN = BN / WN, MT = WTM / 16, NT = WTN / 8;
@@ -239,8 +242,7 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   const int KS = rowbytes / 32; /* even: dp is a multiple of 32 */
   const uint32_t a_off = (uint32_t)((wm * WTM + (lane & 15)) * stride + (lane >> 4) * 16);
   const uint32_t b_off = (uint32_t)((wn * WTN + (lane >> 4) * 8 + (lane & 7)) * stride + ((lane >> 3) & 1) * 16);
-  /* the half bias of the next tile, loaded a tile ahead (not under a 128-register cap: it spills) */
-  constexpr bool PREF = MINB == 1;
+  /* the half bias of the next tile, loaded a tile ahead */
   float2 bnext[NT];
 #pragma unroll
   for (int ni = 0; ni < NT; ni++) bnext[ni] = __ldg((const float2 *)(hb + wn * WTN + 2 * tq + ni * 8));
@@ -256,19 +258,19 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
     float acc[MT][NT][4];
 #pragma unroll
     for (int ni = 0; ni < NT; ni++) {
-      float2 bb = PREF ? bnext[ni] : __ldg((const float2 *)(hb + colbase + ni * 8));
+      const float2 bb = bnext[ni];
 #pragma unroll
       for (int mi = 0; mi < MT; mi++) {
         acc[mi][ni][0] = -bb.x; acc[mi][ni][1] = -bb.y;
         acc[mi][ni][2] = -bb.x; acc[mi][ni][3] = -bb.y;
       }
     }
-    if (PREF && t + 1 < ntiles)
+    if (t + 1 < ntiles)
 #pragma unroll
       for (int ni = 0; ni < NT; ni++) bnext[ni] = __ldg((const float2 *)(hb + colbase + BN + ni * 8));
     __syncthreads();
     const uint32_t as_base = as_base0 + (t & 1) * BN * stride;
-    /* fragments double buffered (MINB 1): the loads of step ks + 1 are in flight during the products of ks */
+    /* fragments double buffered: the loads of step ks + 1 are in flight during the products of ks */
     uint32_t af[2][MT][4], bf[2][NT][2];
     auto load_frags = [&](int ks, int buf) {
 #pragma unroll
@@ -285,20 +287,12 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
 #pragma unroll
         for (int ni = 0; ni < NT; ni++) Mma<T>::run(acc[mi][ni], af[buf][mi], bf[buf][ni]);
     };
-    if (MINB == 1) { /* room for two fragment sets */
-      load_frags(0, 0);
-      for (int ks = 0; ks < KS; ks += 2) {
-        load_frags(ks + 1, 1);
-        products(0);
-        if (ks + 2 < KS) load_frags(ks + 2, 0);
-        products(1);
-      }
-    } else { /* under the 128-register cap one set, else it spills */
-#pragma unroll 2
-      for (int ks = 0; ks < KS; ks++) {
-        load_frags(ks, 0);
-        products(0);
-      }
+    load_frags(0, 0);
+    for (int ks = 0; ks < KS; ks += 2) {
+      load_frags(ks + 1, 1);
+      products(0);
+      if (ks + 2 < KS) load_frags(ks + 2, 0);
+      products(1);
     }
     /* epilogue: the tile's best per row, then (rarely, after the first tiles) its first column */
 #pragma unroll
@@ -351,7 +345,7 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
-/* --- FUSED path, rows in registers (configurations 3-6: d up to 128) --------------------------------
+/* --- FUSED path, rows in registers (configuration 2: d up to 128) -----------------------------------
  * Each warp keeps the product-precision mma A fragments of its 16 * MT rows, over the whole of dp, in
  * registers for the whole pass (loaded once from global memory: KS 32-byte steps x 4 words x MT).
  * Shared memory holds only the anchor tiles, STAGES deep (cp.async), each with its BN half biases, so
@@ -611,21 +605,14 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
 }
 
 /* --- configurations -----------------------------------------------------------------------------------
- *   1, 2: rows in shared memory, 128x128 (warps 2x4, warp tile 64x32) / 128x64 (4x2, 32x32), one block
- *         per SM; any d whose tiles fit (up to 192 tf32 / 416 16-bit at 227 KB).
- *   3-6: rows in registers (d up to 128), rows x anchors per block, warps, blocks per SM:
- *         fp16/bf16 (MT 2, KSMAX 8):  3: 256x64, 8 warps, 1/SM   4: 128x64, 4 warps, 2/SM
- *                                     5: 128x32, 4 warps, 3/SM   6: 256x32, 8 warps, 1/SM
- *         tf32 (KSMAX 16):            3: 256x32 (MT 2), 8 warps, 1/SM   4: 128x32 (MT 2), 4 warps, 2/SM
- *                                     5: 64x32 (MT 1), 4 warps, 3/SM    6: 128x64 (MT 1), 8 warps, 1/SM */
-#define RX16_3 2, 8, 8, 8, 4, 1
-#define RX16_4 2, 8, 8, 4, 4, 2
-#define RX16_5 2, 4, 8, 4, 4, 3
-#define RX16_6 2, 4, 8, 8, 4, 1
-#define RX32_3 2, 4, 16, 8, 4, 1
-#define RX32_4 2, 4, 16, 4, 4, 2
-#define RX32_5 1, 4, 16, 4, 4, 3
-#define RX32_6 1, 8, 16, 8, 4, 1
+ *   1: rows in shared memory, 128x64 (warps 4x2, warp tile 32x32), one block per SM; any d whose tiles
+ *      fit (up to 192 tf32 / 416 16-bit at 227 KB).
+ *   2: rows in registers (d up to 128): 128 rows x 64 anchors (fp16/bf16) or 32 (tf32), 4 warps, two
+ *      blocks per SM (MT 2; KSMAX 8 16-bit, 16 tf32).
+ *   3: wgmma (sm_90 only; full rows of 64 or 128 elements; cuda_assign_wgmma.cu): 256 rows per block,
+ *      two warpgroups of 2 x 64 rows, tiles of 128 anchors (16-bit) or 64 (tf32). */
+#define RX16 2, 8, 8, 4, 4, 2
+#define RX32 2, 4, 16, 4, 4, 2
 
 template <int MT, int NT, int KSMAX, int WARPS, int STAGES, int MINB>
 static bool rx_fits(const va_cuda_t *c, size_t es) {
@@ -636,14 +623,13 @@ static bool rx_fits(const va_cuda_t *c, size_t es) {
 
 static bool fused_fits(const va_cuda_t *c, int cfg) {
   const size_t es = c->precision == VA_CUDA_TF32 ? 4 : 2, lim = (size_t)c->prop.sharedMemPerBlockOptin;
-  const bool f32 = es == 4;
   switch (cfg) {
-  case 1: return fused_smem<128, 128, 4>(c->dp, es) <= lim;
-  case 2: return fused_smem<128, 64, 2>(c->dp, es) <= lim;
-  case 3: return f32 ? rx_fits<RX32_3>(c, es) : rx_fits<RX16_3>(c, es);
-  case 4: return f32 ? rx_fits<RX32_4>(c, es) : rx_fits<RX16_4>(c, es);
-  case 5: return f32 ? rx_fits<RX32_5>(c, es) : rx_fits<RX16_5>(c, es);
-  case 6: return f32 ? rx_fits<RX32_6>(c, es) : rx_fits<RX16_6>(c, es);
+  case 1: return fused_smem<128, 64, 2>(c->dp, es) <= lim;
+  case 2: return es == 4 ? rx_fits<RX32>(c, es) : rx_fits<RX16>(c, es);
+  case 3: { /* sm_90a code runs on compute capability 9.0 alone */
+    const size_t sm = va_wgmma_smem(c->precision, c->dp);
+    return c->prop.major == 9 && c->prop.minor == 0 && sm > 0 && sm <= lim;
+  }
   }
   return false;
 }
@@ -651,11 +637,10 @@ static bool fused_fits(const va_cuda_t *c, int cfg) {
 int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
-  /* fastest first, as measured on an H200 at n 1M, d 128, k 1024 (docs/CUDA.md); the rows-in-registers
-   * configurations apply up to d 128, beyond that the rows-in-shared-memory ones */
-  static const int order32[] = {4, 3, 6, 5, 1, 2}, order16[] = {4, 5, 3, 6, 2, 1};
-  const int *order = c->precision == VA_CUDA_TF32 ? order32 : order16;
-  for (int q = 0; q < 6; q++)
+  /* fastest first (docs/CUDA.md): wgmma where it applies, then the rows in registers (d up to 128),
+   * beyond that the rows in shared memory */
+  static const int order[] = {3, 2, 1};
+  for (int q = 0; q < VA_CUDA_FUSED_CONFIGS; q++)
     if (fused_fits(c, order[q])) return order[q];
   return 0;
 }
@@ -669,7 +654,7 @@ extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
 template <typename T, int BM, int BN, int WM, int WN>
 static void launch_fused(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   size_t smem = fused_smem<BM, BN, WN>(c->dp, sizeof(T));
-  auto kern = fused_assign_kernel<T, BM, BN, WM, WN, 1>;
+  auto kern = fused_assign_kernel<T, BM, BN, WM, WN>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int ntiles = (int)((c->k + BN - 1) / BN); /* anchors past k (to k_cap) are padding with hb = +inf */
   unsigned blocks = (unsigned)((v->n + BM - 1) / BM);
@@ -697,12 +682,12 @@ static void launch_rx(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, cons
 template <typename T> static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   constexpr bool F32 = sizeof(T) == 4;
   switch (c->fused_cfg) {
-  case 1: launch_fused<T, 128, 128, 2, 4>(c, v, X, A, cosine); break;
-  case 2: launch_fused<T, 128, 64, 4, 2>(c, v, X, A, cosine); break;
-  case 3: if constexpr (F32) launch_rx<T, RX32_3>(c, v, X, A, cosine); else launch_rx<T, RX16_3>(c, v, X, A, cosine); break;
-  case 4: if constexpr (F32) launch_rx<T, RX32_4>(c, v, X, A, cosine); else launch_rx<T, RX16_4>(c, v, X, A, cosine); break;
-  case 5: if constexpr (F32) launch_rx<T, RX32_5>(c, v, X, A, cosine); else launch_rx<T, RX16_5>(c, v, X, A, cosine); break;
-  case 6: if constexpr (F32) launch_rx<T, RX32_6>(c, v, X, A, cosine); else launch_rx<T, RX16_6>(c, v, X, A, cosine); break;
+  case 1: launch_fused<T, 128, 64, 4, 2>(c, v, X, A, cosine); break;
+  case 2: if constexpr (F32) launch_rx<T, RX32>(c, v, X, A, cosine); else launch_rx<T, RX16>(c, v, X, A, cosine); break;
+  case 3:
+    VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, c->assign + v->row0,
+                            c->counter, c->stream));
+    break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }
 }

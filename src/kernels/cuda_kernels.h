@@ -102,9 +102,11 @@ void va_cuda_destroy(va_cuda_t *ctx);
 void va_cuda_debug_poison(va_cuda_t *ctx);
 /* The anchors' squared norms as the device holds them (k floats: twice the l2 half biases). */
 void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
-/* Fused kernel configuration: 0 = automatic, 1-2 = rows in shared memory (any d the kernel takes),
- * 3-6 = rows held in registers (d <= 128; 4 = 4-warp blocks, 2 per SM, the fastest measured). Returns
- * the configuration now in force (0: the fused kernel does not apply). */
+/* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
+ * 2 = rows held in registers (d <= 128, mma.sync), 3 = rows in registers on wgmma (sm_90 only, full rows
+ * of 64 or 128 elements; the fastest measured where it applies). Returns the configuration now in force
+ * (0: that one does not apply to this context's shape and device). */
+#define VA_CUDA_FUSED_CONFIGS 3
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
 void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);

@@ -328,7 +328,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
       }
       char tag[128];
       /* GEMM, then each fused tile configuration that fits this shape */
-      for (int v = 0; v <= 6; v++) {
+      for (int v = 0; v <= VA_CUDA_FUSED_CONFIGS; v++) {
         if (v == 0) {
           va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_GEMM);
           snprintf(tag, sizeof tag, "%s %s gemm", pname[prec], cosine ? "cosine" : "l2");
@@ -535,8 +535,10 @@ int main(int argc, char **argv) {
   va_cuda_destroy(probe);
   printf("device: %s (%d visible)\n", desc, ndev);
   tiny_and_empty();
-  run_case(40009, 128, 1000, 16);  /* k grows past k_cap; 128x128 fused tiles */
-  run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile */
+  run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
+  run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */
+  run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */
+  run_case(5003, 64, 50, 50);      /* one anchor tile */
   run_case(3001, 300, 130, 130);   /* large d: 128x64 fused tiles (16-bit), GEMM only for tf32 */
   stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
   stream_case(20011, 77, 37, 2560);    /* padded d, 8 chunks */

@@ -1,0 +1,309 @@
+/* cuda_assign_wgmma.cu: the assign pass's argmin kernel on Hopper's warpgroup tensor-core instruction
+ * (wgmma, sm_90a; built for that target alone, cmake/cuda.cmake). It does what fused_rx_kernel in
+ * cuda_assign.cu does with mma.sync: the rows' A fragments stay in registers for the whole pass, the
+ * anchors stream through shared memory in tiles (cp.async ring, each tile with its half biases), the
+ * products give -x.a (rows negated when loaded) and the scan adds hb, so the smallest of hb - x.a wins,
+ * and a running smallest value with its first column per row stays in registers: ties to the lowest
+ * anchor. What wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16
+ * (32-bit: 8) elements of d, reading the anchors straight from shared memory, asynchronously; so each
+ * warpgroup keeps two accumulator sets and scans one while the tensor cores fill the other. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+
+#include <type_traits>
+
+#include "kernels/cuda_assign_wgmma.cuh"
+#include "kernels/cuda_kernels.h"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "cuda_assign_wgmma.cu is built for sm_90a only (wgmma)"
+#endif
+
+namespace {
+
+constexpr int NTH = 256; /* two warpgroups */
+
+__device__ __forceinline__ void cp_async16(uint32_t s, const void *g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+/* this thread's shared-memory writes (cp.async) made visible to the tensor cores' reads (async proxy) */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* Pins the compiler's ordering of ordinary accesses to accumulators around the asynchronous products. */
+template <int NA> __device__ __forceinline__ void fence_regs(float (&d)[NA]) {
+#pragma unroll
+  for (int i = 0; i < NA; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* D (64 x N, fp32, in registers) += A (64 x 16 fp16/bf16 or 64 x 8 tf32: one 32-byte step of d, in
+ * registers) * B (the step's N anchors, from shared memory through the descriptor). Layouts: A as
+ * mma.sync's m16n8k16 / m16n8k8 A fragment per warp (warp w of the group: rows 16w..16w+15); D per
+ * warp as N/8 m16n8 tiles, d[4i..4i+3] = (row g, cols 8i + 2tq, +1), (row g + 8, same cols). */
+template <typename T, int N> struct Wg;
+#define VA_F4(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define VA_F16(d, i) VA_F4(d, i), VA_F4(d, i + 4), VA_F4(d, i + 8), VA_F4(d, i + 12)
+#define VA_F32(d, i) VA_F16(d, i), VA_F16(d, i + 16)
+#define VA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define VA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+               "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+               "%62, %63}"
+/* scale-d acc_in (0: D = A B, else D += A B), A and B not negated, B not transposed (16-bit only: tf32 has
+ * no such operand) */
+#define VA_WG(TYPE, N, SHAPE, DLIST, AOPS, DESC, SCALE, TAIL, ...)                                         \
+  template <> struct Wg<TYPE, N> {                                                                     \
+    static __device__ __forceinline__ void run(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int acc_in) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                     \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " DLIST ", " AOPS ", " DESC ", p, 1, 1" TAIL ";\n}\n" \
+                   : __VA_ARGS__                                                                          \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                        \
+    }                                                                                                     \
+  };
+VA_WG(__half, 128, "m64n128k16.f32.f16.f16", VA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 0", VA_F32(d, 0), VA_F32(d, 32))
+VA_WG(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", VA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 0", VA_F32(d, 0),
+      VA_F32(d, 32))
+VA_WG(float, 64, "m64n64k8.f32.tf32.tf32", VA_D32, "{%32, %33, %34, %35}", "%36", "%37", "", VA_F32(d, 0))
+#undef VA_WG
+#undef VA_D64
+#undef VA_D32
+#undef VA_F32
+#undef VA_F16
+#undef VA_F4
+
+/* The smallest of mv[0, N) and its index mi, ties to the lower index: adjacent pairs at stride S, so
+ * each comparison's left side holds only lower indices; log2 N levels of independent selects. */
+template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
+#pragma unroll
+  for (int i = 0; i < N; i += 2 * S) {
+    const bool p = mv[i + S] < mv[i];
+    mv[i] = p ? mv[i + S] : mv[i];
+    mi[i] = p ? mi[i + S] : mi[i];
+  }
+  if constexpr (2 * S < N) argmin_tree<2 * S, N>(mv, mi);
+}
+
+/* Block: two warpgroups, each owning two blocks of 64 rows (rows [256 b, 256 b + 256)); every warpgroup
+ * scans all anchors. An anchor tile (BN anchors) sits in shared memory in the layout the tensor cores
+ * read with 128-byte swizzling, K-major: the row of 32 KS bytes is cut into 128-byte pieces; piece p of
+ * anchor j lies at p * BN * 128 + j * 128, its 16-byte chunk c at chunk c ^ (j % 8) (every piece block
+ * 1024-aligned). A descriptor for step s (32 bytes of d) starts at piece s / 4, byte 32 (s % 4); 8-anchor
+ * groups are 1024 bytes apart. The tile's BN half biases follow.
+ * Work is a sequence of units u = (tile u / 2, row block u % 2), each KS products into accumulator set
+ * u % 2; a unit's products run while the previous unit's set is scanned. STAGES tiles in the ring: at
+ * tile t the stage of tile t - 2 is refilled (every unit of it has completed before the barrier of t),
+ * so STAGES - 2 tiles load ahead. */
+template <typename T, int BN, int KS, int STAGES>
+__global__ void __launch_bounds__(NTH, 1)
+fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
+                   uint32_t *__restrict__ assign, unsigned long long *counter) {
+  constexpr int ROWB = KS * 32, CPR = ROWB / 16, TILE_B = BN * ROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
+  constexpr int LOADS = BN * CPR / NTH; /* 16-byte copies per thread and tile */
+  static_assert(KS % 4 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
+  static_assert((NTH / CPR) % 8 == 0 && (BN * CPR) % NTH == 0, "a thread's chunks share their column and swizzle");
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
+  const unsigned char *smem = smem_raw + (s_base - s_raw);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+  /* this warp's first row in row block 0 of its warpgroup; row block 1 adds 64 */
+  const int64_t wrow0 = (int64_t)blockIdx.x * 256 + (warp >> 2) * 128 + (warp & 3) * 16;
+
+  /* this thread's chunk of every tile: anchor n0 + q NTH / CPR, 16-byte column c of the row */
+  const int c = tid % CPR, n0 = tid / CPR;
+  const uint32_t dst0 = (uint32_t)((c >> 3) * (BN * 128) + n0 * 128 + (((c & 7) ^ (n0 & 7)) << 4));
+  auto load_tile = [&](int t) {
+    const unsigned char *src = (const unsigned char *)A + (size_t)t * TILE_B + tid * 16;
+    const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
+#pragma unroll
+    for (int q = 0; q < LOADS; q++) cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
+    if (tid < BN / 4) cp_async16(st + TILE_B + tid * 16, hb + (size_t)t * BN + tid * 4);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; s++) {
+    if (s < ntiles) load_tile(s);
+    cp_async_commit();
+  }
+
+  /* A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g, bytes 4tq of the
+   * step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
+  constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  uint32_t af[2][KS][4];
+#pragma unroll
+  for (int rb = 0; rb < 2; rb++) {
+    const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(wrow0 + rb * 64 + g) * ROWB);
+    const uint32_t *x1 = x0 + 8 * ROWB / 4;
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ NEG;
+      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ NEG;
+    }
+  }
+
+  float acc[2][NACC] = {}; /* products start from zero (scale-d 0); defined before their first use anyway */
+  float best[2][2];
+  int bidx[2][2];
+#pragma unroll
+  for (int rb = 0; rb < 2; rb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
+  /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
+  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+
+  /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
+  auto top = [&](int t) {
+    cp_async_wait<STAGES - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    if (t + STAGES - 2 < ntiles) load_tile(t + STAGES - 2);
+    cp_async_commit();
+  };
+  /* unit u into accumulator set J = row block = u % 2 (compile-time). The products start from zero
+   * (scale-d 0 on the first step): accumulators that ordinary instructions wrote before the products
+   * make the compiler wait for every product in flight before issuing (seen in the SASS), so the bias
+   * is added when the set is scanned instead. */
+  auto issue = [&](auto J, int u) {
+    constexpr int rb = decltype(J)::value;
+    const int t = u >> 1;
+    if (rb == 0) top(t);
+    const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
+    fence_regs(acc[rb]);
+    wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++)
+      Wg<T, BN>::run(acc[rb], af[rb][ks], desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4), ks > 0);
+    wg_commit();
+  };
+  /* unit u's set once its products have completed (wgmma.wait_group): + the half bias, then per row the
+   * tile's smallest value and its first column by a tree of selects (no branches: a search for the
+   * column after the smallest value was a chain of dependent selects the two warps per scheduler could
+   * not hide), merged into the running best (strictly smaller: ties stay with the earlier tile). Tile
+   * t's stage is refilled only at tile t + 2, after every unit of t has been retired. */
+  auto retire = [&](auto J, int u) {
+    constexpr int rb = decltype(J)::value;
+    const int t = u >> 1;
+    float(&d)[NACC] = acc[rb];
+    fence_regs(d);
+    const float *bias_s = (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B);
+    float2 b[BN / 8];
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++) b[i] = *(const float2 *)(bias_s + 8 * i + 2 * tq);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float mv[BN / 8];
+      int mi[BN / 8];
+#pragma unroll
+      for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
+        const float v0 = d[4 * i + 2 * h] + b[i].x, v1 = d[4 * i + 2 * h + 1] + b[i].y;
+        const bool p = v1 < v0;
+        mv[i] = p ? v1 : v0;
+        mi[i] = 8 * i + (p ? 1 : 0);
+      }
+      argmin_tree<1, BN / 8>(mv, mi);
+      const bool p = mv[0] < best[rb][h];
+      best[rb][h] = p ? mv[0] : best[rb][h];
+      bidx[rb][h] = p ? t * BN + 2 * tq + mi[0] : bidx[rb][h];
+    }
+  };
+  /* P units from u (even): each unit's products run while the previous unit's set is scanned; all have
+   * completed at the end. A group never spans the loop's back edge: products in flight across it make
+   * the compiler serialise them (seen in the SASS). */
+  auto group = [&](auto P, int u) {
+    constexpr int np = decltype(P)::value;
+    issue(std::integral_constant<int, 0>{}, u);
+#pragma unroll
+    for (int q = 1; q < np; q++) {
+      if (q & 1) issue(std::integral_constant<int, 1>{}, u + q);
+      else issue(std::integral_constant<int, 0>{}, u + q);
+      wg_wait<1>();
+      if (q & 1) retire(std::integral_constant<int, 0>{}, u + q - 1);
+      else retire(std::integral_constant<int, 1>{}, u + q - 1);
+    }
+    wg_wait<0>();
+    retire(std::integral_constant<int, (np - 1) & 1>{}, u + np - 1);
+  };
+  using P2 = std::integral_constant<int, 2>;
+  using P4 = std::integral_constant<int, 4>;
+  const int units = 2 * ntiles;
+  int u = 0;
+  for (; u + 4 <= units; u += 4) group(P4{}, u);
+  if (u < units) group(P2{}, u);
+
+  /* the quad (4 threads sharing a row), ties to the lowest anchor; then a[] and the changed count */
+  unsigned changed = 0;
+#pragma unroll
+  for (int rb = 0; rb < 2; rb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float bv = best[rb][h];
+      int bi = bidx[rb][h];
+#pragma unroll
+      for (int o = 1; o <= 2; o <<= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+      }
+      const int64_t i = wrow0 + rb * 64 + h * 8 + g;
+      if (tq == 0 && i < n) { /* rows past n are padding: computed, not written */
+        changed += assign[i] != (uint32_t)bi;
+        assign[i] = (uint32_t)bi;
+      }
+    }
+  changed = __reduce_add_sync(0xffffffffu, changed);
+  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
+}
+
+/* Per product type: anchors per tile and ring stages (tf32: 64-anchor tiles keep the two accumulator
+ * sets and the rows' 128 fragment registers under 255). The row length picks KS: full rows of 128 or 64
+ * elements only (others take the mma.sync kernels). */
+template <typename T> struct Cfg { static constexpr int BN = sizeof(T) == 4 ? 64 : 128, STAGES = 4; };
+template <typename T> constexpr int ks_full() { return (int)(128 * sizeof(T) / 32); } /* steps of a 128-element row */
+
+template <typename T> size_t smem_of(int64_t dp) {
+  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
+  if (dp == 128) return (size_t)S * (BN * KS * 32 + 1024) + 1024;
+  if (dp == 64) return (size_t)S * (BN * KS / 2 * 32 + 1024) + 1024;
+  return 0;
+}
+
+template <typename T>
+cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                   unsigned long long *counter, cudaStream_t stream) {
+  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
+  const size_t smem = smem_of<T>(dp);
+  if (smem == 0) return cudaErrorInvalidValue;
+  auto kern = dp == 128 ? fused_wgmma_kernel<T, BN, KS, S> : fused_wgmma_kernel<T, BN, KS / 2, S>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (e != cudaSuccess) return e;
+  const int ntiles = (int)((k + BN - 1) / BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
+  const unsigned blocks = (unsigned)((n + 255) / 256);
+  kern<<<blocks, NTH, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter);
+  return cudaGetLastError();
+}
+
+} // namespace
+
+size_t va_wgmma_smem(int precision, int64_t dp) {
+  switch (precision) {
+  case VA_CUDA_TF32: return smem_of<float>(dp);
+  case VA_CUDA_FP16: return smem_of<__half>(dp);
+  case VA_CUDA_BF16: return smem_of<__nv_bfloat16>(dp);
+  }
+  return 0;
+}
+
+cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
+                            int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream) {
+  switch (precision) {
+  case VA_CUDA_TF32: return launch<float>(X, A, hb, n, dp, k, assign, counter, stream);
+  case VA_CUDA_FP16: return launch<__half>(X, A, hb, n, dp, k, assign, counter, stream);
+  case VA_CUDA_BF16: return launch<__nv_bfloat16>(X, A, hb, n, dp, k, assign, counter, stream);
+  }
+  return cudaErrorInvalidValue;
+}

@@ -1,0 +1,17 @@
+/* cuda_assign_wgmma.cuh: host entry points of the Hopper (sm_90a) argmin kernel, for cuda_assign.cu.
+ * The kernel lives in its own translation unit (cuda_assign_wgmma.cu), built for sm_90a alone
+ * (cmake/cuda.cmake): wgmma exists only there, and no other image of it may be picked on an sm_90
+ * device. Errors come back as cudaError_t for the caller's VA_CUDA. */
+#ifndef VECANNEAL_CUDA_ASSIGN_WGMMA_CUH
+#define VECANNEAL_CUDA_ASSIGN_WGMMA_CUH
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* Dynamic shared memory of the kernel for rows of dp elements in `precision` (VA_CUDA_TF32, _FP16,
+ * _BF16), or 0 when no instance takes that row length (full rows of 64 or 128 elements only). */
+size_t va_wgmma_smem(int precision, int64_t dp);
+/* a[] and the changed count for rows [0, n) of X (n x dp, the rows past n up to a multiple of 256
+ * readable), anchors A (k x dp, storage padded to 256 anchors), half biases hb (+inf past k). */
+cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
+                            int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream);
+#endif
