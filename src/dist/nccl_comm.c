@@ -47,6 +47,10 @@ va_nccl_t *va_nccl_create(MPI_Comm comm, int device) {
   c->device = device >= 0 ? device : va_proc.local_rank % ndev;
   if (c->device >= ndev) VA_FATAL("CUDA device %d asked for, %d visible", c->device, ndev);
   VA_NC_CUDA(cudaSetDevice(c->device));
+  /* NCCL 2.22+ connects peers lazily, at the first collective of each algorithm and protocol, so that
+   * cost (tens of ms) would land in an iteration of the timed loop; connect everything at init instead
+   * unless the user says otherwise (setenv does not override a value already in the environment). */
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   const char *to = getenv("VECANNEAL_NCCL_TIMEOUT");
   c->timeout = to ? atof(to) : 0;
   ncclUniqueId id;
