@@ -14,15 +14,8 @@
 #include "kernels/cuda_kernels.h"
 #include "kernels/stats.h"
 #include "util.h"
+#include "bench_data.h"
 
-static uint64_t st = 0x2545F4914F6CDD1Dull;
-static inline uint64_t xs(void) {
-  st ^= st << 13;
-  st ^= st >> 7;
-  st ^= st << 17;
-  return st;
-}
-static inline float u11(void) { return (float)((double)(xs() >> 11) * (2.0 / 9007199254740992.0) - 1.0); }
 
 typedef struct { char what[96]; double ms, min_ms, tflops; } row_t;
 static row_t table[96];
@@ -52,18 +45,8 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
-  /* Clustered data: 256 centres in [-1,1]^d, members at +-0.3 uniform noise (sum of two). */
-  int64_t nc = 256;
-  float *C = malloc((size_t)(nc * d) * 4), *X = malloc((size_t)(n * d) * 4), *A = malloc((size_t)(k * d) * 4);
-  for (int64_t e = 0; e < nc * d; e++) C[e] = u11();
-  for (int64_t i = 0; i < n; i++) {
-    const float *c = C + (int64_t)(xs() % (uint64_t)nc) * d;
-    for (int64_t t = 0; t < d; t++) X[i * d + t] = c[t] + 0.15f * (u11() + u11());
-  }
-  for (int64_t j = 0; j < k; j++) {
-    int64_t i = (int64_t)(xs() % (uint64_t)n);
-    for (int64_t t = 0; t < d; t++) A[j * d + t] = X[i * d + t] + 0.02f * u11();
-  }
+  float *X, *A;
+  bench_clustered_data(n, d, k, &X, &A);
   double flops = 2.0 * (double)n * (double)k * (double)d;
   char desc[256], what[96];
   static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -199,7 +182,7 @@ int main(int argc, char **argv) {
   printf("%-44s %10s %10s %9s\n", "kernel", "median ms", "min ms", "TFLOP/s");
   for (int i = 0; i < nrows; i++)
     printf("%-44s %10.3f %10.3f %9.1f\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops);
-  free(C); free(X); free(A); free(a_gemm); free(a_fused);
+  free(X); free(A); free(a_gemm); free(a_fused);
   MPI_Finalize();
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "kernels/cuda_kernels.h"
 #include "kernels/stats.h"
 #include "util.h"
+#include "bench_data.h"
 
 #define CK(call)                                                                                   \
   do {                                                                                             \
@@ -25,14 +26,6 @@
     if (e_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_)); \
   } while (0)
 
-static uint64_t rs = 0x2545F4914F6CDD1Dull;
-static inline uint64_t xs(void) {
-  rs ^= rs << 13;
-  rs ^= rs >> 7;
-  rs ^= rs << 17;
-  return rs;
-}
-static inline float u11(void) { return (float)((double)(xs() >> 11) * (2.0 / 9007199254740992.0) - 1.0); }
 
 static int cmp_f(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
 
@@ -83,18 +76,8 @@ int main(int argc, char **argv) {
   double h2d = h2d_rate((size_t)chunk_bytes, 2 * reps + 1);
   printf("n %lld d %lld k %lld: %.2f GB of rows, chunks of %lld rows (%.0f MB); pinned host-to-device copy of one chunk: %.2f GB/s\n",
          (long long)n, (long long)d, (long long)k, row_bytes / 1e9, (long long)chunk, chunk_bytes / 1e6, h2d);
-  /* Clustered rows: 256 centres in [-1,1]^d, members at +-0.3 uniform noise; anchors near rows. */
-  int64_t nc = 256;
-  float *C = malloc((size_t)(nc * d) * 4), *X = malloc((size_t)(n * d) * 4), *A = malloc((size_t)(k * d) * 4);
-  for (int64_t e = 0; e < nc * d; e++) C[e] = u11();
-  for (int64_t i = 0; i < n; i++) {
-    const float *c = C + (int64_t)(xs() % (uint64_t)nc) * d;
-    for (int64_t t = 0; t < d; t++) X[i * d + t] = c[t] + 0.15f * (u11() + u11());
-  }
-  for (int64_t j = 0; j < k; j++) {
-    int64_t i = (int64_t)(xs() % (uint64_t)n);
-    for (int64_t t = 0; t < d; t++) A[j * d + t] = X[i * d + t] + 0.02f * u11();
-  }
+  float *X, *A;
+  bench_clustered_data(n, d, k, &X, &A);
   double xmax = 0;
   for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
   int64_t W = VA_STATS_W(d);
@@ -144,7 +127,7 @@ int main(int argc, char **argv) {
     va_cuda_destroy(ctx[1]);
   }
   printf("%s\n", bad ? "FAILED: streamed and resident disagree" : "streamed and resident agree");
-  free(C); free(X); free(A); free(ar); free(as); free(sr); free(ss);
+  free(X); free(A); free(ar); free(as); free(sr); free(ss);
   MPI_Finalize();
   return bad ? 1 : 0;
 }

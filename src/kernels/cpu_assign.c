@@ -102,6 +102,15 @@ static void scan_tile(const float *C, int64_t rows, int64_t k, const float *bias
   }
 }
 
+/* This thread's index inside the parallel loop (its own scratch), 0 without OpenMP. */
+static int thread_slot(void) {
+#ifdef VECANNEAL_OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
 /* --- fused x86 kernel ------------------------------------------------------------------------- */
 #define VA_FUSED_MR 6   /* rows per register block: 12 accumulators + 2 anchor vectors + 1 broadcast */
 #define VA_FUSED_NR 16  /* anchors per panel: two 8-float vectors */
@@ -183,10 +192,7 @@ static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, c
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
 #endif
   for (int64_t it = 0; it < items; it++) {
-    int slot = 0;
-#ifdef VECANNEAL_OPENMP
-    slot = omp_get_thread_num();
-#endif
+    const int slot = thread_slot();
     float *best = best_all + (size_t)slot * (size_t)(R * NR);
     int32_t *bidx = bidx_all + (size_t)slot * (size_t)(R * NR);
     const int64_t r0 = it * R, rows = n - r0 < R ? n - r0 : R;
@@ -246,10 +252,7 @@ void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const f
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
 #endif
   for (int64_t t = 0; t < ntiles; t++) {
-    int slot = 0;
-#ifdef VECANNEAL_OPENMP
-    slot = omp_get_thread_num();
-#endif
+    const int slot = thread_slot();
     float *C = work + (size_t)slot * (size_t)(tile * k);
     int64_t r0 = t * tile, rows = n - r0 < tile ? n - r0 : tile;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, alpha, X + r0 * d, (int)d, A,
