@@ -17,8 +17,13 @@ int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t
  * this job (other input, n, d, seed or algorithm keys). */
 void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in);
 
-/* SIGTERM / SIGUSR1 (what Slurm sends before the time limit): on = set a flag the loop checks;
- * off = the default action again. */
-void va_install_stop_signals(int on);
+/* What SIGTERM / SIGUSR1 (what Slurm sends before the time limit) do:
+ * DEFAULT    their default action (before the loop: a read stuck on a damaged file stays killable);
+ * CHECKPOINT set a flag the loop agrees on at the end of an iteration: checkpoint, then exit 75;
+ * FINISH     nothing (after the loop): the final pass and the index write are short and bounded, so a
+ *            signal that arrives after the last iteration lets the job complete instead of killing it
+ *            with its work done and the index half-written. */
+typedef enum { VA_STOP_DEFAULT = 0, VA_STOP_CHECKPOINT = 1, VA_STOP_FINISH = 2 } va_stop_mode_t;
+void va_install_stop_signals(va_stop_mode_t mode);
 int va_stop_requested(void);
 #endif

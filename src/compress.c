@@ -420,11 +420,11 @@ shard_ready:
   va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), resume_path ? "resumed" : cfg.init);
 
   double t_loop = va_now();
-  /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before (a
-   * stuck read of a damaged file) and after, they keep their default action. */
-  va_install_stop_signals(1);
+  /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before, they
+   * keep their default action (a stuck read of a damaged file); after, the job finishes (checkpoint.h). */
+  va_install_stop_signals(VA_STOP_CHECKPOINT);
   va_anneal(&st);
-  va_install_stop_signals(0);
+  va_install_stop_signals(VA_STOP_FINISH);
   double loop_seconds = va_now() - t_loop;
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);

@@ -43,4 +43,13 @@ run_np 2 "${big[@]}" --set max_iter=$((it + 5)) --out "$WORK/sig.h5" --resume "$
 run_np 2 "${big[@]}" --set max_iter=$((it + 5)) --out "$WORK/sig_full.h5" > /dev/null || fail "uninterrupted big run"
 "$TOOL" same "$WORK/sig.h5" "$WORK/sig_full.h5" || fail "resume after SIGUSR1 differs"
 echo "SIGUSR1 after iteration $it: checkpoint, exit 75, resume identical"
+# A stop signal after the last iteration (during the final pass and the write) lets the job finish:
+# exit 0 and the same index as a run without it (before, the default action killed every rank).
+VECANNEAL_FAULT_SIGNAL_ON_FINISH=1 timeout 120 mpirun -n 3 --oversubscribe -x VECANNEAL_FAULT_SIGNAL_ON_FINISH "$BIN" "${args[@]}" \
+  --out "$WORK/late.h5" > "$WORK/late.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { tail "$WORK/late.log"; fail "a signal after the last iteration: exit $rc, expected 0"; }
+"$TOOL" same "$WORK/full.h5" "$WORK/late.h5" || fail "a signal after the last iteration changed the index"
+[ -f "$WORK/late.h5.ckpt.h5" ] && fail "a signal after the last iteration left a checkpoint"
+echo "SIGUSR1 after the last iteration: the job finished (exit 0), index identical"
 echo "PASS: resume"

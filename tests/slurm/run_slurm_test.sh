@@ -273,12 +273,14 @@ done
 say "  ok: $(tr '\t\n' ' |' < "$W/out/$id/scaling.tsv")"
 
 # --- 3. time-limit signal -> checkpoint -> exit 75 -> requeue -> --resume --------------------------
-# A run long enough to be interrupted (50000 x 32, k 64, ~100 iterations; 'tol = 0' only stops when
-# nothing changes any more), once per launcher with 2 ranks. The jobs overlap: while one waits out
+# A run long enough to be interrupted (200000 x 64, k 128: ~114 iterations of ~25 ms on 2 ranks here;
+# 'tol = 0' only stops when nothing changes any more), once per launcher with 2 ranks. The USR1 travels
+# test poll (0.3 s) -> scancel -> slurmd -> batch shell -> launcher -> ranks: with 50000 x 32 rows the
+# whole loop (0.3 s) once ended before it arrived. The jobs overlap: while one waits out
 # its requeue delay the other runs. The resumed result must equal an uninterrupted run's.
-(cd "$W" && mpirun --oversubscribe -n 1 "$BIN" gen --out "$W/long.h5" --n 50000 --d 32 --clusters 64 --seed 11) >> "$W/gen.log" 2>&1 ||
+(cd "$W" && mpirun --oversubscribe -n 1 "$BIN" gen --out "$W/long.h5" --n 200000 --d 64 --clusters 64 --seed 11) >> "$W/gen.log" 2>&1 ||
   { cat "$W/gen.log"; fail "vecanneal gen (long) failed"; }
-printf '%s\n' "input = $W/long.h5:/train" "k = 64" "backend = cpu" "max_iter = 400" "tol = 0" \
+printf '%s\n' "input = $W/long.h5:/train" "k = 128" "backend = cpu" "max_iter = 400" "tol = 0" \
   "tol_mode = absolute" "min_changes = 0" "progress_every = 1" > "$W/long.ini"
 (cd "$W" && mpirun --oversubscribe -n 2 "$BIN" compress --config long.ini --set threads=1 --set progress_every=0 \
   --out "$W/long-ref.h5") > "$W/long-ref.log" 2>&1 || { cat "$W/long-ref.log"; fail "uninterrupted reference run failed"; }
