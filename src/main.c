@@ -1,5 +1,7 @@
 /* main.c: the vecanneal command line: MPI start-up, subcommand dispatch, collective exit. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -28,7 +30,24 @@ static void usage(void) {
       VECANNEAL_VERSION);
 }
 
+/* Started without a launcher (no mpirun, srun or other PMI environment), the process is a singleton: it
+ * will only ever talk to itself. Open MPI then still starts a helper daemon and probes every network
+ * transport (UCX, OFI), 0.3 s of a 0.4 s start-up on our test machines, against 0.09 s without them.
+ * So a singleton asks Open MPI for no daemon and the in-process transport alone; settings the user made
+ * (OMPI_MCA_* already in the environment) win, and launched ranks are untouched. */
+static void singleton_fast_start(void) {
+#ifdef OPEN_MPI
+  static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"};
+  for (size_t q = 0; q < sizeof launched / sizeof *launched; q++)
+    if (getenv(launched[q])) return;
+  setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  setenv("OMPI_MCA_pml", "ob1", 0);
+  setenv("OMPI_MCA_btl", "self", 0);
+#endif
+}
+
 int main(int argc, char **argv) {
+  singleton_fast_start();
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     fprintf(stderr, "vecanneal: MPI_Init failed\n");
     return VA_EXIT_INTERNAL;
