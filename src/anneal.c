@@ -26,6 +26,8 @@ static void ensure_capacity(va_state_t *st, int64_t k_needed) {
   REALLOC(st->anorm, cap, "anchor norms");
   REALLOC(st->vel, cap * d, "momentum");
   REALLOC(st->acc, cap * VA_STATS_W(d) + 2, "statistics"); /* + changed rows + stop flag */
+  /* zeros: a backend that owns the anchors never fills the sum columns on the host (backend.h) */
+  memset(st->acc + st->k_cap * VA_STATS_W(d), 0, (size_t)((cap - st->k_cap) * VA_STATS_W(d) + 2) * sizeof(double));
   REALLOC(st->rmax, cap, "rmax");
   REALLOC(st->rmax_local, cap, "rmax");
   REALLOC(st->rarg, cap, "rarg");
@@ -115,7 +117,7 @@ static void fetch_farthest(va_state_t *st, const int64_t *anchors, int64_t m, fl
   free(rows);
 }
 
-static void normalise(float *a, int64_t d) {
+void va_unit_normalise(float *a, int64_t d) {
   double s = 0;
   for (int64_t t = 0; t < d; t++) s += (double)a[t] * a[t];
   if (s > 0) {
@@ -135,18 +137,28 @@ void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t 
 
 static double acc_at(const va_state_t *st, int64_t j, int64_t field) { return st->acc[j * VA_STATS_W(st->d) + field]; }
 
-/* Empty anchors move to the farthest member of the anchors with the largest energy contribution. */
-static void reseed_empty(va_state_t *st) {
+/* The host's anchors and momentum, current again (owns_anchors backends, backend.h); every rank calls it
+ * at the same points. Before any host code reads or edits st->A / st->vel. */
+static void anchors_to_host(va_state_t *st) {
+  if (!st->anchors_stale) return;
+  st->be->pull_anchors(st);
+  st->anchors_stale = 0;
+}
+
+/* Empty anchors move to the farthest member of the anchors with the largest energy contribution.
+ * Returns how many moved. */
+static int64_t reseed_empty(va_state_t *st) {
   int64_t d = st->d, k = st->k, nempty = 0, ndonor = 0;
   for (int64_t j = 0; j < k; j++) nempty += acc_at(st, j, VA_ST_COUNT(d)) == 0;
-  if (!nempty) return;
+  if (!nempty) return 0;
   int64_t *empty = va_malloc((size_t)nempty * sizeof *empty, "reseed"), *donor = va_malloc((size_t)k * sizeof *donor, "reseed");
   nempty = 0;
   for (int64_t j = 0; j < k; j++) {
     if (acc_at(st, j, VA_ST_COUNT(d)) == 0) empty[nempty++] = j;
     else if (acc_at(st, j, VA_ST_COUNT(d)) >= 2) donor[ndonor++] = j;
   }
-  if (ndonor == 0) { free(empty); free(donor); return; }
+  if (ndonor == 0) { free(empty); free(donor); return 0; }
+  anchors_to_host(st);
   /* Donors by energy contribution, largest first (ties: lower index). Selection sort on a short prefix. */
   int64_t need = nempty < ndonor ? nempty : ndonor;
   for (int64_t a = 0; a < need; a++) {
@@ -165,11 +177,12 @@ static void reseed_empty(va_state_t *st) {
     double eps = 1e-3 * sqrt((mse > 0 ? mse : 1e-12) / (double)d);
     for (int64_t t = 0; t < d; t++)
       st->A[j * d + t] = (float)(vec[e * d + t] + eps * va_rand_normal(st->cfg->seed, VA_RNG_RESEED, (uint64_t)j, (uint64_t)(st->iter * d + t)));
-    if (st->cosine) normalise(st->A + j * d, d);
+    if (st->cosine) va_unit_normalise(st->A + j * d, d);
     memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
   }
   st->reseeds += nempty;
   free(vec); free(src); free(empty); free(donor);
+  return nempty;
 }
 
 /* Statistics (s2.2), energy (s2.4) and update (s2.3) for the current assignment. */
@@ -197,31 +210,39 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   /* with the statistics: the changed rows, and the stop flag (every rank learns of a stop signal in the
    * same iteration) */
   const double extra[2] = {(double)changed_local, va_stop_requested()};
-  st->be->stats(st, &rule, extra, 2, st->acc);
+  /* A backend that owns the anchors moves them inside stats (it has the sums); the host does it below. */
+  const va_update_t upd = {va_eta(c->lr, st->T), c->momentum, c->max_step};
+  st->be->stats(st, &rule, extra, 2, &upd, st->acc);
+  if (st->be->owns_anchors) st->anchors_stale = 1;
   va_tock(VA_PH_REDUCE, t);
   free(delta);
   st->changed = (int64_t)st->acc[k * W];
   st->stop_agreed = st->acc[k * W + 1] > 0;
   double esum = 0;
-  for (int64_t j = 0; j < k; j++) esum += acc_at(st, j, VA_ST_RSUM(d));
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = acc_at(st, j, VA_ST_COUNT(d));
+    esum += acc_at(st, j, VA_ST_RSUM(d));
+    st->rms_prev[j] = cnt > 0 ? sqrt(acc_at(st, j, VA_ST_RSUM(d)) / cnt) : 0;
+  }
   st->E_prev = st->E;
   st->E = esum / (double)st->n;
 
   t = va_tick();
-  double eta = va_eta(c->lr, st->T), beta = c->momentum;
-  /* anchors are independent: the same result for any thread count */
+  if (!st->be->owns_anchors) {
+    /* anchors are independent: the same result for any thread count */
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(st->aopts.threads) schedule(static)
 #endif
-  for (int64_t j = 0; j < k; j++) {
-    double cnt = acc_at(st, j, VA_ST_COUNT(d)), w = acc_at(st, j, VA_ST_WEIGHT(d));
-    st->rms_prev[j] = cnt > 0 ? sqrt(acc_at(st, j, VA_ST_RSUM(d)) / cnt) : 0;
-    if (!(cnt > 0 && w > 0)) continue;
-    va_update_anchor(st->A + j * d, st->vel + j * d, st->acc + j * W, w, d, eta, c->max_step, beta);
-    if (st->cosine) normalise(st->A + j * d, d);
+    for (int64_t j = 0; j < k; j++) {
+      double cnt = acc_at(st, j, VA_ST_COUNT(d)), w = acc_at(st, j, VA_ST_WEIGHT(d));
+      if (!(cnt > 0 && w > 0)) continue;
+      va_update_anchor(st->A + j * d, st->vel + j * d, st->acc + j * W, w, d, upd.eta, upd.max_step, upd.beta);
+      if (st->cosine) va_unit_normalise(st->A + j * d, d);
+    }
   }
-  reseed_empty(st);
-  va_state_anchor_norms(st);
+  /* the backend gets the anchors again when the host moved them (a backend that owns them already has
+   * its own update) */
+  if (reseed_empty(st) || !st->be->owns_anchors) va_state_anchor_norms(st);
   va_tock(VA_PH_UPDATE, t);
 }
 
@@ -279,7 +300,7 @@ static void merge_anchors(va_state_t *st) {
     double ci = acc_at(st, i, VA_ST_COUNT(d)), cj = acc_at(st, j, VA_ST_COUNT(d));
     double wi = ci + cj > 0 ? ci / (ci + cj) : 0.5;
     for (int64_t t = 0; t < d; t++) st->A[i * d + t] = (float)(wi * st->A[i * d + t] + (1 - wi) * st->A[j * d + t]);
-    if (st->cosine) normalise(st->A + i * d, d);
+    if (st->cosine) va_unit_normalise(st->A + i * d, d);
     for (int64_t t = 0; t < W; t++) st->acc[i * W + t] += st->acc[j * W + t];
     memset(st->vel + i * d, 0, (size_t)d * sizeof(double));
     target[j] = i;
@@ -351,7 +372,7 @@ static void split_anchors(va_state_t *st) {
       cent[(2 * q) * d + t] = far[q * d + t];
       cent[(2 * q + 1) * d + t] = 2.0f * a[t] - far[q * d + t];
     }
-    if (st->cosine) { normalise(cent + 2 * q * d, d); normalise(cent + (2 * q + 1) * d, d); }
+    if (st->cosine) { va_unit_normalise(cent + 2 * q * d, d); va_unit_normalise(cent + (2 * q + 1) * d, d); }
   }
   int64_t SW = d + 1;
   double *sums = va_malloc((size_t)(2 * m * SW) * sizeof(double), "split sums");
@@ -365,7 +386,7 @@ static void split_anchors(va_state_t *st) {
       double cnt = sums[h * SW + d];
       if (cnt > 0)
         for (int64_t u = 0; u < d; u++) cent[h * d + u] = (float)(sums[h * SW + u] / cnt);
-      if (st->cosine) normalise(cent + h * d, d);
+      if (st->cosine) va_unit_normalise(cent + h * d, d);
     }
   }
   for (int64_t q = 0; q < m; q++) {
@@ -414,6 +435,7 @@ void va_anneal(va_state_t *st) {
     push_history(st);
     if (c->maintenance_interval > 0 && (st->iter + 1) % c->maintenance_interval == 0) {
       va_tick_t t = va_tick();
+      anchors_to_host(st);
       merge_anchors(st);
       split_anchors(st);
       va_tock(VA_PH_MAINT, t);
@@ -434,13 +456,17 @@ void va_anneal(va_state_t *st) {
               st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms, rate);
     }
     if (st->stop_agreed && st->checkpoint_fn) {
+      anchors_to_host(st);
       st->checkpoint_fn(st, st->checkpoint_ctx);
       st->stopped = 1;
       break;
     }
-    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn)
+    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn) {
+      anchors_to_host(st);
       st->checkpoint_fn(st, st->checkpoint_ctx);
+    }
   }
+  anchors_to_host(st); /* the index and the final pass's callers read them */
 }
 
 double va_final_pass(va_state_t *st, double *counts, double *mse) {
@@ -449,7 +475,7 @@ double va_final_pass(va_state_t *st, double *counts, double *mse) {
   va_tick_t t = va_tick();
   double *acc = va_malloc((size_t)(k * W) * sizeof(double), "final statistics");
   va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
-  st->be->stats(st, &none, NULL, 0, acc);
+  st->be->stats(st, &none, NULL, 0, NULL, acc);
   va_tock(VA_PH_REDUCE, t);
   double esum = 0;
   for (int64_t j = 0; j < k; j++) {

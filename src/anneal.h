@@ -19,6 +19,7 @@ typedef struct va_state {
   int64_t k, k_initial, k_cap, k_max;
   float *A, *anorm;  /* k_cap x d, k_cap */
   double *vel;       /* momentum, k_cap x d */
+  int anchors_stale; /* A / vel were moved by a backend that owns them (backend.h) since the last pull */
   uint32_t *assign, *prev; /* n_local */
   float *r;          /* n_local */
   double *acc;       /* k_cap x (d + 3) statistics */
@@ -52,6 +53,8 @@ static inline double va_eta(double lr, double T) { return lr * T / (1.0 + T); }
 /* s2.3 for one anchor: step = clamp(eta (sum / w - a), +-max_step) per coordinate (max_step <= 0: no
  * clamp); v <- beta v + (1 - beta) step; a <- a + v. */
 void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step, double beta);
+/* a <- a / ||a|| (norm in double, in order), unless a is zero: the loop's cosine normalisation. */
+void va_unit_normalise(float *a, int64_t d);
 /* Allocates per-rank buffers once X, n, d, k, k_max are set. */
 void va_state_alloc(va_state_t *st);
 void va_state_free(va_state_t *st);

@@ -9,14 +9,26 @@
 
 #include "kernels/stats.h"
 
+/* assign's return when the backend keeps its changed-row count and stats adds it in place of the first
+ * appended value (the CUDA backend: no wait between the assign pass and the statistics). */
+#define VA_CHANGED_IN_STATS (-1)
+
+/* The update of s2.3 for backends that apply it themselves (owns_anchors). */
+typedef struct { double eta, beta, max_step; } va_update_t;
+
 struct va_state;
 typedef struct va_backend {
   const char *name;
+  /* 0: the loop updates st->A / st->vel on the host from the full statistics. 1: the backend keeps the
+   * anchors and their momentum itself and applies the update inside stats (upd); stats then fills only
+   * the scalar columns of acc (weight, count, r sum) and the appended values on the host, and st->A /
+   * st->vel are stale until pull_anchors. Either way set_anchors hands it the host's A (and vel). */
+  int owns_anchors;
   /* A or k changed: the backend takes the anchors and their squared norms (the CPU backend into
    * st->anorm, the CUDA backend on the device). */
   void (*set_anchors)(struct va_state *st);
   /* Main assign pass with the current anchors; returns the local rows whose anchor changed since the
-   * previous main pass. */
+   * previous main pass, or VA_CHANGED_IN_STATS. */
   int64_t (*assign)(struct va_state *st);
   /* A side pass against m other vectors C (norms cn) into host arrays a and r (n_local each); does not
    * touch the main pass's state. */
@@ -26,8 +38,12 @@ typedef struct va_backend {
   /* hist (k x bins, zeroed) += per-anchor counts per bin over [0, st->rmax[j]]. */
   void (*hist)(struct va_state *st, int64_t bins, double *hist);
   /* Collective: acc (k x (d + 3) + nx) <- the statistics under rule, then the nx values x, each summed
-   * over the ranks (the CUDA backend sums on the device, with NCCL, and downloads the result). */
-  void (*stats)(struct va_state *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc);
+   * over the ranks (the CUDA backend sums on the device, with NCCL). With owns_anchors and upd != NULL,
+   * the backend then moves its anchors by upd (see owns_anchors for what acc holds then). */
+  void (*stats)(struct va_state *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd,
+                double *acc);
+  /* owns_anchors: st->A and st->vel <- the backend's anchors and momentum (k x d each). */
+  void (*pull_anchors)(struct va_state *st);
   /* After a merge: every row's anchor a <- newidx[a] (k_old entries), also the previous-pass copy. */
   void (*remap)(struct va_state *st, const int64_t *newidx, int64_t k_old);
   /* Split 2-means step: see va_cuda_split_accumulate / anneal.c. sums (2m x (d + 1), zeroed). */

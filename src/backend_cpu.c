@@ -30,7 +30,8 @@ static void cpu_hist(va_state_t *st, int64_t bins, double *hist) {
   va_hist_accumulate(st->assign, st->r, st->n_local, st->k, st->rmax, bins, hist);
 }
 
-static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc) {
+static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd, double *acc) {
+  (void)upd; /* the loop updates the host's anchors */
   int64_t kw = st->k * VA_STATS_W(st->d);
   memset(acc, 0, (size_t)kw * sizeof(double));
   va_stats_accumulate_mt(st->X, st->n_local, st->d, st->assign, st->r, st->k, rule, acc, st->aopts.threads);

@@ -16,9 +16,19 @@
 
 static va_cuda_t *ctx_of(va_state_t *st) { return (va_cuda_t *)st->be_ctx; }
 
-static void gpu_set_anchors(va_state_t *st) { va_cuda_set_anchors(ctx_of(st), st->A, NULL, st->k); }
+/* The device owns the anchors during the loop (owns_anchors): the host's A and momentum go up together. */
+static void gpu_set_anchors(va_state_t *st) {
+  va_cuda_set_anchors(ctx_of(st), st->A, NULL, st->k);
+  va_cuda_set_velocity(ctx_of(st), st->vel, st->k);
+}
+static void gpu_pull_anchors(va_state_t *st) { va_cuda_get_anchors(ctx_of(st), st->A, st->vel); }
 
-static int64_t gpu_assign(va_state_t *st) { return va_cuda_assign(ctx_of(st), st->cosine); }
+/* Enqueued without a wait; the changed count arrives with the statistics. r is left to the statistics
+ * pass unless trim needs it first (its histogram). */
+static int64_t gpu_assign(va_state_t *st) {
+  va_cuda_assign_deferred(ctx_of(st), st->cosine, st->cfg->robust == VA_ROBUST_TRIM);
+  return VA_CHANGED_IN_STATS;
+}
 
 /* A side pass (initialisation): the anchors in the context are swapped for C and restored after, and
  * the previous-pass assignment is put back so the main pass's change count is unaffected. */
@@ -36,14 +46,23 @@ static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64
 
 static void gpu_farthest(va_state_t *st) { va_cuda_farthest(ctx_of(st), st->rmax_local, st->rarg); }
 static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(ctx_of(st), st->rmax, bins, hist); }
-/* In place on the device when the job reduces through NCCL (or has one rank), else through the host. */
-static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, double *acc) {
+/* Summed in place on the device when the job reduces through NCCL (or has one rank), else through the
+ * host and back. Then the update is queued behind the statistics and only their scalar columns come
+ * back (24 bytes an anchor instead of 8 (d + 3)): the host waits for those while the device moves the
+ * anchors. */
+static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd, double *acc) {
   va_cuda_t *g = ctx_of(st);
   int64_t count = st->k * VA_STATS_W(st->d) + nx;
   double *dacc = va_cuda_stats_device(g, rule, x, nx);
-  int summed = va_allreduce_sum_f64_device(dacc, count);
-  va_cuda_fetch_f64(g, dacc, count, acc);
-  if (!summed) va_allreduce_sum_f64(acc, count);
+  if (va_proc.nranks > 1) va_cuda_sync(g); /* the collective reads the buffer from another stream */
+  if (!va_allreduce_sum_f64_device(dacc, count)) {
+    va_cuda_fetch_f64(g, dacc, count, acc);
+    va_allreduce_sum_f64(acc, count);
+    va_cuda_put_f64(g, dacc, acc, count);
+  }
+  va_cuda_queue_scalars(g, dacc, nx);
+  if (upd) va_cuda_update_anchors(g, upd->eta, upd->beta, upd->max_step, st->cosine);
+  va_cuda_take_scalars(g, nx, acc);
 }
 static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) { va_cuda_remap_assign(ctx_of(st), newidx, k_old); }
 static void gpu_split(va_state_t *st, const int64_t *slot, int64_t m, const float *cent, double *sums) {
@@ -66,6 +85,8 @@ static double gpu_streamed_bytes(va_state_t *st) {
 
 const va_backend_t va_backend_cuda = {
     .name = "cuda",
+    .owns_anchors = 1,
+    .pull_anchors = gpu_pull_anchors,
     .set_anchors = gpu_set_anchors,
     .assign = gpu_assign,
     .assign_to = gpu_assign_to,

@@ -719,6 +719,8 @@ static void assign_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
 /* The fp16 overflow flag (set by the conversions of rows and anchors; streamed rows are converted
  * during the pass) comes back with the changed count: a pass that met one stops the job at its end. */
 extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
+  c->count_pending = c->r_pending = 0;
+  c->cosine_last = cosine;
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   check_ready(c);
@@ -731,6 +733,30 @@ extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   if (c->precision == VA_CUDA_FP16 && *(const int *)(c->h_counter + 1))
     VA_FATAL("a row or anchor value exceeds the fp16 range (|x| > 65504): use bf16 or tf32 products");
   return (int64_t)c->h_counter[0];
+}
+
+/* No wait: the count goes into the next statistics call (put_count_kernel), r into its pass or
+ * va_cuda_ensure_r; the fp16 overflow flag comes back with the statistics' scalars. */
+extern "C" void va_cuda_assign_deferred(va_cuda_t *c, int cosine, int want_r) {
+  va_cuda_enter(c);
+  VA_CUDA(cudaMemsetAsync(c->counter, 0, sizeof(unsigned long long), c->stream));
+  c->count_pending = 1;
+  c->r_pending = 0;
+  c->cosine_last = cosine;
+  if (c->n <= 0) return;
+  check_ready(c);
+  const int variant = va_cuda_assign_variant(c);
+  const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
+  assign_args a = {cosine, variant, part};
+  va_cuda_each_rows(c, c->precision >= VA_CUDA_FP16, assign_rows, &a);
+  c->r_pending = part == VA_ASSIGN_PART_ARGMIN;
+}
+
+void va_cuda_ensure_r(va_cuda_t *c) {
+  if (!c->r_pending) return;
+  c->r_pending = 0;
+  assign_args a = {c->cosine_last, VA_CUDA_ASSIGN_FUSED, VA_ASSIGN_PART_R};
+  va_cuda_each_rows(c, 0, assign_rows, &a); /* the float32 rows only */
 }
 
 /* The tensor-core ceiling of mma.sync here: registers only, 8 independent accumulators per warp. */

@@ -102,17 +102,28 @@ static void alloc_anchor_arrays(va_cuda_t *c) {
   dalloc(&c->bin_hi, kc * 4, "trim bins");
   dalloc(&c->huber, kc * 8, "huber delta");
   dalloc(&c->norms_in, kc * 4, "anchor norms");
+  dalloc(&c->vel, kc * (size_t)c->d * 8, "momentum");
+  VA_CUDA(cudaMemsetAsync(c->vel, 0, kc * (size_t)c->d * 8, c->stream));
   VA_CUDA(cudaMallocHost((void **)&c->h_anchors, kc * (dp + 1) * 4));
+  c->scal_cap = 3 * (int64_t)kc + c->d + 3 + 1;
+  dalloc(&c->scal, (size_t)c->scal_cap * 8, "statistics scalars");
+  VA_CUDA(cudaMallocHost((void **)&c->h_scal, (size_t)c->scal_cap * 8));
+  c->h_up_bytes = kc * 12 + ((size_t)c->d + 3) * 8;
+  VA_CUDA(cudaMallocHost(&c->h_up, c->h_up_bytes));
 }
 /* The caller has waited for the stream: nothing still reads these. */
 static void free_anchor_arrays(va_cuda_t *c) {
   dfree(&c->A32); dfree(&c->Alp); dfree(&c->bias_l2); dfree(&c->bias_cos); dfree(&c->rmax_bits);
   dfree(&c->rarg); dfree(&c->rmax_in); dfree(&c->bin_lo); dfree(&c->bin_hi); dfree(&c->huber);
-  dfree(&c->norms_in);
+  dfree(&c->norms_in); dfree(&c->vel); dfree(&c->scal);
   dfree(&c->C);
   c->C_cap = 0;
   if (c->h_anchors) VA_CUDA(cudaFreeHost(c->h_anchors));
+  if (c->h_scal) VA_CUDA(cudaFreeHost(c->h_scal));
+  if (c->h_up) VA_CUDA(cudaFreeHost(c->h_up));
   c->h_anchors = NULL;
+  c->h_scal = NULL;
+  c->h_up = NULL;
 }
 
 extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision) {
@@ -185,6 +196,8 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
   VA_CUDA(cudaMallocHost((void **)&c->h_counter, 2 * sizeof(unsigned long long)));
   alloc_anchor_arrays(c);
   VA_CUDA(cudaEventCreateWithFlags(&c->anchors_staged, cudaEventDisableTiming));
+  VA_CUDA(cudaEventCreateWithFlags(&c->scal_ready, cudaEventDisableTiming));
+  VA_CUDA(cudaEventCreateWithFlags(&c->up_done, cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) VA_CUDA(cudaEventCreateWithFlags(&c->staged[b], cudaEventDisableTiming));
   c->fused_cfg = va_cuda_fused_config(c);
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -208,6 +221,8 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
     VA_CUDA(cudaStreamDestroy(c->copy_stream));
   }
   VA_CUDA(cudaEventDestroy(c->anchors_staged));
+  VA_CUDA(cudaEventDestroy(c->scal_ready));
+  VA_CUDA(cudaEventDestroy(c->up_done));
   dfree(&c->X32); dfree(&c->Xlp); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
   dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
   dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
@@ -426,6 +441,72 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
   if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(k, VA_CUDA_KPAD) * c->dp);
 }
 
+/* s2.3 for anchor j = blockIdx.x, as va_update_anchor and then va_unit_normalise (cosine) compute it on
+ * the host: the same double operations in the same order, each rounded on its own (the _rn intrinsics
+ * keep the compiler from fusing multiply-adds), so the anchors are the host's bit for bit. Anchors
+ * without members or weight keep their place and momentum. */
+__global__ void update_kernel(float *__restrict__ A32, double *__restrict__ vel, const double *__restrict__ acc, int64_t dp, int d,
+                              double eta, double beta, double max_step, int cosine) {
+  const int64_t j = blockIdx.x, W = d + 3;
+  const double *sum = acc + j * W;
+  const double w = sum[d], cnt = sum[d + 1];
+  if (!(cnt > 0 && w > 0)) return;
+  float *a = A32 + j * dp;
+  double *v = vel + j * d;
+  for (int q = threadIdx.x; q < d; q += blockDim.x) {
+    double step = __dmul_rn(eta, __dsub_rn(__ddiv_rn(sum[q], w), (double)a[q]));
+    if (max_step > 0) step = step > max_step ? max_step : step < -max_step ? -max_step : step;
+    const double nv = __dadd_rn(__dmul_rn(beta, v[q]), __dmul_rn(__dsub_rn(1.0, beta), step));
+    v[q] = nv;
+    a[q] = (float)__dadd_rn((double)a[q], nv);
+  }
+  if (!cosine) return;
+  __shared__ double inv;
+  __syncthreads();
+  if (threadIdx.x == 0) { /* the norm in order, as the host sums it */
+    double s = 0;
+    for (int t = 0; t < d; t++) s = __dadd_rn(s, __dmul_rn((double)a[t], (double)a[t]));
+    inv = s > 0 ? __ddiv_rn(1.0, __dsqrt_rn(s)) : 0.0;
+  }
+  __syncthreads();
+  if (inv > 0)
+    for (int q = threadIdx.x; q < d; q += blockDim.x) a[q] = (float)__dmul_rn((double)a[q], inv);
+}
+
+extern "C" void va_cuda_update_anchors(va_cuda_t *c, double eta, double beta, double max_step, int cosine) {
+  if (c->k <= 0) return;
+  va_cuda_enter(c);
+  update_kernel<<<(unsigned)c->k, 128, 0, c->stream>>>(c->A32, c->vel, c->acc, c->dp, (int)c->d, eta, beta, max_step, cosine);
+  VA_LAUNCHED();
+  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
+  VA_LAUNCHED();
+  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp);
+}
+
+extern "C" void va_cuda_set_velocity(va_cuda_t *c, const double *vel, int64_t k) {
+  if (k != c->k) VA_FATAL("va_cuda_set_velocity: %lld anchors, the context has %lld", (long long)k, (long long)c->k);
+  if (k <= 0) return;
+  va_cuda_enter(c);
+  double *h = (double *)va_cuda_host_scratch(c, (size_t)(k * c->d) * 8);
+  memcpy(h, vel, (size_t)(k * c->d) * 8);
+  VA_CUDA(cudaMemcpyAsync(c->vel, h, (size_t)(k * c->d) * 8, cudaMemcpyHostToDevice, c->stream));
+}
+
+extern "C" void va_cuda_get_anchors(va_cuda_t *c, float *A, double *vel) {
+  const int64_t k = c->k, d = c->d, dp = c->dp;
+  if (k <= 0) return;
+  va_cuda_enter(c);
+  char *h = (char *)va_cuda_host_scratch(c, (size_t)(k * dp) * 4 + (size_t)(k * d) * 8);
+  float *ha = (float *)h;
+  double *hv = (double *)(h + (size_t)(k * dp) * 4);
+  VA_CUDA(cudaMemcpyAsync(ha, c->A32, (size_t)(k * dp) * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(hv, c->vel, (size_t)(k * d) * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  if (A)
+    for (int64_t j = 0; j < k; j++) memcpy(A + j * d, ha + j * dp, (size_t)d * 4);
+  if (vel) memcpy(vel, hv, (size_t)(k * d) * 8);
+}
+
 extern "C" void va_cuda_debug_anchor_norms(va_cuda_t *c, float *out) {
   va_cuda_enter(c);
   VA_CUDA(cudaMemcpyAsync(out, c->bias_l2, (size_t)c->k * 4, cudaMemcpyDeviceToHost, c->stream));
@@ -437,6 +518,7 @@ extern "C" void va_cuda_debug_anchor_norms(va_cuda_t *c, float *out) {
 extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_host) {
   if (c->n <= 0) return;
   va_cuda_enter(c);
+  if (r_host) va_cuda_ensure_r(c);
   if (assign_host) VA_CUDA(cudaMemcpyAsync(assign_host, c->assign, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
   if (r_host) VA_CUDA(cudaMemcpyAsync(r_host, c->r, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));

@@ -73,12 +73,24 @@ struct va_cuda {
   float *A32;                  /* k_cap x dp */
   void *Alp;                   /* k_cap x dp fp16/bf16 */
   float *bias_l2, *bias_cos;   /* k_cap: half biases ||a||^2 / 2 (l2), 0 (cosine) for j < k, +inf beyond */
+  double *vel;                 /* k_cap x d: the momentum of the device update (va_cuda_update_anchors) */
   /* per row */
   uint32_t *assign;            /* n (UINT32_MAX before the first pass) */
   float *r;
   uint32_t *keys, *keys_sorted, *iota, *vals_sorted; /* view_rows each: the sort of rows by segment */
   unsigned long long *counter; /* changed rows */
   unsigned long long *h_counter; /* pinned: [0] changed rows, [1] the overflow flag */
+  /* deferred assign pass (va_cuda_assign_deferred): its count still to go into the statistics; r[] not
+   * yet computed (the statistics pass or va_cuda_ensure_r does it); the metric it ranked by */
+  int count_pending, r_pending, cosine_last;
+  /* the scalar columns of the statistics on their way to the host (va_cuda_queue_scalars) */
+  double *scal, *h_scal;       /* device, pinned: 3 k_cap + (d + 3) + 1 */
+  int64_t scal_cap, scal_k, scal_nx;
+  cudaEvent_t scal_ready;
+  /* pinned upload buffer of the statistics call (rule arrays, appended values); up_done: its last use */
+  void *h_up;
+  size_t h_up_bytes;
+  cudaEvent_t up_done;
   /* GEMM path scratch: chunk x k_cap floats */
   float *C;
   int64_t chunk, C_cap, gemm_rows;
@@ -142,4 +154,6 @@ int va_cuda_fused_config(const va_cuda_t *ctx);
  * fused path's argmin kernel alone (a[] and the changed count); its r kernel alone. */
 enum { VA_ASSIGN_PART_ALL = 0, VA_ASSIGN_PART_PRODUCTS = 1, VA_ASSIGN_PART_ARGMIN = 2, VA_ASSIGN_PART_R = 3 };
 void va_cuda_assign_launch(va_cuda_t *ctx, const va_cuda_rows_t *v, int cosine, int variant, int part);
+/* r[] of every row for the current a[] when a deferred assign pass left it owed (r_pending). */
+void va_cuda_ensure_r(va_cuda_t *ctx);
 #endif

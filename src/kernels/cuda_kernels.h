@@ -69,6 +69,12 @@ void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int
 /* Assign pass on the device (a[], r[] stay there). Returns the number of rows whose anchor differs
  * from the previous pass (the first pass: all rows). */
 int64_t va_cuda_assign(va_cuda_t *ctx, int cosine);
+/* The same pass for the annealing loop, queued without waiting: the changed count stays on the device
+ * and the next va_cuda_stats_device puts it in place of its first appended value. want_r = 0 lets the
+ * fused kernels leave r[] to that statistics pass when its rule is none or huber (it reads the rows and
+ * computes r from them, one pass over the rows less); whatever reads r before (farthest, histogram,
+ * download, a trim rule) computes it first. */
+void va_cuda_assign_deferred(va_cuda_t *ctx, int cosine, int want_r);
 /* a[] from the host (n_local entries): the assignment the next pass counts its changes against
  * (e.g. restored after a side pass with other anchors). Entries must be < k or UINT32_MAX. */
 void va_cuda_set_assign(va_cuda_t *ctx, const uint32_t *assign_host);
@@ -82,11 +88,32 @@ void va_cuda_farthest(va_cuda_t *ctx, float *rmax_host, int64_t *rarg_host);
 void va_cuda_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, double *hist_host);
 /* This rank's statistics, as va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays
  * of k entries), followed by the nx values x (nx <= d + 3), in a device buffer of k x VA_STATS_W(d) + nx
- * doubles that stays the context's until its next call; returns it once complete, e.g. for an in-place
- * allreduce. Streamed rows are summed chunk by chunk, the chunks' sums added in chunk order. */
+ * doubles that stays the context's until its next call. Returns it at once, the work queued on the
+ * context's stream (va_cuda_sync before another stream, e.g. an allreduce, reads it). After a deferred
+ * assign pass the changed count replaces x[0] (nx >= 1). Streamed rows are summed chunk by chunk, the
+ * chunks' sums added in chunk order. */
 double *va_cuda_stats_device(va_cuda_t *ctx, const va_stats_rule_t *rule, const double *x, int64_t nx);
 /* count doubles from a device buffer of the context (e.g. va_cuda_stats_device's) to the host; waits. */
 void va_cuda_fetch_f64(va_cuda_t *ctx, const double *dbuf, int64_t count, double *host);
+/* And back (the statistics summed over the ranks on the host, when there is no NCCL); waits. */
+void va_cuda_put_f64(va_cuda_t *ctx, double *dbuf, const double *host, int64_t count);
+/* Waits for everything queued on the context. */
+void va_cuda_sync(va_cuda_t *ctx);
+/* The scalar columns of the statistics in dacc (va_cuda_stats_device's buffer, k x (d + 3) + nx): queue
+ * copies weight, count and r sum per anchor and the nx appended values to pinned memory; take waits for
+ * them and writes them at their places in host (k x (d + 3) + nx; the d sum columns are left alone).
+ * take also stops the job when a conversion to fp16 overflowed since the context was made. */
+void va_cuda_queue_scalars(va_cuda_t *ctx, const double *dacc, int64_t nx);
+void va_cuda_take_scalars(va_cuda_t *ctx, int64_t nx, double *host);
+/* s2.3 on the device from the statistics in the context's buffer (after va_cuda_stats_device and the
+ * sum over ranks): for every anchor with count > 0 and weight > 0, as va_update_anchor (and, cosine,
+ * va_unit_normalise) bit for bit, on the device's anchors and momentum; then their norms and 16-bit
+ * copy. Queued, no wait. */
+void va_cuda_update_anchors(va_cuda_t *ctx, double eta, double beta, double max_step, int cosine);
+/* The momentum (k x d doubles, host layout) the device update starts from. */
+void va_cuda_set_velocity(va_cuda_t *ctx, const double *vel, int64_t k);
+/* The device's anchors (k x d floats) and momentum (k x d doubles); either may be NULL; waits. */
+void va_cuda_get_anchors(va_cuda_t *ctx, float *A, double *vel);
 /* Split's 2-means step (anneal.c split_anchors): rows whose anchor j has slot[j] = q >= 0 (slot has k
  * entries, -1 = not splitting) join half 2q + (||x - cent[2q+1]|| < ||x - cent[2q]||), distances in
  * double; sums_host (2m x (d + 1), zeroed by the caller) += [sum of members (d), member count]. */

@@ -27,6 +27,7 @@ extern "C" {
 
 static const int THREADS = 256;
 static const int PIECE = 256; /* rows per piece of the sorted reduction: one per thread of a block */
+static const int CR_MAX_DP = 256; /* r computed in the statistics pass: the whole row in one column pass */
 
 static int grid_for(int64_t n, int threads) {
   int64_t b = (n + threads - 1) / threads;
@@ -92,6 +93,7 @@ extern "C" void va_cuda_farthest(va_cuda_t *c, float *rmax_host, int64_t *rarg_h
     for (int64_t j = 0; j < k; j++) { rmax_host[j] = 0; rarg_host[j] = -1; }
     return;
   }
+  va_cuda_ensure_r(c);
   farthest_launch(c);
   char *h = (char *)va_cuda_host_scratch(c, (size_t)k * 12);
   unsigned *hb = (unsigned *)h;
@@ -133,6 +135,7 @@ extern "C" void va_cuda_hist(va_cuda_t *c, const float *rmax_host, int64_t bins,
   va_cuda_enter(c);
   int64_t k = c->k;
   VA_CUDA(cudaStreamSynchronize(c->stream)); /* rmax_host may be pageable: plain ordering is enough */
+  va_cuda_ensure_r(c);
   hist_launch(c, rmax_host, bins);
   unsigned *h = (unsigned *)va_cuda_host_scratch(c, (size_t)(k * bins) * 4);
   VA_CUDA(cudaMemcpyAsync(h, c->hist, (size_t)(k * bins) * 4, cudaMemcpyDeviceToHost, c->stream));
@@ -160,13 +163,17 @@ __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *
 
 /* One block per piece: its rows (sorted positions) are spread one per thread; each warp then walks
  * its 32 rows in order, every lane adding CQ columns (lane + 32 q) in double; the 8 warps' sums are
- * added in warp order. Columns beyond 32 CQ take further passes. Scalars: count, weight, rsum. */
-template <int CQ>
+ * added in warp order. Columns beyond 32 CQ take further passes. Scalars: count, weight, rsum.
+ * CR (segments are anchors, dp <= 32 CQ, rule none or huber): r is not read but computed here from the
+ * row the lanes hold anyway and anchor j's columns kept in registers, as row_distance_warp does (lane
+ * partial sums over the same columns, the same butterfly: the same value), written to r[], and the
+ * member's weight taken from it; the deferred assign pass skipped its own r pass for this. */
+template <int CQ, bool CR>
 __global__ void __launch_bounds__(THREADS)
 seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
-                   const float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
+                   float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
                    const int32_t *__restrict__ pstart, const int32_t *__restrict__ table, int64_t nseg, rule_dev ru,
-                   double *__restrict__ partial) {
+                   const float *__restrict__ A32, int cosine, double *__restrict__ partial) {
   const int64_t b = blockIdx.x;
   if (b >= pstart[nseg]) return;
   const int W = d + 3;
@@ -182,27 +189,61 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
   double myw = 0, myr = 0, mycnt = 0, mywsum = 0;
   if (pos < s1) {
     myrow = rows_sorted[pos];
-    float rv = r[myrow];
-    myr = rv;
     mycnt = 1;
-    myw = member_weight(ru, (uint32_t)j, rv);
-    mywsum = myw;
+    if (!CR) {
+      float rv = r[myrow];
+      myr = rv;
+      myw = member_weight(ru, (uint32_t)j, rv);
+      mywsum = myw;
+    }
+  }
+  float av[CR ? CQ : 1];
+  if (CR) {
+#pragma unroll
+    for (int q = 0; q < CQ; q++) av[q] = lane + 32 * q < dp ? A32[(int64_t)j * dp + lane + 32 * q] : 0.0f;
   }
   const int wrows = min(32, max(0, s1 - (s0 + warp * 32)));
   for (int c0 = 0; c0 < d; c0 += 32 * CQ) {
     double acc[CQ];
 #pragma unroll
     for (int q = 0; q < CQ; q++) acc[q] = 0;
-#pragma unroll(CQ >= 8 ? 2 : 4)
+    /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
+     * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
+#pragma unroll(CR ? (CQ == 1 ? 1 : 2) : CQ >= 8 ? 2 : 4)
     for (int rr = 0; rr < wrows; rr++) {
       uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
-      double w = __shfl_sync(0xffffffffu, myw, rr);
-      if (w == 0) continue;
-      const float *x = X32 + (int64_t)row * dp + c0;
+      if (CR) {
+        const float *x = X32 + (int64_t)row * dp;
+        float xv[CQ];
+        double s = 0;
 #pragma unroll
-      for (int q = 0; q < CQ; q++) {
-        int col = lane + 32 * q;
-        if (c0 + col < dp) acc[q] += w * (double)x[col]; /* padded columns hold zeros */
+        for (int q = 0; q < CQ; q++) {
+          int col = lane + 32 * q;
+          xv[q] = col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
+          if (cosine) s += (double)xv[q] * (double)av[q];
+          else {
+            double df = (double)xv[q] - (double)av[q];
+            s += df * df;
+          }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
+        const float rv = (float)s;
+        const double w = member_weight(ru, (uint32_t)j, rv);
+        myr = lane == rr ? (double)rv : myr; /* this lane's own row */
+        mywsum = lane == rr ? w : mywsum;
+#pragma unroll
+        for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
+      } else {
+        double w = __shfl_sync(0xffffffffu, myw, rr);
+        if (w == 0) continue;
+        const float *x = X32 + (int64_t)row * dp + c0;
+#pragma unroll
+        for (int q = 0; q < CQ; q++) {
+          int col = lane + 32 * q;
+          if (c0 + col < dp) acc[q] += w * (double)x[col]; /* padded columns hold zeros */
+        }
       }
     }
 #pragma unroll
@@ -215,6 +256,7 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
     }
     __syncthreads();
   }
+  if (CR && pos < s1) r[myrow] = (float)myr;
   /* scalars: fixed butterfly in the warp, then warps in order */
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -244,9 +286,24 @@ __global__ void seg_final_kernel(const double *__restrict__ partial, const int32
   }
 }
 
+template <int CQ>
+static void launch_partial(va_cuda_t *c, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg, const rule_dev &ru,
+                           const float *anchors_r, int cosine) {
+  float *r = c->r + v->row0;
+  if (anchors_r)
+    seg_partial_kernel<CQ, true><<<(unsigned)blocks, THREADS, 0, c->stream>>>(
+        v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end, c->pstart, c->ptable, nseg, ru, anchors_r, cosine, c->partial);
+  else
+    seg_partial_kernel<CQ, false><<<(unsigned)blocks, THREADS, 0, c->stream>>>(
+        v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end, c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
+  VA_LAUNCHED();
+}
+
 /* Over the view's rows: keys[i] (view row i) in [0, nseg]; nseg marks a row that joins no segment.
- * out: nseg x (d + 3), written by the view starting at row 0, added to by the others. */
-static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *keys, int64_t nseg, const rule_dev &ru, double *out) {
+ * out: nseg x (d + 3), written by the view starting at row 0, added to by the others. anchors_r: the
+ * segments are these anchors and r is computed (and written) here rather than read (dp <= CR_MAX_DP). */
+static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *keys, int64_t nseg, const rule_dev &ru,
+                       const float *anchors_r, int cosine, double *out) {
   va_cuda_ensure_segments(c, nseg);
   const int items = (int)v->n;
   int bits = 1;
@@ -276,20 +333,11 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
   VA_LAUNCHED();
   int64_t maxp = v->n / PIECE + nseg + 1;
   int W = (int)VA_STATS_W(c->d);
-  const float *r = c->r + v->row0;
-  if (c->dp <= 32)
-    seg_partial_kernel<1><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
-                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
-  else if (c->dp <= 64)
-    seg_partial_kernel<2><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
-                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
-  else if (c->dp <= 128)
-    seg_partial_kernel<4><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
-                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
-  else
-    seg_partial_kernel<8><<<(unsigned)maxp, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start,
-                                                                       c->seg_end, c->pstart, c->ptable, nseg, ru, c->partial);
-  VA_LAUNCHED();
+  if (anchors_r && c->dp > CR_MAX_DP) VA_FATAL("seg_reduce: r computed in the pass needs d <= %d", CR_MAX_DP);
+  if (c->dp <= 32) launch_partial<1>(c, v, maxp, nseg, ru, anchors_r, cosine);
+  else if (c->dp <= 64) launch_partial<2>(c, v, maxp, nseg, ru, anchors_r, cosine);
+  else if (c->dp <= 128) launch_partial<4>(c, v, maxp, nseg, ru, anchors_r, cosine);
+  else launch_partial<8>(c, v, maxp, nseg, ru, anchors_r, cosine);
   seg_final_kernel<<<(unsigned)nseg, 128, 0, c->stream>>>(c->partial, c->npieces, c->pstart, W, v->row0 > 0, out);
   VA_LAUNCHED();
 }
@@ -316,23 +364,43 @@ stats_atomic_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint
   }
 }
 
+/* Host values to the device through the context's pinned upload buffer (a copy from pageable memory may
+ * wait for the stream, which would stall the queue behind a deferred assign pass). `at` is the byte
+ * offset in that buffer; the buffer is reused once its previous uploads are done (up_done). */
+static void upload_staged(va_cuda_t *c, void *dst, const void *src, size_t bytes, size_t at) {
+  if (at + bytes > c->h_up_bytes) VA_FATAL("upload of %zu bytes at %zu exceeds the %zu-byte staging buffer", bytes, at, c->h_up_bytes);
+  memcpy((char *)c->h_up + at, src, bytes);
+  VA_CUDA(cudaMemcpyAsync(dst, (char *)c->h_up + at, bytes, cudaMemcpyHostToDevice, c->stream));
+}
+
+/* Layout of the upload buffer per statistics call: the rule's arrays (at most 12 k bytes), then the
+ * appended values. */
 static rule_dev upload_rule(va_cuda_t *c, const va_stats_rule_t *rule) {
   rule_dev ru = {rule ? rule->mode : VA_ROBUST_NONE, c->rmax_in, c->bin_lo, c->bin_hi, rule ? rule->bins : 0, c->huber};
-  int64_t k = c->k;
+  size_t k = (size_t)c->k;
   if (ru.mode == VA_ROBUST_TRIM) {
     if (!rule->rmax || !rule->bin_lo || !rule->bin_hi || rule->bins <= 0) VA_FATAL("trim rule without its arrays");
-    VA_CUDA(cudaMemcpyAsync(c->rmax_in, rule->rmax, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
-    VA_CUDA(cudaMemcpyAsync(c->bin_lo, rule->bin_lo, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
-    VA_CUDA(cudaMemcpyAsync(c->bin_hi, rule->bin_hi, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
+    upload_staged(c, c->rmax_in, rule->rmax, k * 4, 0);
+    upload_staged(c, c->bin_lo, rule->bin_lo, k * 4, k * 4);
+    upload_staged(c, c->bin_hi, rule->bin_hi, k * 4, k * 8);
   } else if (ru.mode == VA_ROBUST_HUBER) {
     if (!rule->huber_delta) VA_FATAL("huber rule without its deltas");
-    VA_CUDA(cudaMemcpyAsync(c->huber, rule->huber_delta, (size_t)k * 8, cudaMemcpyHostToDevice, c->stream));
+    upload_staged(c, c->huber, rule->huber_delta, k * 8, 0);
   }
   return ru;
 }
 
+/* acc[0] <- the changed-row count of the deferred assign pass (in place of the caller's x[0]). */
+__global__ void put_count_kernel(const unsigned long long *counter, double *acc) { acc[0] = (double)*counter; }
+
+struct stats_args {
+  rule_dev ru;
+  int compute_r; /* r computed in the pass (seg_partial_kernel CR) */
+};
+
 static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
-  const rule_dev &ru = *(const rule_dev *)arg;
+  const stats_args &sa = *(const stats_args *)arg;
+  const rule_dev &ru = sa.ru;
   if (c->stats_variant == VA_CUDA_STATS_ATOMIC) {
     int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
     if (blocks > 132 * 64) blocks = 132 * 64;
@@ -340,27 +408,39 @@ static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
                                                                       v->n, ru, c->acc);
     VA_LAUNCHED();
   } else {
-    seg_reduce(c, v, c->assign + v->row0, c->k, ru, c->acc);
+    seg_reduce(c, v, c->assign + v->row0, c->k, ru, sa.compute_r ? c->A32 : NULL, c->cosine_last, c->acc);
   }
 }
 
-/* c->acc (k x W) <- the statistics; no rows: zeros. */
+/* c->acc (k x W) <- the statistics; no rows: zeros. r still owed by a deferred assign pass is computed in
+ * the pass where it can be (sorted reduction, rule none or huber, d small enough), else first. */
 static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
   int64_t W = VA_STATS_W(c->d);
   va_cuda_ensure_segments(c, c->k);
+  stats_args sa = {ru, 0};
+  if (c->r_pending) {
+    sa.compute_r = c->stats_variant == VA_CUDA_STATS_SORT && ru.mode != VA_ROBUST_TRIM && c->dp <= CR_MAX_DP;
+    if (!sa.compute_r) va_cuda_ensure_r(c);
+    c->r_pending = 0;
+  }
   if (c->stats_variant == VA_CUDA_STATS_ATOMIC || c->n <= 0) VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
-  if (c->n > 0) va_cuda_each_rows(c, 0, stats_rows, (void *)&ru);
+  if (c->n > 0) va_cuda_each_rows(c, 0, stats_rows, &sa);
 }
 
 extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rule, const double *x, int64_t nx) {
   int64_t kw = c->k * VA_STATS_W(c->d);
   if (nx < 0 || nx > VA_STATS_W(c->d)) VA_FATAL("va_cuda_stats_device: %lld extra values", (long long)nx);
   va_cuda_enter(c);
-  VA_CUDA(cudaStreamSynchronize(c->stream)); /* the rule's host arrays may be pageable: plain ordering */
+  VA_CUDA(cudaEventSynchronize(c->up_done)); /* the upload buffer is free again */
   rule_dev ru = upload_rule(c, rule);
-  stats_launch(c, ru);
-  if (nx > 0) VA_CUDA(cudaMemcpyAsync(c->acc + kw, x, (size_t)nx * 8, cudaMemcpyHostToDevice, c->stream));
-  VA_CUDA(cudaStreamSynchronize(c->stream));
+  if (nx > 0) upload_staged(c, c->acc + kw, x, (size_t)nx * 8, (size_t)c->k * 12);
+  VA_CUDA(cudaEventRecord(c->up_done, c->stream));
+  stats_launch(c, ru); /* writes acc[0, kw) only */
+  if (c->count_pending && nx > 0) {
+    put_count_kernel<<<1, 1, 0, c->stream>>>(c->counter, c->acc + kw);
+    VA_LAUNCHED();
+  }
+  c->count_pending = 0;
   return c->acc;
 }
 
@@ -371,6 +451,57 @@ extern "C" void va_cuda_fetch_f64(va_cuda_t *c, const double *dbuf, int64_t coun
   VA_CUDA(cudaMemcpyAsync(h, dbuf, (size_t)count * 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
   memcpy(host, h, (size_t)count * 8);
+}
+
+extern "C" void va_cuda_put_f64(va_cuda_t *c, double *dbuf, const double *host, int64_t count) {
+  if (count <= 0) return;
+  va_cuda_enter(c);
+  double *h = (double *)va_cuda_host_scratch(c, (size_t)count * 8);
+  memcpy(h, host, (size_t)count * 8);
+  VA_CUDA(cudaMemcpyAsync(dbuf, h, (size_t)count * 8, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+extern "C" void va_cuda_sync(va_cuda_t *c) {
+  va_cuda_enter(c);
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+}
+
+/* out[3 j + f] = acc[j W + d + f] (weight, count, r sum), out[3 k + e] = acc[k W + e], then the fp16
+ * overflow flag. */
+__global__ void gather_scalars_kernel(const double *__restrict__ acc, int64_t k, int d, int64_t nx, const int *__restrict__ overflow,
+                                      double *__restrict__ out) {
+  const int64_t W = d + 3, total = 3 * k + nx + 1;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    if (e < 3 * k) out[e] = acc[(e / 3) * W + d + e % 3];
+    else if (e < 3 * k + nx) out[e] = acc[k * W + (e - 3 * k)];
+    else out[e] = (double)*overflow;
+  }
+}
+
+extern "C" void va_cuda_queue_scalars(va_cuda_t *c, const double *dacc, int64_t nx) {
+  va_cuda_enter(c);
+  int64_t k = c->k, total = 3 * k + nx + 1;
+  if (nx < 0 || nx > VA_STATS_W(c->d) || total > c->scal_cap) VA_FATAL("va_cuda_queue_scalars: %lld values", (long long)nx);
+  gather_scalars_kernel<<<grid_for(total, THREADS), THREADS, 0, c->stream>>>(dacc, k, (int)c->d, nx, c->overflow, c->scal);
+  VA_LAUNCHED();
+  VA_CUDA(cudaMemcpyAsync(c->h_scal, c->scal, (size_t)total * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaEventRecord(c->scal_ready, c->stream));
+  c->scal_k = k;
+  c->scal_nx = nx;
+}
+
+extern "C" void va_cuda_take_scalars(va_cuda_t *c, int64_t nx, double *host) {
+  va_cuda_enter(c);
+  if (nx != c->scal_nx || c->scal_k != c->k) VA_FATAL("va_cuda_take_scalars without its queue call");
+  VA_CUDA(cudaEventSynchronize(c->scal_ready));
+  const int64_t k = c->k, d = c->d, W = VA_STATS_W(d);
+  const double *h = c->h_scal;
+  if (c->precision == VA_CUDA_FP16 && h[3 * k + nx] != 0)
+    VA_FATAL("a row or anchor value exceeds the fp16 range (|x| > 65504): use bf16 or tf32 products");
+  for (int64_t j = 0; j < k; j++)
+    for (int f = 0; f < 3; f++) host[j * W + d + f] = h[3 * j + f];
+  for (int64_t e = 0; e < nx; e++) host[k * W + e] = h[3 * k + e];
 }
 
 /* --- split: 2-means sums --------------------------------------------------------------------------- */
@@ -408,7 +539,7 @@ static void split_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
                                                                  c->cent, m, c->keys);
   VA_LAUNCHED();
   const rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
-  seg_reduce(c, v, c->keys, 2 * m, ru, c->acc);
+  seg_reduce(c, v, c->keys, 2 * m, ru, NULL, 0, c->acc);
 }
 
 extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int64_t m, const float *cent, double *sums_host) {
@@ -449,8 +580,10 @@ static double median_ms(std::vector<float> &v, double *min_ms) {
 extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int warmup, int reps, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
-  VA_CUDA(cudaStreamSynchronize(c->stream));
+  va_cuda_ensure_r(c);
+  VA_CUDA(cudaEventSynchronize(c->up_done));
   rule_dev ru = upload_rule(c, rule);
+  VA_CUDA(cudaEventRecord(c->up_done, c->stream));
   for (int w = 0; w < warmup; w++) stats_launch(c, ru);
   std::vector<float> t;
   for (int rep = 0; rep < reps; rep++) {
@@ -468,6 +601,7 @@ extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule,
 extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
+  va_cuda_ensure_r(c);
   VA_CUDA(cudaStreamSynchronize(c->stream));
   std::vector<float> t;
   for (int rep = 0; rep < warmup + reps; rep++) {

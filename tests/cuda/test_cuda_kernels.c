@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anneal.h"
 #include "config.h"
 #include "kernels/assign.h"
 #include "kernels/cuda_kernels.h"
@@ -184,7 +185,10 @@ static void split_ref(const float *X, int64_t n, int64_t d, const uint32_t *a, c
   }
 }
 
-static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, const uint32_t *ga,
+static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine,
+                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax, const char *tag);
+
+static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine, const uint32_t *ga,
                              const float *gr, const char *tag) {
   char t2[160];
   int64_t W = VA_STATS_W(d), bins = 64;
@@ -296,8 +300,108 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
   for (int64_t i = 0; i < n; i++) bad += ra[i] != ga[i];
   CHECK(bad == 0, "%s remap: %lld rows wrong", tag, (long long)bad);
   printf("  %-34s farthest, hist, split, get_rows, remap checked\n", tag);
+  check_deferred_and_update(ctx, X, n, d, k, cosine, ga, gr, rules, xmax, tag);
   free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c); free(hg); free(hc); free(lo); free(hi); free(delta);
   free(cg); free(cc); free(cg2); free(slot); free(cent); free(sg); free(sc); free(got); free(map); free(inv); free(ra);
+}
+
+/* The annealing loop's device path: a deferred assign pass (the changed count arrives with the
+ * statistics, r computed by the statistics pass for none and huber, or first when something else reads
+ * it) against the synchronous pass's a / r and the CPU statistics; then the device update against
+ * va_update_anchor + va_unit_normalise, bit for bit, and the scalars the loop takes back. Leaves the
+ * context's anchors as it found them (the caller's, with zero momentum). */
+static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine,
+                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax, const char *tag) {
+  char t2[160];
+  const int64_t W = VA_STATS_W(d);
+  double *cd = malloc((size_t)(k * W + 2) * 8), *cc = malloc((size_t)(k * W) * 8);
+  uint32_t *da = malloc((size_t)n * 4);
+  float *dr = malloc((size_t)n * 4);
+  const double x2[2] = {-1.0, 0.25};
+  const char *rname[3] = {"none", "trim", "huber"};
+  for (int ri = 0; ri < 3; ri++) {
+    /* trim asks for r in the pass (its histogram comes first); none and huber leave it to the statistics */
+    va_cuda_debug_poison(ctx);
+    va_cuda_assign_deferred(ctx, cosine, ri == 1);
+    va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, &rules[ri], x2, 2), k * W + 2, cd);
+    va_cuda_download(ctx, da, dr);
+    memset(cc, 0, (size_t)(k * W) * 8);
+    va_stats_accumulate(X, n, d, ga, gr, k, &rules[ri], cc);
+    snprintf(t2, sizeof t2, "%s deferred %s", tag, rname[ri]);
+    CHECK(cd[k * W] == (double)n && cd[k * W + 1] == x2[1], "%s: appended %g %g, want the count %lld and %g", t2, cd[k * W],
+          cd[k * W + 1], (long long)n, x2[1]);
+    CHECK(memcmp(da, ga, (size_t)n * 4) == 0, "%s: a[] differs from the synchronous pass", t2);
+    int64_t bad_r = 0, diff_r = 0;
+    for (int64_t i = 0; i < n; i++) {
+      bad_r += !(fabs((double)dr[i] - gr[i]) <= 1e-6 * fabs(gr[i]) + 1e-12);
+      diff_r += memcmp(&dr[i], &gr[i], 4) != 0;
+    }
+    CHECK(bad_r == 0, "%s: %lld rows with r off the synchronous pass's", t2, (long long)bad_r);
+    if (ri == 1) CHECK(diff_r == 0, "%s: r from the pass differs from the synchronous one", t2);
+    printf("  %-34s count %.0f, r bits differing from the r kernel's: %lld\n", t2, cd[k * W], (long long)diff_r);
+    check_acc(cd, cc, k, d, xmax, t2);
+  }
+  /* a second deferred pass with the same anchors: nothing changed; r owed, then read by the histogram */
+  va_cuda_assign_deferred(ctx, cosine, 0);
+  va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, &rules[0], x2, 2), k * W + 2, cd);
+  CHECK(cd[k * W] == 0, "%s deferred: %g rows changed against an identical pass", tag, cd[k * W]);
+  va_cuda_assign_deferred(ctx, cosine, 0);
+  {
+    const int64_t bins = 32;
+    float *rmax = malloc((size_t)k * 4);
+    for (int64_t j = 0; j < k; j++) rmax[j] = 0;
+    for (int64_t i = 0; i < n; i++) if (gr[i] > rmax[ga[i]]) rmax[ga[i]] = gr[i];
+    double *hg = calloc((size_t)(k * bins), 8), *hc = calloc((size_t)(k * bins), 8);
+    va_cuda_hist(ctx, rmax, bins, hg);
+    va_hist_accumulate(ga, gr, n, k, rmax, bins, hc);
+    int64_t bad = 0;
+    for (int64_t e = 0; e < k * bins; e++) bad += hg[e] != hc[e];
+    CHECK(bad == 0, "%s deferred: histogram after an owed r: %lld bins differ", tag, (long long)bad);
+    free(rmax); free(hg); free(hc);
+  }
+  /* the device update: statistics of the current pass, a random momentum, a clamp that bites */
+  va_cuda_assign_deferred(ctx, cosine, 0);
+  double *dacc = va_cuda_stats_device(ctx, &rules[2], x2, 2);
+  va_cuda_fetch_f64(ctx, dacc, k * W + 2, cd);
+  float *A0 = malloc((size_t)(k * d) * 4), *A1 = malloc((size_t)(k * d) * 4), *Akeep = malloc((size_t)(k * d) * 4);
+  double *v0 = malloc((size_t)(k * d) * 8), *v1 = malloc((size_t)(k * d) * 8);
+  va_cuda_get_anchors(ctx, A0, v0);
+  memcpy(Akeep, A0, (size_t)(k * d) * 4);
+  for (int64_t e = 0; e < k * d; e++) v0[e] = 0.002 * normal();
+  va_cuda_set_velocity(ctx, v0, k);
+  const double eta = 0.35, beta = 0.6, max_step = 0.004;
+  double *sc = calloc((size_t)(k * W + 2), 8);
+  va_cuda_queue_scalars(ctx, dacc, 2);
+  va_cuda_update_anchors(ctx, eta, beta, max_step, cosine);
+  va_cuda_take_scalars(ctx, 2, sc);
+  int64_t bad = 0, moved = 0, clamped = 0;
+  for (int64_t j = 0; j < k; j++)
+    for (int f = 0; f < 3; f++) bad += memcmp(&sc[j * W + d + f], &cd[j * W + d + f], 8) != 0;
+  bad += sc[k * W] != cd[k * W] || sc[k * W + 1] != cd[k * W + 1];
+  CHECK(bad == 0, "%s: the scalars taken back differ from the statistics (%lld)", tag, (long long)bad);
+  va_cuda_get_anchors(ctx, A1, v1);
+  for (int64_t j = 0; j < k; j++) {
+    double cnt = cd[j * W + VA_ST_COUNT(d)], w = cd[j * W + VA_ST_WEIGHT(d)];
+    if (!(cnt > 0 && w > 0)) continue;
+    moved++;
+    for (int64_t q = 0; q < d; q++) clamped += fabs(0.35 * (cd[j * W + q] / w - A0[j * d + q])) > max_step;
+    va_update_anchor(A0 + j * d, v0 + j * d, cd + j * W, w, d, eta, max_step, beta);
+    if (cosine) va_unit_normalise(A0 + j * d, d);
+  }
+  CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0, "%s: device update: anchors differ from va_update_anchor", tag);
+  CHECK(memcmp(v0, v1, (size_t)(k * d) * 8) == 0, "%s: device update: momentum differs from va_update_anchor", tag);
+  float *gn = malloc((size_t)k * 4), *hn = malloc((size_t)k * 4);
+  va_cuda_debug_anchor_norms(ctx, gn);
+  va_row_norms(A0, k, d, hn);
+  CHECK(memcmp(gn, hn, (size_t)k * 4) == 0, "%s: device update: norms differ from va_row_norms of the new anchors", tag);
+  printf("  %-34s device update of %lld anchors (%lld steps clamped) bit for bit the host's\n", tag, (long long)moved, (long long)clamped);
+  CHECK(clamped > 0, "%s: the update test never reached max_step", tag);
+  /* back to the caller's anchors */
+  memset(v0, 0, (size_t)(k * d) * 8);
+  va_cuda_set_anchors(ctx, Akeep, NULL, k);
+  va_cuda_set_velocity(ctx, v0, k);
+  va_cuda_assign(ctx, cosine);
+  free(cd); free(cc); free(da); free(dr); free(A0); free(A1); free(Akeep); free(v0); free(v1); free(sc); free(gn); free(hn);
 }
 
 /* One shape: every precision, both metrics, both assign kernels, then the reductions. */
@@ -360,7 +464,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
       free(A2);
       if (prec == 1 || prec == 2) {
         snprintf(tag, sizeof tag, "%s %s", pname[prec], cosine ? "cosine" : "l2");
-        check_reductions(ctx, X, n, d, k, ga, gr, tag);
+        check_reductions(ctx, X, n, d, k, cosine, ga, gr, tag);
       }
       va_cuda_destroy(ctx);
     }
@@ -469,7 +573,7 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
       free(delta); free(slot); free(cent); free(sr_s); free(ss_s);
     }
     /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
-    if (prec != VA_CUDA_FP32) check_reductions(S, X, n, d, k, sa, sr, tag);
+    if (prec != VA_CUDA_FP32) check_reductions(S, X, n, d, k, 0, sa, sr, tag);
     printf("  %-34s %.1f MB of rows copied to the device\n", tag, va_cuda_streamed_bytes(S) / 1e6);
     va_cuda_destroy(R);
     va_cuda_destroy(S);
