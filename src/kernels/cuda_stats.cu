@@ -431,6 +431,7 @@ extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rul
   int64_t kw = c->k * VA_STATS_W(c->d);
   if (nx < 0 || nx > VA_STATS_W(c->d)) VA_FATAL("va_cuda_stats_device: %lld extra values", (long long)nx);
   va_cuda_enter(c);
+  va_cuda_ensure_segments(c, c->k); /* may reallocate acc: before anything is written into it */
   VA_CUDA(cudaEventSynchronize(c->up_done)); /* the upload buffer is free again */
   rule_dev ru = upload_rule(c, rule);
   if (nx > 0) upload_staged(c, c->acc + kw, x, (size_t)nx * 8, (size_t)c->k * 12);
