@@ -163,14 +163,30 @@ int main(int argc, char **argv) {
         va_cuda_set_stats_variant(ctx, v);
         for (int ri = 0; ri < 3; ri++) {
           snprintf(what, sizeof what, "stats %s %s", rn[ri], v ? "atomic" : "sorted");
-          ms = va_cuda_bench_stats(ctx, rules[ri], 2, reps, &mn);
+          ms = va_cuda_bench_stats(ctx, rules[ri], 0, 2, reps, &mn);
           report(what, ms, mn, 0);
         }
+      }
+      va_cuda_set_stats_variant(ctx, VA_CUDA_STATS_SORT);
+      for (int ri = 0; ri < 3; ri += 2) {
+        snprintf(what, sizeof what, "stats %s sorted, r computed in the pass", rn[ri]);
+        ms = va_cuda_bench_stats(ctx, rules[ri], 1, 2, reps, &mn);
+        report(what, ms, mn, 0);
       }
       ms = va_cuda_bench_farthest_hist(ctx, rmax, 0, 2, reps, &mn);
       report("farthest (2 passes)", ms, mn, 0);
       ms = va_cuda_bench_farthest_hist(ctx, rmax, bins, 2, reps, &mn);
       report("farthest + hist 256 bins", ms, mn, 0);
+      /* the device's share of a loop iteration, per precision (the anchors move: last) */
+      for (int p = 1; p < 4; p++) {
+        va_cuda_t *it = va_cuda_create(0, n, d, k, p);
+        va_cuda_upload_rows(it, X, 0, n);
+        va_cuda_set_anchors(it, A, NULL, k);
+        snprintf(what, sizeof what, "loop iteration %s on the device (none)", pname[p]);
+        ms = va_cuda_bench_iteration(it, &none, 0, 3, reps, &mn);
+        report(what, ms, mn, 0);
+        va_cuda_destroy(it);
+      }
       double th = va_now();
       va_cuda_download(ctx, a_gemm, NULL);
       printf("download a[]: %.2f ms\n", (va_now() - th) * 1e3);

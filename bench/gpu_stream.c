@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
            (long long)diff, (long long)n, (long long)sbad);
     bad += diff != 0 || sbad != 0;
     for (int m = 0; m < 2; m++) {
-      double mn = 0, ta = va_cuda_bench_assign(ctx[m], 0, 1, reps, 0, &mn), ts = va_cuda_bench_stats(ctx[m], &none, 1, reps, &mn);
+      double mn = 0, ta = va_cuda_bench_assign(ctx[m], 0, 1, reps, 0, &mn), ts = va_cuda_bench_stats(ctx[m], &none, 0, 1, reps, &mn);
       const char *mode = m ? "streamed" : "resident";
       double ga = row_bytes / (ta * 1e-3) / 1e9, gs = row_bytes / (ts * 1e-3) / 1e9;
       printf("%s %-8s assign pass %9.3f ms (%6.2f GB/s of rows, %.2f of the copy rate), statistics pass %9.3f ms (%6.2f GB/s, %.2f); %.2f GB copied\n",

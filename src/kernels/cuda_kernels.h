@@ -144,8 +144,13 @@ double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, in
 /* TFLOP/s of mma.sync alone (registers only, no memory): the fused kernel's ceiling on this device.
  * precision VA_CUDA_TF32 / FP16 / BF16; blocks_per_sm of 8 warps. */
 double va_cuda_bench_mma_peak(va_cuda_t *ctx, int precision, int blocks_per_sm);
-/* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. */
-double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int warmup, int reps, double *min_ms);
+/* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. compute_r: the
+ * reduction computes r itself, as after a deferred assign pass (sorted reduction, none/huber). */
+double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int compute_r, int warmup, int reps, double *min_ms);
+/* Same for the device's share of one annealing-loop iteration as the CUDA backend queues it: deferred
+ * assign pass, statistics (r computed there unless trim), the scalars' gather and copy, the update
+ * (eta 0.5, beta 0, no clamp) with norms and 16-bit copy. The anchors move: call it on a scratch context. */
+double va_cuda_bench_iteration(va_cuda_t *ctx, const va_stats_rule_t *rule, int cosine, int warmup, int reps, double *min_ms);
 /* Same for farthest + hist (bins > 0) together, excluding the host copies. */
 double va_cuda_bench_farthest_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms);
 
