@@ -121,6 +121,11 @@ void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t c
   st->be_ctx = g;
 }
 
+void va_backend_cuda_warm_up(va_state_t *st) {
+  va_cuda_warm_up(ctx_of(st), st->cosine);
+  gpu_push_prev(st);
+}
+
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {
   if (cudaSetDevice(device) != cudaSuccess) return 1;
   return cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess;

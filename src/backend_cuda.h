@@ -20,4 +20,8 @@ int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes);
  * when chunk_rows > 0: streamed in chunks of that many rows) and switches st to the CUDA backend.
  * precision: VA_CUDA_FP32 / TF32 / FP16 / BF16. */
 void va_backend_cuda_attach(struct va_state *st, int device, int precision, int64_t chunk_rows);
+/* Once the anchors are set, before the loop: runs the loop's device work once and puts the previous
+ * pass back, so that loading the kernels' code (CUDA loads it lazily, at a kernel's first launch) is
+ * paid for in the initialisation rather than in the first iteration. Changes no anchor. */
+void va_backend_cuda_warm_up(struct va_state *st);
 #endif

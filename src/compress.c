@@ -265,9 +265,11 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
     char desc[384];
     va_cuda_describe((va_cuda_t *)st->be_ctx, desc, sizeof desc);
 #ifdef VECANNEAL_NCCL
-    va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
-    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
-            va_config_enum_name("precision", cfg->precision));
+    /* One rank has nothing to reduce (every collective returns at once): no communicator, whose set-up
+     * costs a tenth of a second or more. */
+    if (va_proc.nranks > 1) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
+    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
+            va_proc.nranks > 1 ? "" : " (not needed by one rank)", va_config_enum_name("precision", cfg->precision));
 #else
     va_log0("backend cuda: %d rank(s), %s, MPI allreduce (no NCCL in this build), precision %s\n", va_proc.nranks, desc,
             va_config_enum_name("precision", cfg->precision));
@@ -412,6 +414,9 @@ shard_ready:
     va_state_alloc(&st);
     va_init_anchors(&st);
   }
+#ifdef VECANNEAL_CUDA
+  if (!strcmp(backend, "cuda")) va_backend_cuda_warm_up(&st);
+#endif
   va_tock(VA_PH_INIT, t);
   ckpt_job_t ckpt = {.in = &in};
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);

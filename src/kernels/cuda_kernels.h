@@ -114,6 +114,11 @@ void va_cuda_update_anchors(va_cuda_t *ctx, double eta, double beta, double max_
 void va_cuda_set_velocity(va_cuda_t *ctx, const double *vel, int64_t k);
 /* The device's anchors (k x d floats) and momentum (k x d doubles); either may be NULL; waits. */
 void va_cuda_get_anchors(va_cuda_t *ctx, float *A, double *vel);
+/* Launches every kernel of a loop iteration once (assign, r, both statistics reductions, the scalars, an
+ * update that moves nothing, farthest) so their code is loaded before the timed loop; a[] and r[] are
+ * left as after an assign pass (restore the previous pass with va_cuda_set_assign); the anchors are
+ * unchanged. Waits. */
+void va_cuda_warm_up(va_cuda_t *ctx, int cosine);
 /* Split's 2-means step (anneal.c split_anchors): rows whose anchor j has slot[j] = q >= 0 (slot has k
  * entries, -1 = not splitting) join half 2q + (||x - cent[2q+1]|| < ||x - cent[2q]||), distances in
  * double; sums_host (2m x (d + 1), zeroed by the caller) += [sum of members (d), member count]. */

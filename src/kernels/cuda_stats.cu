@@ -207,35 +207,53 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
     double acc[CQ];
 #pragma unroll
     for (int q = 0; q < CQ; q++) acc[q] = 0;
-    /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
-     * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
-#pragma unroll(CR ? (CQ == 1 ? 1 : 2) : CQ >= 8 ? 2 : 4)
-    for (int rr = 0; rr < wrows; rr++) {
-      uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
-      if (CR) {
-        const float *x = X32 + (int64_t)row * dp;
-        float xv[CQ];
-        double s = 0;
+    if (CR) {
+      /* RB rows at a time: their loads all in flight, their butterflies interleaved (one row at a time
+       * left each warp waiting on a chain of 5 shuffles per row: 0.33 against 0.24 ms at 1M rows).
+       * huber's double square root is a call with a slow path: around it ptxas keeps 8-16 bytes on the
+       * stack in one instance per architecture (the spill it reports here). */
+      constexpr int RB = 4;
+      for (int rr0 = 0; rr0 < wrows; rr0 += RB) {
+        float xv[RB][CQ];
+        double s[RB];
 #pragma unroll
-        for (int q = 0; q < CQ; q++) {
-          int col = lane + 32 * q;
-          xv[q] = col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
-          if (cosine) s += (double)xv[q] * (double)av[q];
-          else {
-            double df = (double)xv[q] - (double)av[q];
-            s += df * df;
+        for (int b = 0; b < RB; b++) {
+          const bool valid = rr0 + b < wrows;
+          const uint32_t row = __shfl_sync(0xffffffffu, myrow, (rr0 + b) & 31);
+          const float *x = X32 + (int64_t)row * dp;
+          s[b] = 0;
+#pragma unroll
+          for (int q = 0; q < CQ; q++) {
+            const int col = lane + 32 * q;
+            xv[b][q] = valid && col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
+            if (cosine) s[b] += (double)xv[b][q] * (double)av[q];
+            else {
+              const double df = (double)xv[b][q] - (double)av[q];
+              s[b] += df * df;
+            }
           }
         }
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
-        const float rv = (float)s;
-        const double w = member_weight(ru, (uint32_t)j, rv);
-        myr = lane == rr ? (double)rv : myr; /* this lane's own row */
-        mywsum = lane == rr ? w : mywsum;
+        for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
-        for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
-      } else {
+          for (int b = 0; b < RB; b++) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
+#pragma unroll
+        for (int b = 0; b < RB; b++) {
+          const int rr = rr0 + b;
+          if (rr >= wrows) break; /* the same for the whole warp */
+          const double sb = cosine ? (1.0 - s[b] > 0 ? 1.0 - s[b] : 0.0) : s[b];
+          const float rv = (float)sb;
+          const double w = member_weight(ru, (uint32_t)j, rv);
+          myr = lane == rr ? (double)rv : myr; /* this lane's own row */
+          mywsum = lane == rr ? w : mywsum;
+#pragma unroll
+          for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[b][q];
+        }
+      }
+    } else {
+#pragma unroll(CQ >= 8 ? 2 : 4)
+      for (int rr = 0; rr < wrows; rr++) {
+        uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
         double w = __shfl_sync(0xffffffffu, myw, rr);
         if (w == 0) continue;
         const float *x = X32 + (int64_t)row * dp + c0;
@@ -503,6 +521,26 @@ extern "C" void va_cuda_take_scalars(va_cuda_t *c, int64_t nx, double *host) {
   for (int64_t j = 0; j < k; j++)
     for (int f = 0; f < 3; f++) host[j * W + d + f] = h[3 * j + f];
   for (int64_t e = 0; e < nx; e++) host[k * W + e] = h[3 * k + e];
+}
+
+extern "C" void va_cuda_warm_up(va_cuda_t *c, int cosine) {
+  /* streamed rows: each pass costs a full copy of the rows (~74 ms per 4 GB), far more than the loading */
+  if (c->n <= 0 || c->k <= 0 || c->chunk_rows) return;
+  va_cuda_enter(c);
+  const int64_t k = c->k, W = VA_STATS_W(c->d);
+  const double x[2] = {0, 0};
+  double *host = (double *)va_malloc((size_t)(k * W + 2) * sizeof(double), "warm-up statistics");
+  float *rmax = (float *)va_malloc((size_t)k * sizeof(float), "warm-up");
+  int64_t *rarg = (int64_t *)va_malloc((size_t)k * sizeof(int64_t), "warm-up");
+  va_cuda_assign_deferred(c, cosine, 1);                  /* argmin and r kernels */
+  va_cuda_queue_scalars(c, va_cuda_stats_device(c, NULL, x, 2), 2); /* r read */
+  va_cuda_take_scalars(c, 2, host);
+  c->r_pending = 1;                                        /* r computed in the pass: the same values */
+  va_cuda_stats_device(c, NULL, NULL, 0);
+  VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(k * W) * 8, c->stream)); /* no members: nothing moves */
+  va_cuda_update_anchors(c, 0.0, 0.0, 0.0, cosine);
+  va_cuda_farthest(c, rmax, rarg);                         /* waits */
+  free(host); free(rmax); free(rarg);
 }
 
 /* --- split: 2-means sums --------------------------------------------------------------------------- */

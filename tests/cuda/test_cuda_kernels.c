@@ -401,6 +401,13 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
   va_cuda_set_anchors(ctx, Akeep, NULL, k);
   va_cuda_set_velocity(ctx, v0, k);
   va_cuda_assign(ctx, cosine);
+  /* the warm-up before the loop moves no anchor and leaves a[] as an assign pass does */
+  va_cuda_get_anchors(ctx, A0, v0);
+  va_cuda_warm_up(ctx, cosine);
+  va_cuda_get_anchors(ctx, A1, v1);
+  va_cuda_download(ctx, da, NULL);
+  CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0 && memcmp(v0, v1, (size_t)(k * d) * 8) == 0, "%s: the warm-up moved the anchors", tag);
+  CHECK(memcmp(da, ga, (size_t)n * 4) == 0, "%s: a[] after the warm-up differs from the assign pass", tag);
   free(cd); free(cc); free(da); free(dr); free(A0); free(A1); free(Akeep); free(v0); free(v1); free(sc); free(gn); free(hn);
 }
 
