@@ -207,53 +207,35 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
     double acc[CQ];
 #pragma unroll
     for (int q = 0; q < CQ; q++) acc[q] = 0;
-    if (CR) {
-      /* RB rows at a time: their loads all in flight, their butterflies interleaved (one row at a time
-       * left each warp waiting on a chain of 5 shuffles per row: 0.33 against 0.24 ms at 1M rows).
-       * huber's double square root is a call with a slow path: around it ptxas keeps 8-16 bytes on the
-       * stack in one instance per architecture (the spill it reports here). */
-      constexpr int RB = 4;
-      for (int rr0 = 0; rr0 < wrows; rr0 += RB) {
-        float xv[RB][CQ];
-        double s[RB];
+    /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
+     * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
+#pragma unroll(CR ? (CQ == 1 ? 1 : 2) : CQ >= 8 ? 2 : 4)
+    for (int rr = 0; rr < wrows; rr++) {
+      uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
+      if (CR) {
+        const float *x = X32 + (int64_t)row * dp;
+        float xv[CQ];
+        double s = 0;
 #pragma unroll
-        for (int b = 0; b < RB; b++) {
-          const bool valid = rr0 + b < wrows;
-          const uint32_t row = __shfl_sync(0xffffffffu, myrow, (rr0 + b) & 31);
-          const float *x = X32 + (int64_t)row * dp;
-          s[b] = 0;
-#pragma unroll
-          for (int q = 0; q < CQ; q++) {
-            const int col = lane + 32 * q;
-            xv[b][q] = valid && col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
-            if (cosine) s[b] += (double)xv[b][q] * (double)av[q];
-            else {
-              const double df = (double)xv[b][q] - (double)av[q];
-              s[b] += df * df;
-            }
+        for (int q = 0; q < CQ; q++) {
+          int col = lane + 32 * q;
+          xv[q] = col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
+          if (cosine) s += (double)xv[q] * (double)av[q];
+          else {
+            double df = (double)xv[q] - (double)av[q];
+            s += df * df;
           }
         }
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
+        const float rv = (float)s;
+        const double w = member_weight(ru, (uint32_t)j, rv);
+        myr = lane == rr ? (double)rv : myr; /* this lane's own row */
+        mywsum = lane == rr ? w : mywsum;
 #pragma unroll
-          for (int b = 0; b < RB; b++) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
-#pragma unroll
-        for (int b = 0; b < RB; b++) {
-          const int rr = rr0 + b;
-          if (rr >= wrows) break; /* the same for the whole warp */
-          const double sb = cosine ? (1.0 - s[b] > 0 ? 1.0 - s[b] : 0.0) : s[b];
-          const float rv = (float)sb;
-          const double w = member_weight(ru, (uint32_t)j, rv);
-          myr = lane == rr ? (double)rv : myr; /* this lane's own row */
-          mywsum = lane == rr ? w : mywsum;
-#pragma unroll
-          for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[b][q];
-        }
-      }
-    } else {
-#pragma unroll(CQ >= 8 ? 2 : 4)
-      for (int rr = 0; rr < wrows; rr++) {
-        uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
+        for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
+      } else {
         double w = __shfl_sync(0xffffffffu, myw, rr);
         if (w == 0) continue;
         const float *x = X32 + (int64_t)row * dp + c0;
