@@ -598,6 +598,22 @@ static double median_ms(std::vector<float> &v, double *min_ms) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/* The median (and min) over reps of body()'s device time, CUDA events around it, after warmup runs. */
+template <typename Body> static double time_reps(va_cuda_t *c, int warmup, int reps, double *min_ms, Body body) {
+  std::vector<float> t;
+  for (int rep = 0; rep < warmup + reps; rep++) {
+    VA_CUDA(cudaStreamSynchronize(c->stream));
+    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
+    body();
+    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
+    VA_CUDA(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    if (rep >= warmup) t.push_back(ms);
+  }
+  return median_ms(t, min_ms);
+}
+
 extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int compute_r, int warmup, int reps, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
@@ -605,60 +621,29 @@ extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule,
   VA_CUDA(cudaEventSynchronize(c->up_done));
   rule_dev ru = upload_rule(c, rule);
   VA_CUDA(cudaEventRecord(c->up_done, c->stream));
-  for (int w = 0; w < warmup; w++) {
+  return time_reps(c, warmup, reps, min_ms, [&] {
     c->r_pending = compute_r; /* as a deferred pass leaves it (the rows' a[] and r[] stay valid) */
     stats_launch(c, ru);
-  }
-  std::vector<float> t;
-  for (int rep = 0; rep < reps; rep++) {
-    c->r_pending = compute_r;
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    stats_launch(c, ru);
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    t.push_back(ms);
-  }
-  return median_ms(t, min_ms);
+  });
 }
 
 extern "C" double va_cuda_bench_iteration(va_cuda_t *c, const va_stats_rule_t *rule, int cosine, int warmup, int reps, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   const double x[2] = {-1.0, 0.0};
-  std::vector<float> t;
-  for (int rep = 0; rep < warmup + reps; rep++) {
-    VA_CUDA(cudaStreamSynchronize(c->stream));
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
+  return time_reps(c, warmup, reps, min_ms, [&] {
     va_cuda_assign_deferred(c, cosine, rule && rule->mode == VA_ROBUST_TRIM);
-    double *dacc = va_cuda_stats_device(c, rule, x, 2);
-    va_cuda_queue_scalars(c, dacc, 2);
+    va_cuda_queue_scalars(c, va_cuda_stats_device(c, rule, x, 2), 2);
     va_cuda_update_anchors(c, 0.5, 0.0, 0.0, cosine);
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    if (rep >= warmup) t.push_back(ms);
-  }
-  return median_ms(t, min_ms);
+  });
 }
 
 extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   va_cuda_ensure_r(c);
-  VA_CUDA(cudaStreamSynchronize(c->stream));
-  std::vector<float> t;
-  for (int rep = 0; rep < warmup + reps; rep++) {
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
+  return time_reps(c, warmup, reps, min_ms, [&] {
     farthest_launch(c);
     if (bins > 0) hist_launch(c, rmax_host, bins);
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    if (rep >= warmup) t.push_back(ms);
-  }
-  return median_ms(t, min_ms);
+  });
 }
