@@ -283,7 +283,7 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
   (void)plan;
 #endif
   va_log0("backend cpu: %d rank(s), %d thread(s) per rank, assign kernel %s\n", va_proc.nranks, st->aopts.threads,
-          st->aopts.kernel == VA_CPU_ASSIGN_FUSED ? "fused (AVX2/FMA)" : "sgemm tiles (OpenBLAS)");
+          st->aopts.kernel != VA_CPU_ASSIGN_FUSED ? "sgemm tiles (OpenBLAS)" : va_assign_fused_avx512_available() ? "fused (AVX-512)" : "fused (AVX2/FMA)");
   return "cpu";
 }
 

@@ -68,7 +68,7 @@ static const key_def_t KEYS[] = {
   {"memory_check", K_ENUM, F(memory_check), "on", 0, 0, "off|on", "refuse a job whose per-rank memory estimate exceeds the node's available memory / ranks on the node (docs/MEMORY.md)"},
   {"threads", K_INT, F(threads), "0", 0, 4096, NULL, "threads per rank; 0 = the rank's cores / ranks on the node"},
   {"tile_rows", K_INT, F(tile_rows), "0", 0, 1 << 24, NULL, "rows per assign tile; 0 = auto (a tile of distances stays in cache)"},
-  {"cpu_assign", K_ENUM, F(cpu_assign), "auto", 0, 0, "auto|sgemm|fused", "cpu: assign kernel; fused = AVX2/FMA dot products folded into the argmin in registers (no distance tiles); auto = fused where the processor has AVX2 and FMA, else sgemm tiles"},
+  {"cpu_assign", K_ENUM, F(cpu_assign), "auto", 0, 0, "auto|sgemm|fused", "cpu: assign kernel; fused = AVX2/FMA (AVX-512 where present) dot products folded into the argmin in registers (no distance tiles); auto = fused where the processor has AVX2 and FMA, else sgemm tiles"},
   {"progress_every", K_INT, F(progress_every), "1", 0, 1e9, NULL, "print a progress line every this many iterations; 0 = none"},
   {"read_chunk_mb", K_DOUBLE, F(read_chunk_mb), "64", 1, 65536, NULL, "HDF5 read chunk per rank in MiB (staging buffer size)"},
   {"io", K_ENUM, F(io), "auto", 0, 0, "auto|collective|independent", "HDF5 transfer: collective MPI-IO (parallel HDF5) or independent (serial HDF5 fallback); auto picks collective when available"},

@@ -7,8 +7,10 @@
 #define VECANNEAL_ASSIGN_H
 #include <stdint.h>
 
-/* CPU kernels: AUTO = FUSED where the processor has it (x86-64 with AVX2 and FMA), else SGEMM. */
-enum { VA_CPU_ASSIGN_AUTO = 0, VA_CPU_ASSIGN_SGEMM = 1, VA_CPU_ASSIGN_FUSED = 2 };
+/* CPU kernels: AUTO = FUSED where the processor has it (x86-64 with AVX2 and FMA), else SGEMM. FUSED
+ * takes the AVX-512 block where the processor has AVX-512 (the same answers bit for bit);
+ * FUSED_AVX2 forces the AVX2 one (tests and benchmarks). */
+enum { VA_CPU_ASSIGN_AUTO = 0, VA_CPU_ASSIGN_SGEMM = 1, VA_CPU_ASSIGN_FUSED = 2, VA_CPU_ASSIGN_FUSED_AVX2 = 3 };
 
 typedef struct {
   int threads;        /* worker threads for the tiles */
@@ -26,8 +28,9 @@ void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const f
                    int cosine, const va_assign_opts_t *opts, uint32_t *assign, float *r);
 /* Exact distance of one row to one anchor (double accumulation), as the assign pass reports it. */
 float va_row_distance(const float *x, const float *a, int64_t d, int cosine);
-/* 1 when this processor runs the fused kernel (x86-64 with AVX2 and FMA). */
+/* 1 when this processor runs the fused kernel (x86-64 with AVX2 and FMA); its AVX-512 block. */
 int va_assign_fused_available(void);
+int va_assign_fused_avx512_available(void);
 /* Squared norms of m rows of length d. */
 void va_row_norms(const float *M, int64_t m, int64_t d, float *out);
 /* Sets the BLAS library's own thread count (OpenBLAS). */

@@ -1,5 +1,6 @@
 /* test_kernels.c: CPU kernels against plain references on small random data.
- * - assign: both CPU kernels (tiled sgemm + argmin scan; fused AVX2) vs the double-precision reference; identical assignments except
+ * - assign: both CPU kernels (tiled sgemm + argmin scan; fused AVX2, and its AVX-512 block bit for bit the AVX2 one where the
+ *   processor has it) vs the double-precision reference; identical assignments except
  *   near-ties (|r_fast - r_ref| <= 1e-5 relative for any differing row), r within 1e-5 relative;
  *   bitwise identical for any tile size / thread count;
  * - stats: plain mean (1e-12 relative), Huber mean (1e-12), trimmed mean by histogram (whole bins only,
@@ -85,6 +86,16 @@ static void test_fused_shapes(void) {
     }
     CHECK(differ * 100 <= n, "shape %zu: %lld of %lld rows differ", s, (long long)differ, (long long)n);
     printf("fused vs sgemm, n %lld d %lld k %lld: %lld rows differ (near-ties)\n", (long long)n, (long long)d, (long long)k, (long long)differ);
+    /* FUSED took the AVX-512 block where there is one: the AVX2 block must give the same bits */
+    if (va_assign_fused_avx512_available()) {
+      va_assign_opts_t f2 = {2, 0, VA_CPU_ASSIGN_FUSED_AVX2};
+      va_assign_cpu(X, n, d, A, an, k, 0, &f2, a1, r1);
+      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0, "shape %zu: the AVX-512 and AVX2 blocks differ", s);
+      va_assign_cpu(X, n, d, A, an, k, 1, &f2, a1, r1);
+      va_assign_cpu(X, n, d, A, an, k, 1, &fu, a2, r2);
+      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0, "shape %zu cosine: the AVX-512 and AVX2 blocks differ", s);
+      printf("  AVX-512 block vs AVX2 block: identical (l2, cosine)\n");
+    } else if (s == 0) printf("  no AVX-512 here: only the AVX2 block tested\n");
     free(X); free(A); free(an); free(r1); free(r2); free(a1); free(a2);
   }
 }
@@ -92,7 +103,7 @@ static void test_fused_shapes(void) {
 static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1.0); }
 
 static void test_stats(void) {
-  const int64_t n = 4000, d = 9, k = 5, bins = 64;
+  const int64_t n = 4000, d = 37, k = 5, bins = 64; /* d: 4 vectors of 8 doubles and a tail */
   float *X = random_matrix(n, d, 3, 0.0), *r = malloc(n * sizeof(float));
   uint32_t *a = malloc(n * 4);
   for (int64_t i = 0; i < n; i++) {
@@ -115,6 +126,8 @@ static void test_stats(void) {
       double s = 0;
       for (int64_t q = 0; q < m; q++) s += X[members[q] * d + t];
       CHECK(rel(acc[j * W + t] / acc[j * W + VA_ST_WEIGHT(d)], s / m) < 1e-12, "mean anchor %lld dim %lld", (long long)j, (long long)t);
+      /* the rows added in order, whatever vector width the inner loop ran at: the same bits */
+      CHECK(acc[j * W + t] == s, "sum anchor %lld dim %lld: %.17g, in order %.17g", (long long)j, (long long)t, acc[j * W + t], s);
     }
   }
   /* huber */
