@@ -418,7 +418,7 @@ shard_ready:
     va_init_anchors(&st);
   }
 #ifdef VECANNEAL_CUDA
-  if (!strcmp(backend, "cuda")) va_backend_cuda_warm_up(&st);
+  if (st.be == &va_backend_cuda) va_backend_cuda_warm_up(&st);
 #endif
   va_tock(VA_PH_INIT, t);
   ckpt_job_t ckpt = {.in = &in};
