@@ -45,6 +45,9 @@ add_executable(h5probe_expect ${VA_FUZZ_DIR}/h5probe_expect.c)
 target_link_libraries(h5probe_expect PRIVATE vecanneal_core)
 add_test(NAME fuzz_h5probe_expect COMMAND h5probe_expect ${VA_FUZZ_DIR})
 set_tests_properties(fuzz_h5probe_expect PROPERTIES LABELS "cpu;fuzz" TIMEOUT 120)
+# The fuzz runs' crash triage (ours vs libhdf5's) on stored reports.
+add_test(NAME fuzz_classify COMMAND bash ${VA_FUZZ_DIR}/classify/check.sh)
+set_tests_properties(fuzz_classify PROPERTIES LABELS "cpu;fuzz" TIMEOUT 60)
 
 # --- libFuzzer runs (label fuzz) ------------------------------------------------------------------
 # Not in the sanitizer tree (it runs only cpu|mpi tests, and the libFuzzer build has its own sanitizers).
