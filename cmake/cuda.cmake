@@ -11,6 +11,7 @@ target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_context.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_init.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17

@@ -33,6 +33,9 @@ typedef struct va_backend {
   /* A side pass against m other vectors C (norms cn) into host arrays a and r (n_local each); does not
    * touch the main pass's state. */
   void (*assign_to)(struct va_state *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r);
+  /* Farthest-point initialisation (init.c) into st->A (k x d) by the backend itself; returns 0, having
+   * done nothing, where it cannot (then init.c runs its own loop over assign_to). May be NULL. */
+  int (*init_farthest)(struct va_state *st);
   /* Local farthest member per anchor into st->rmax_local / st->rarg. */
   void (*farthest)(struct va_state *st);
   /* hist (k x bins, zeroed) += per-anchor counts per bin over [0, st->rmax[j]]. */

@@ -44,6 +44,40 @@ static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64
   if (st->k > 0 && st->A) va_cuda_set_anchors(g, st->A, NULL, st->k);
 }
 
+/* init.c's init_farthest with the rows on the device: one rank queues all k steps without a wait; several
+ * ranks reduce each step's candidate as init.c does (largest distance, then lowest global row) and fetch
+ * the row. Streamed rows take init.c's loop. */
+static int gpu_init_farthest(va_state_t *st) {
+  va_cuda_t *g = ctx_of(st);
+  if (!va_cuda_farthest_init_begin(g, st->k, st->row0, st->n)) return 0;
+  float *row = va_malloc((size_t)st->d * sizeof(float), "farthest init");
+  int64_t next = 0;
+  for (int64_t q = 0; q < st->k; q++) {
+    if (va_proc.nranks == 1) {
+      va_cuda_farthest_init_pick(g, q);
+    } else {
+      va_fetch_rows(st, &next, 1, row);
+      va_cuda_farthest_init_set(g, q, row);
+    }
+    va_cuda_farthest_init_step(g, q, st->cosine);
+    if (va_proc.nranks > 1 && q + 1 < st->k) {
+      /* the key: the running minimum's float bits over the complement of the global row (cuda_init.cu) */
+      uint64_t key = va_cuda_farthest_init_key(g, q + 1);
+      uint32_t hi = (uint32_t)(key >> 32);
+      float best = -1.0f, gbest;
+      if (key) memcpy(&best, &hi, sizeof best);
+      gbest = best;
+      va_allreduce_max_f32(&gbest, 1);
+      int64_t cand = key && best == gbest ? (int64_t)(0xFFFFFFFFu - (uint32_t)key) : INT64_MAX;
+      va_allreduce_min_i64(&cand, 1);
+      next = cand == INT64_MAX ? 0 : cand;
+    }
+  }
+  va_cuda_farthest_init_end(g, st->A);
+  free(row);
+  return 1;
+}
+
 static void gpu_farthest(va_state_t *st) { va_cuda_farthest(ctx_of(st), st->rmax_local, st->rarg); }
 static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(ctx_of(st), st->rmax, bins, hist); }
 /* Summed in place on the device when the job reduces through NCCL (or has one rank), else through the
@@ -90,6 +124,7 @@ const va_backend_t va_backend_cuda = {
     .set_anchors = gpu_set_anchors,
     .assign = gpu_assign,
     .assign_to = gpu_assign_to,
+    .init_farthest = gpu_init_farthest,
     .farthest = gpu_farthest,
     .hist = gpu_hist,
     .stats = gpu_stats,

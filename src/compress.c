@@ -270,9 +270,11 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
 #ifdef VECANNEAL_NCCL
     /* One rank has nothing to reduce (every collective returns at once): no communicator, whose set-up
      * costs a tenth of a second or more. */
-    if (va_proc.nranks > 1) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
+    int nccl = va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL;
+    if (nccl) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
     va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
-            va_proc.nranks > 1 ? "" : " (not needed by one rank)", va_config_enum_name("precision", cfg->precision));
+            nccl ? "" : va_proc.nranks > 1 ? " (not used: gpu_collectives = mpi)" : " (not needed by one rank)",
+            va_config_enum_name("precision", cfg->precision));
 #else
     va_log0("backend cuda: %d rank(s), %s, MPI allreduce (no NCCL in this build), precision %s\n", va_proc.nranks, desc,
             va_config_enum_name("precision", cfg->precision));
@@ -408,7 +410,9 @@ shard_ready:
   int64_t zero_rows = 0;
   st.total_var = preprocess(&st, &zero_rows);
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
+  double t_attach = va_now();
   backend = attach_backend(&st, &cfg, &plan);
+  double t_anchors = va_now();
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);
     va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter, (long long)st.k, st.T);
@@ -417,15 +421,18 @@ shard_ready:
     va_state_alloc(&st);
     va_init_anchors(&st);
   }
+  double t_warm = va_now();
 #ifdef VECANNEAL_CUDA
   if (st.be == &va_backend_cuda) va_backend_cuda_warm_up(&st);
 #endif
   va_tock(VA_PH_INIT, t);
+  double t_init_end = va_now();
   ckpt_job_t ckpt = {.in = &in};
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
   st.checkpoint_fn = write_checkpoint;
   st.checkpoint_ctx = &ckpt;
-  va_log0("read %.2f s, init %.2f s (%s)\n", va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), resume_path ? "resumed" : cfg.init);
+  va_log0("read %.2f s, init %.2f s (backend %.3f s, anchors %.3f s (%s), warm-up %.3f s)\n", va_phase_total(VA_PH_READ),
+          va_phase_total(VA_PH_INIT), t_anchors - t_attach, t_warm - t_anchors, resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
   double t_loop = va_now();
   /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before, they

@@ -34,6 +34,7 @@ static const key_def_t KEYS[] = {
   {"precision", K_ENUM, F(precision), "tf32", 0, 0, "fp32|tf32|fp16|bf16", "cuda: precision of the distance product (accumulation fp32, reductions fp64); cpu: always fp32"},
   {"device", K_INT, F(device), "-1", -1, 1024, NULL, "cuda: GPU of this rank; -1 = node-local rank modulo the visible GPUs"},
   {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "1e10", 0, 1e30, NULL, "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/CUDA.md)"},
+  {"gpu_collectives", K_ENUM, F(gpu_collectives), "nccl", 0, 0, "nccl|mpi", "cuda, several ranks: the statistics' sums through NCCL (device buffers) or MPI (host copies; also lets ranks share a GPU, which NCCL refuses)"},
   {"gpu_stream", K_ENUM, F(gpu_stream), "auto", 0, 0, "auto|on|off", "cuda: rows in pinned host memory, streamed to the GPU in chunks every pass (out-of-core); auto = only when they do not fit the GPU"},
   {"gpu_stream_chunk_mb", K_DOUBLE, F(gpu_stream_chunk_mb), "256", 1, 65536, NULL, "cuda, streaming: MB of rows per chunk (two chunk buffers on the GPU)"},
   {"gpu_mem_limit_mb", K_DOUBLE, F(gpu_mem_limit_mb), "0", 0, 1e12, NULL, "cuda: use at most this many MB of the GPU's free memory (a shared GPU; tests); 0 = all of it"},

@@ -16,6 +16,7 @@ enum { VA_TOL_RELATIVE, VA_TOL_ABSOLUTE };
 enum { VA_SPLITVAR_RELATIVE, VA_SPLITVAR_ABSOLUTE }; /* split_var_mode */
 enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
 enum { VA_STREAM_AUTO, VA_STREAM_ON, VA_STREAM_OFF }; /* gpu_stream */
+enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };          /* gpu_collectives */
 
 #define VA_PATH_MAX 1024
 
@@ -31,7 +32,7 @@ typedef struct {
   int precision;        /* VA_PREC_* (CUDA backend) */
   int64_t device;
   double gpu_min_work;
-  int gpu_stream;
+  int gpu_stream, gpu_collectives;
   double gpu_stream_chunk_mb, gpu_mem_limit_mb;
   /* initialisation */
   char init[VA_PATH_MAX];

@@ -66,6 +66,7 @@ static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mi
 /* Farthest-point (parity): anchor 0 is global row 0, each next one the row farthest from its nearest
  * chosen anchor (ties to the lowest global row); O(k n d) through each row's running minimum. */
 static void init_farthest(va_state_t *st) {
+  if (st->be->init_farthest && st->be->init_farthest(st)) return;
   int64_t d = st->d, n = st->n_local;
   float *mind = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "farthest init");
   float *dist = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "farthest init");

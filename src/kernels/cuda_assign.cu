@@ -526,22 +526,6 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
  * float32 rows and anchors (both zero padded to dp: the padding adds 0). One warp per RPW rows: per
  * step each lane loads a float4 of each of its RPW rows and of their anchors (all in flight together),
  * accumulates them in double in order, and the warp's sums are reduced by butterfly shuffles. */
-__device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, double s) {
-  if (cosine) {
-    s += (double)x.x * (double)a.x;
-    s += (double)x.y * (double)a.y;
-    s += (double)x.z * (double)a.z;
-    s += (double)x.w * (double)a.w;
-  } else {
-    double e;
-    e = (double)x.x - (double)a.x; s += e * e;
-    e = (double)x.y - (double)a.y; s += e * e;
-    e = (double)x.z - (double)a.z; s += e * e;
-    e = (double)x.w - (double)a.w; s += e * e;
-  }
-  return s;
-}
-
 static const int R_RPW = 4;
 __global__ void __launch_bounds__(THREADS)
 r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, const uint32_t *__restrict__ assign,

@@ -129,6 +129,12 @@ struct va_cuda {
   int64_t *d_rows;             /* get_rows indices */
   float *d_rows_out;
   int64_t rows_cap;
+  /* farthest-point initialisation (cuda_init.cu), between its begin and end: each row's distance to
+   * its nearest anchor so far, one candidate key per anchor, the anchors chosen (k x dp) */
+  float *fpi_mind;
+  unsigned long long *fpi_key;
+  float *fpi_A;
+  int64_t fpi_k, fpi_row0;
   /* resolved fused-kernel configuration (cuda_assign.cu): 0 none, 1..6; fused_force: asked for */
   int fused_cfg, fused_force;
 };
@@ -144,6 +150,23 @@ typedef void (*va_cuda_rows_fn)(va_cuda_t *ctx, const va_cuda_rows_t *v, void *a
 /* Enqueues fn for views covering all rows in order (resident: one view; streamed: one per chunk, with
  * the 16-bit copy converted first when lp); does not wait for the device itself. */
 void va_cuda_each_rows(va_cuda_t *ctx, int lp, va_cuda_rows_fn fn, void *arg);
+
+/* One float4 of a row and of an anchor added to a distance sum in double, in order (r, farthest init). */
+__device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, double s) {
+  if (cosine) {
+    s += (double)x.x * (double)a.x;
+    s += (double)x.y * (double)a.y;
+    s += (double)x.z * (double)a.z;
+    s += (double)x.w * (double)a.w;
+  } else {
+    double e;
+    e = (double)x.x - (double)a.x; s += e * e;
+    e = (double)x.y - (double)a.y; s += e * e;
+    e = (double)x.z - (double)a.z; s += e * e;
+    e = (double)x.w - (double)a.w; s += e * e;
+  }
+  return s;
+}
 
 /* Internal entry points across the .cu files. */
 void va_cuda_enter(const va_cuda_t *ctx);

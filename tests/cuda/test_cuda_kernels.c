@@ -590,6 +590,83 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
 }
 
 /* Tiny shapes against the plain double reference: no ties, so identical. */
+/* Farthest-point initialisation on the device (cuda_init.cu) against init.c's loop, here on the host
+ * with va_row_distance: the same k rows, in the same order, bit for bit. Once with one context (the
+ * one-rank protocol: pick on the device) and once with the rows split over `parts` contexts at their
+ * global offsets, reduced on the host as backend_cuda.c does for several ranks (set). Two rows are
+ * copied further down, so that where a copy is the farthest the tie must go to the lower row. */
+static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int parts) {
+  float *X = make_rows(n, d, cosine);
+  memcpy(X + (n / 2) * d, X + 3 * d, (size_t)d * 4);
+  memcpy(X + (n / 3) * d, X + 7 * d, (size_t)d * 4);
+  int64_t *ref = malloc((size_t)k * 8), *got = malloc((size_t)k * 8);
+  float *mind = malloc((size_t)n * 4), *A = malloc((size_t)(k * d) * 4);
+  for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
+  int64_t row = 0;
+  for (int64_t q = 0; q < k; q++) {
+    ref[q] = row;
+    float best = -1;
+    int64_t arg = 0;
+    for (int64_t i = 0; i < n; i++) {
+      float v = va_row_distance(X + i * d, X + row * d, d, cosine);
+      if (v < mind[i]) mind[i] = v;
+      if (mind[i] > best) { best = mind[i]; arg = i; }
+    }
+    row = arg;
+  }
+  /* one context, no waits */
+  va_cuda_t *ctx = va_cuda_create(0, n, d, k, VA_CUDA_TF32);
+  va_cuda_upload_rows(ctx, X, 0, n);
+  CHECK(va_cuda_farthest_init_begin(ctx, k, 0, n), "farthest init refused a resident context");
+  for (int64_t q = 0; q < k; q++) {
+    va_cuda_farthest_init_pick(ctx, q);
+    va_cuda_farthest_init_step(ctx, q, cosine);
+  }
+  va_cuda_farthest_init_end(ctx, A);
+  int bad = 0;
+  for (int64_t q = 0; q < k; q++) bad += memcmp(A + q * d, X + ref[q] * d, (size_t)d * 4) != 0;
+  CHECK(bad == 0, "farthest init (%s, one context): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", bad, (long long)k);
+  va_cuda_destroy(ctx);
+  /* `parts` contexts as ranks */
+  va_cuda_t *c[4];
+  int64_t r0[5];
+  for (int p = 0; p <= parts; p++) r0[p] = n * p / parts;
+  for (int p = 0; p < parts; p++) {
+    c[p] = va_cuda_create(0, r0[p + 1] - r0[p], d, k, VA_CUDA_FP16);
+    va_cuda_upload_rows(c[p], X + r0[p] * d, 0, r0[p + 1] - r0[p]);
+    CHECK(va_cuda_farthest_init_begin(c[p], k, r0[p], n), "farthest init refused part %d", p);
+  }
+  row = 0;
+  for (int64_t q = 0; q < k; q++) {
+    got[q] = row;
+    for (int p = 0; p < parts; p++) {
+      va_cuda_farthest_init_set(c[p], q, X + row * d);
+      va_cuda_farthest_init_step(c[p], q, cosine);
+    }
+    if (q + 1 == k) break;
+    uint64_t best = 0;
+    for (int p = 0; p < parts; p++) {
+      uint64_t key = va_cuda_farthest_init_key(c[p], q + 1);
+      if (key > best) best = key;
+    }
+    row = (int64_t)(0xFFFFFFFFu - (uint32_t)best);
+  }
+  for (int p = 0; p < parts; p++) {
+    va_cuda_farthest_init_end(c[p], p == 0 ? A : NULL);
+    va_cuda_destroy(c[p]);
+  }
+  bad = 0;
+  for (int64_t q = 0; q < k; q++) bad += got[q] != ref[q] || memcmp(A + q * d, X + ref[q] * d, (size_t)d * 4) != 0;
+  CHECK(bad == 0, "farthest init (%s, %d contexts): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", parts, bad, (long long)k);
+  /* streamed rows: refused, init.c's loop runs instead */
+  ctx = va_cuda_create_streamed(0, n, d, k, VA_CUDA_TF32, 256);
+  CHECK(!va_cuda_farthest_init_begin(ctx, k, 0, n), "farthest init accepted a streamed context");
+  va_cuda_destroy(ctx);
+  printf("  farthest init n %lld d %lld k %lld %s: one context and %d parts, same rows as the host loop\n", (long long)n,
+         (long long)d, (long long)k, cosine ? "cosine" : "l2", parts);
+  free(X); free(ref); free(got); free(mind); free(A);
+}
+
 static void tiny_and_empty(void) {
   const int64_t n = 5, d = 3, k = 2;
   float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
@@ -646,6 +723,8 @@ int main(int argc, char **argv) {
   va_cuda_destroy(probe);
   printf("device: %s (%d visible)\n", desc, ndev);
   tiny_and_empty();
+  farthest_init_case(10007, 128, 256, 0, 3);
+  farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
   run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */
   run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */

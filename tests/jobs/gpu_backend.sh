@@ -27,6 +27,25 @@ for prec in fp32 tf32 bf16; do
     awk -v a="$Eg" -v b="$Ec" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d < 0.005) }' || fail "cuda $prec energy off"
   fi
 done
+# Several ranks on one GPU (gpu_collectives = mpi: NCCL refuses two ranks on one device): the same
+# multi-rank code paths as several GPUs, apart from NCCL; against 1 rank as for the GPU counts below.
+for p in 2 3; do
+  run_np $p "${common[@]}" --backend cuda --set precision=tf32 --set gpu_collectives=mpi --out "$WORK/shared${p}.h5" > "$WORK/shared$p.log" \
+    || { cat "$WORK/shared$p.log"; fail "$p ranks on one GPU"; }
+  grep -q "not used: gpu_collectives = mpi" "$WORK/shared$p.log" || fail "$p ranks on one GPU: NCCL not reported unused"
+  "$TOOL" close "$WORK/shared$p.h5" "$WORK/gpu_tf32.h5" 1e-5 || fail "$p ranks on one GPU differ from 1 rank"
+done
+# The parity preset's farthest-point initialisation runs on the device (cuda_init.cu): the prototype's
+# large case gives the CPU backend's index (fp32 products: anchors 1e-4, at most 0.1% of assignments
+# differ), on 1 rank (the whole init on the device) and on 3 ranks sharing the GPU (the steps' keys
+# reduced over the ranks).
+run_np 1 gen --kind vlc-demo --n 10000 --d 128 --out "$WORK/demo.h5" > /dev/null || fail gen
+parity=(compress --config "$VECANNEAL_SOURCE/configs/vlc-demo-large.ini" --input "$WORK/demo.h5:/train" --set progress_every=0)
+run_np 1 "${parity[@]}" --backend cpu --out "$WORK/par_cpu.h5" > /dev/null || fail "parity case on the CPU"
+run_np 1 "${parity[@]}" --backend cuda --out "$WORK/par_gpu.h5" > "$WORK/par_gpu.log" || { cat "$WORK/par_gpu.log"; fail "parity case on the GPU"; }
+"$TOOL" close "$WORK/par_gpu.h5" "$WORK/par_cpu.h5" 1e-4 0.001 || fail "parity case: the GPU's index differs from the CPU's"
+run_np 3 "${parity[@]}" --backend cuda --set gpu_collectives=mpi --out "$WORK/par_gpu3.h5" > /dev/null || fail "parity case, 3 ranks on the GPU"
+"$TOOL" close "$WORK/par_gpu3.h5" "$WORK/par_cpu.h5" 1e-4 0.001 || fail "parity case: 3 ranks on the GPU differ from the CPU"
 for p in 2 4; do
   [ "$ngpu" -ge $p ] || { echo "only $ngpu GPU(s): $p-GPU comparison not run"; continue; }
   for prec in fp32 tf32; do
