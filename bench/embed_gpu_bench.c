@@ -42,7 +42,7 @@ static double pass(va_bert_cuda_t *g, const int32_t *ids, const int *lens, const
   double fwd = 0;
   int pend = -1;
   for (int s = 0; s < n || pend >= 0; s += batch) {
-    if (s < n) va_bert_cuda_submit(g, ids + offs[s], lens + s, n - s < batch ? n - s : batch);
+    if (s < n) va_bert_cuda_submit(g, ids + offs[s], lens + s, n - s < batch ? n - s : batch, 0);
     if (pend >= 0) fwd += va_bert_cuda_collect(g, out + (int64_t)pend * d);
     pend = s < n ? s : -1;
   }

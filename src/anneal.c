@@ -40,8 +40,14 @@ static void ensure_capacity(va_state_t *st, int64_t k_needed) {
 }
 
 void va_state_alloc(va_state_t *st) {
+  int prefilled = st->A != NULL; /* init = file read the anchors already */
   st->k_cap = 0;
   ensure_capacity(st, st->k);
+  /* Fault injection for tests: VECANNEAL_FAULT_POISON_ANCHORS=1 fills the fresh anchor storage with
+   * 1e30, as uninitialised memory may be, so a test sees anything that reads it before the
+   * initialisation has written it. */
+  if (!prefilled && getenv("VECANNEAL_FAULT_POISON_ANCHORS"))
+    for (int64_t e = 0; e < st->k_cap * st->d; e++) st->A[e] = 1e30f;
   st->assign = va_malloc((size_t)st->n_local * sizeof(uint32_t), "assignments");
   st->prev = va_malloc((size_t)st->n_local * sizeof(uint32_t), "previous assignments");
   st->r = va_malloc((size_t)st->n_local * sizeof(float), "row distances");

@@ -30,8 +30,10 @@ static int64_t gpu_assign(va_state_t *st) {
   return VA_CHANGED_IN_STATS;
 }
 
-/* A side pass (initialisation): the anchors in the context are swapped for C and restored after, and
- * the previous-pass assignment is put back so the main pass's change count is unaffected. */
+/* A side pass (initialisation): the context's anchors become C (the initialisation's set_anchors
+ * replaces them; st->A may not hold anchors yet: uploading it here once put uninitialised memory through
+ * the fp16 conversion, whose overflow flag then stopped an fp16 job), and the previous-pass assignment
+ * is put back so the main pass's change count is unaffected. */
 static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r) {
   va_cuda_t *g = ctx_of(st);
   uint32_t *keep = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof(uint32_t), "assign_to");
@@ -41,7 +43,6 @@ static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64
   va_cuda_download(g, a, r);
   va_cuda_set_assign(g, keep);
   free(keep);
-  if (st->k > 0 && st->A) va_cuda_set_anchors(g, st->A, NULL, st->k);
 }
 
 /* init.c's init_farthest with the rows on the device: one rank queues all k steps without a wait; several
@@ -146,7 +147,13 @@ int va_cuda_pick_device(int requested) {
 
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
   va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows);
-  /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy). */
+  /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy).
+   * st->X NULL: the caller puts them in from device memory (va_cuda_adopt_unit_rows). */
+  if (!st->X) {
+    st->be = &va_backend_cuda;
+    st->be_ctx = g;
+    return;
+  }
   const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;
   for (int64_t r0 = 0; r0 < st->n_local; r0 += chunk) {
     int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;

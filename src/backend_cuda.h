@@ -17,7 +17,8 @@ int va_cuda_pick_device(int requested);
 /* Free and total bytes of a device's memory; non-zero when they cannot be read. */
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes);
 /* Creates the device context for st (rows from st->X, uploaded now, or copied to pinned host memory
- * when chunk_rows > 0: streamed in chunks of that many rows) and switches st to the CUDA backend.
+ * when chunk_rows > 0: streamed in chunks of that many rows; st->X NULL: none, the caller fills a
+ * resident context from device memory) and switches st to the CUDA backend.
  * precision: VA_CUDA_FP32 / TF32 / FP16 / BF16. */
 void va_backend_cuda_attach(struct va_state *st, int device, int precision, int64_t chunk_rows);
 /* Once the anchors are set, before the loop: runs the loop's device work once and puts the previous

@@ -87,9 +87,20 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
   return rc;
 }
 
+/* cosine: the energy of the best single anchor from the unit rows' column sums (d, this rank's) and
+ * zero-row count, both summed over the ranks here. */
+static double unit_rows_energy(const va_state_t *st, double *sum, int64_t *zero_rows) {
+  va_allreduce_sum_f64(sum, st->d);
+  double s2 = 0;
+  for (int64_t t = 0; t < st->d; t++) s2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+  va_allreduce_sum_i64(zero_rows, 1);
+  return 1.0 - sqrt(s2);
+}
+
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
- * every rank count. cosine: unit rows. Returns the energy of the best single anchor. */
+ * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder:
+ * va_cuda_adopt_unit_rows, the same arithmetic). Returns the energy of the best single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   int64_t n = st->n_local, d = st->d;
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
@@ -104,12 +115,9 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
       else (*zero_rows)++;
       for (int64_t t = 0; t < d; t++) sum[t] += x[t];
     }
-    va_allreduce_sum_f64(sum, d);
-    double s2 = 0;
-    for (int64_t t = 0; t < d; t++) s2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+    double e = unit_rows_energy(st, sum, zero_rows);
     free(sum);
-    va_allreduce_sum_i64(zero_rows, 1);
-    return 1.0 - sqrt(s2);
+    return e;
   }
   for (int64_t i = 0; i < n; i++)
     for (int64_t t = 0; t < d; t++) sum[t] += st->X[i * d + t];
@@ -262,7 +270,7 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
   st->be = &va_backend_cpu;
 #ifdef VECANNEAL_CUDA
   if (plan->cuda) {
-    va_backend_cuda_attach(st, plan->device, cfg->precision, plan->chunk_rows);
+    va_backend_cuda_attach(st, plan->device, cfg->precision, plan->chunk_rows); /* uploads st->X unless NULL */
     free(st->X); /* the rows live on the GPU now, or in the backend's pinned copy */
     st->X = NULL;
     char desc[384];
@@ -307,6 +315,7 @@ int va_cmd_compress(int argc, char **argv) {
   }
 #endif
   const char *backend = "cpu";
+  int adopt = 0; /* compress --embed: the rows are on this rank's GPU already (va_embedded_t.demb) */
 
   va_input_t in;
   va_embedded_t embedded = {0};
@@ -387,6 +396,11 @@ int va_cmd_compress(int argc, char **argv) {
   }
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   if (embed_corpus) {
+    /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
+     * they come to the host. Every rank decides alike (the same plan; every rank's encoder ran on a GPU). */
+    adopt = embedded.demb && plan.cuda && !plan.chunk_rows && st.cosine && plan.device == embedded.device;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &adopt, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!adopt) va_embedded_to_host(&embedded);
     st.X = embedded.emb;
     goto shard_ready;
   }
@@ -408,10 +422,26 @@ int va_cmd_compress(int argc, char **argv) {
 shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
-  st.total_var = preprocess(&st, &zero_rows);
-  if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
   double t_attach = va_now();
-  backend = attach_backend(&st, &cfg, &plan);
+  if (adopt) {
+#ifdef VECANNEAL_CUDA
+    backend = attach_backend(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
+    st.center = va_calloc((size_t)st.d, sizeof(double), "centre");
+    double *sum = va_calloc((size_t)st.d, sizeof(double), "column sums");
+    zero_rows = va_cuda_adopt_unit_rows((va_cuda_t *)st.be_ctx, embedded.demb, sum);
+    va_cuda_free_device(embedded.demb);
+    embedded.demb = NULL;
+    st.total_var = unit_rows_energy(&st, sum, &zero_rows);
+    free(sum);
+#endif
+    va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
+            (double)st.n_local * (double)st.d * 8.0 / 1e9);
+  } else {
+    st.total_var = preprocess(&st, &zero_rows);
+    t_attach = va_now();
+    backend = attach_backend(&st, &cfg, &plan);
+  }
+  if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
   double t_anchors = va_now();
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);

@@ -38,7 +38,7 @@ if(VECANNEAL_HAVE_CUDA)
   add_test(NAME embed_encoder_cuda COMMAND test_embed_encoder_cuda ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR})
   add_test(NAME embed_e2e_cuda COMMAND bash ${VA_TEST_DIR}/embed/e2e_cuda.sh $<TARGET_FILE:vecanneal> $<TARGET_FILE:test_embed_h5check>
                                        $<TARGET_FILE:test_embed_encoder_cuda> ${VA_MPIEXEC} ${VA_EMBED_MODEL_DIR} ${VA_EMBED_DATA_DIR}
-                                       ${CMAKE_CURRENT_BINARY_DIR}/embed_e2e_cuda)
+                                       ${CMAKE_CURRENT_BINARY_DIR}/embed_e2e_cuda $<TARGET_FILE:h5tool>)
   set_tests_properties(embed_encoder_cuda PROPERTIES LABELS "embed;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   set_tests_properties(embed_e2e_cuda PROPERTIES LABELS "embed;gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 600

@@ -427,6 +427,10 @@ struct va_bert_cuda {
   cudaEvent_t ev_start[2], ev_end[2], ev_done[2]; /* forward start and end (timed), download done */
   int nseq[2];
   long long nsub, ncol;
+  /* device output (va_bert_cuda_output_to_device): batches land in dev_out at rows d_order[first + b] */
+  float *dev_out;
+  int64_t *d_order;
+  int64_t dev_rows;
 };
 
 namespace {
@@ -534,6 +538,12 @@ template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int 
   }
   pool_kernel<T><<<(unsigned)nseq, H / 2, 0, g->stream>>>(x, seqoff, H, g->d_out);
   VA_LAUNCHED();
+}
+/* Sequence b of a batch -> row order[b] of the device output (H floats each). */
+__global__ void scatter_rows_kernel(const float *__restrict__ src, int H, const int64_t *__restrict__ order, float *__restrict__ dst) {
+  const float *s = src + (int64_t)blockIdx.x * H;
+  float *o = dst + order[blockIdx.x] * H;
+  for (int t = threadIdx.x; t < H; t += blockDim.x) o[t] = s[t];
 }
 }  // namespace
 
@@ -703,6 +713,7 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   }
   VA_CUDA(cudaFree(g->d_in));
   VA_CUDA(cudaFree(g->d_out));
+  if (g->d_order) VA_CUDA(cudaFree(g->d_order)); /* dev_out is the caller's (va_cuda_free_device) */
   VA_CUDA(cudaFree(g->x));
   VA_CUDA(cudaFree(g->qkv));
   VA_CUDA(cudaFree(g->ctx));
@@ -717,7 +728,17 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   free(g);
 }
 
-extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq) {
+extern "C" float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t *order, int64_t n) {
+  if (g->dev_out) VA_FATAL("CUDA encoder: device output asked for twice");
+  VA_CUDA(cudaSetDevice(g->device));
+  VA_CUDA(cudaMalloc(&g->dev_out, (size_t)(n > 0 ? n : 1) * g->H * sizeof(float)));
+  VA_CUDA(cudaMalloc(&g->d_order, (size_t)(n > 0 ? n : 1) * sizeof(int64_t)));
+  if (n > 0) VA_CUDA(cudaMemcpy(g->d_order, order, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));
+  g->dev_rows = n;
+  return g->dev_out;
+}
+
+extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, int64_t first) {
   if (g->nsub - g->ncol >= 2) VA_FATAL("CUDA encoder: a third batch submitted before the first was collected");
   if (nseq < 1 || nseq > g->max_seqs) VA_FATAL("CUDA encoder: batch of %d sequences (capacity %d)", nseq, g->max_seqs);
   const int slot = (int)(g->nsub & 1);
@@ -748,7 +769,13 @@ extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const
   else if (g->precision == VA_BERT_FP16) forward<__half>(g, ntok, nseq, maxlen);
   else forward<__nv_bfloat16>(g, ntok, nseq, maxlen);
   VA_CUDA(cudaEventRecord(g->ev_end[slot], g->stream));
-  VA_CUDA(cudaMemcpyAsync(g->h_out[slot], g->d_out, (size_t)nseq * g->H * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+  if (g->dev_out) {
+    if (first < 0 || first + nseq > g->dev_rows) VA_FATAL("CUDA encoder: batch at %lld of %lld device rows", (long long)first, (long long)g->dev_rows);
+    scatter_rows_kernel<<<(unsigned)nseq, 128, 0, g->stream>>>(g->d_out, g->H, g->d_order + first, g->dev_out);
+    VA_LAUNCHED();
+  } else {
+    VA_CUDA(cudaMemcpyAsync(g->h_out[slot], g->d_out, (size_t)nseq * g->H * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+  }
   VA_CUDA(cudaEventRecord(g->ev_done[slot], g->stream));
   g->nseq[slot] = nseq;
   g->nsub++;
@@ -762,12 +789,12 @@ extern "C" double va_bert_cuda_collect(va_bert_cuda_t *g, float *out) {
   float ms = 0.f;
   VA_CUDA(cudaEventElapsedTime(&ms, g->ev_start[slot], g->ev_end[slot]));
   g->ncol++;
-  memcpy(out, g->h_out[slot], (size_t)g->nseq[slot] * g->H * sizeof(float));
+  if (!g->dev_out) memcpy(out, g->h_out[slot], (size_t)g->nseq[slot] * g->H * sizeof(float));
   return ms;
 }
 
 extern "C" double va_bert_cuda_encode(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, float *out) {
-  va_bert_cuda_submit(g, ids, lens, nseq);
+  va_bert_cuda_submit(g, ids, lens, nseq, 0);
   return va_bert_cuda_collect(g, out);
 }
 

@@ -31,10 +31,16 @@ va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precisio
                                     size_t errlen);
 void va_bert_cuda_free(va_bert_cuda_t *g);
 
+/* From now on the vectors stay on the device: an array of n x hidden floats (returned; the caller owns
+ * it and frees it with va_cuda_free_device, after va_bert_cuda_free if it likes), sequence b of a batch
+ * submitted with `first` going to row order[first + b] (order: n entries, a permutation of 0..n-1). */
+float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t *order, int64_t n);
 /* Queues one batch (as va_bert_encode: ids packed, lens[i] >= 1 ids each, ids < vocab). The ids are
- * copied to pinned memory before it returns. At most two batches may be outstanding. */
-void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq);
-/* Waits for the oldest outstanding batch and copies its nseq x hidden unit vectors to out. Returns the
+ * copied to pinned memory before it returns. At most two batches may be outstanding. first: the
+ * batch's first position in the device output's order (ignored without device output). */
+void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, int64_t first);
+/* Waits for the oldest outstanding batch and copies its nseq x hidden unit vectors to out (nothing with
+ * device output; out may be NULL then). Returns the
  * device time of its forward pass in milliseconds (CUDA events after the ids' upload and before the
  * results' download). */
 double va_bert_cuda_collect(va_bert_cuda_t *g, float *out);

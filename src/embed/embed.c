@@ -22,6 +22,7 @@
 #ifdef VECANNEAL_CUDA
 #include "backend_cuda.h"
 #include "bert_cuda.h"
+#include "kernels/cuda_kernels.h"
 #endif
 #include "commands.h"
 #include "embed/embed.h"
@@ -545,12 +546,15 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   /* Encode: longest first, in batches of up to --batch similar lengths. */
   t0 = va_now();
   const int d = model.hidden, batch = enc.batch;
-  float *emb = malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float));
+  /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
+   * CUDA backend, or copied to the host only if that does not take them). */
+  const int on_device = device >= 0 && keep && !write_out;
+  float *emb = on_device ? NULL : malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float)), *demb = NULL;
   int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
   int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
   int *blens = malloc((size_t)batch * sizeof *blens);
   float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
-  if (!emb || !order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+  if ((!emb && !on_device) || !order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
   for (int64_t i = 0; i < n_local; i++) order[i] = i;
   sort_lens = lens;
   qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
@@ -575,6 +579,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       return rc;
     }
     va_bert_cuda_describe(gpu, enc.device, sizeof enc.device);
+    if (on_device) demb = va_bert_cuda_output_to_device(gpu, order, n_local);
     enc.setup_seconds = va_now() - ts;
   }
 #endif
@@ -597,7 +602,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     int out_nb = nb;
 #ifdef VECANNEAL_CUDA
     if (gpu) {
-      if (nb) va_bert_cuda_submit(gpu, bids, blens, nb);
+      if (nb) va_bert_cuda_submit(gpu, bids, blens, nb, s);
       out_s = pend[0];
       out_nb = (int)pend[1];
       if (out_nb) enc.forward_seconds += 1e-3 * va_bert_cuda_collect(gpu, bout);
@@ -606,7 +611,8 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     } else
 #endif
     if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work)) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
-    for (int b = 0; b < out_nb; b++) memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+    if (emb)
+      for (int b = 0; b < out_nb; b++) memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
     done += nb;
     tok_done += p;
     double now = va_now();
@@ -632,8 +638,13 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   t0 = va_now();
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
   rc = write_out ? va_h5_write_file(a.out_file, a.io_mode, embed_setup, embed_rows, &o) : 0;
-  if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d};
-  else free(emb);
+  if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
+  else {
+    free(emb);
+#ifdef VECANNEAL_CUDA
+    va_cuda_free_device(demb);
+#endif
+  }
   char wdt[8];
   snprintf(wdt, sizeof wdt, "%s", model.weights_dtype);
   va_bert_free(&model);
@@ -656,3 +667,14 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
 int va_cmd_embed(int argc, char **argv) { return embed_job(argc, argv, 1, NULL); }
 
 int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) { return embed_job(argc, argv, write_out, out); }
+
+void va_embedded_to_host(va_embedded_t *e) {
+  if (!e->demb) return;
+#ifdef VECANNEAL_CUDA
+  size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
+  e->emb = va_malloc(bytes, "embedded rows");
+  va_cuda_copy_to_host(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
+  va_cuda_free_device(e->demb);
+#endif
+  e->demb = NULL;
+}

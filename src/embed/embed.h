@@ -5,10 +5,17 @@
 #include <stdint.h>
 
 typedef struct {
-  float *emb;          /* n_local x d, unit rows, input order; the caller frees */
+  float *emb;          /* n_local x d, unit rows, input order; the caller frees; NULL when on the device */
   int64_t n, row0, n_local;
   int d;
+  float *demb;         /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
+                        * write): the caller adopts them (va_cuda_adopt_unit_rows) or takes them to the
+                        * host (va_embedded_to_host), and frees them with va_cuda_free_device */
+  int device;
 } va_embedded_t;
+
+/* The rows to host memory (emb) if they are on the device; frees the device copy. */
+void va_embedded_to_host(va_embedded_t *e);
 
 /* Collective: runs `vecanneal embed` with these arguments (its CLI: --input, --out, --model, --batch,
  * ...); write_out = 0 skips writing --out. On success (0) fills out with this rank's block of rows;

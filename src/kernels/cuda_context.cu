@@ -345,6 +345,63 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
   }
 }
 
+/* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------
+ * As compress.c's host preprocessing for cosine, to the bit: one thread per row sums the squares in
+ * double in column order and divides in double (IEEE on both sides); one thread per column sums the
+ * unit rows in row order. */
+__global__ void unit_rows_kernel(float *X, int64_t n, int64_t dp, int d, unsigned long long *zero_rows) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    float *x = X + i * dp;
+    double s = 0;
+    for (int t = 0; t < d; t++) s += (double)x[t] * x[t];
+    if (s > 0) {
+      const double r = sqrt(s);
+      for (int t = 0; t < d; t++) x[t] = (float)(x[t] / r);
+    } else {
+      atomicAdd(zero_rows, 1ull);
+    }
+  }
+}
+__global__ void column_sums_kernel(const float *X, int64_t n, int64_t dp, int d, double *sums) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= d) return;
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += X[i * dp + t];
+  sums[t] = s;
+}
+
+extern "C" int64_t va_cuda_adopt_unit_rows(va_cuda_t *c, const float *drows, double *colsum_host) {
+  if (c->chunk_rows) VA_FATAL("va_cuda_adopt_unit_rows: the context streams its rows from the host");
+  va_cuda_enter(c);
+  const int d = (int)c->d;
+  unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8 + (size_t)d * 8);
+  double *sums = NULL;
+  dalloc(&sums, (size_t)d * 8, "column sums");
+  VA_CUDA(cudaMemsetAsync(c->counter, 0, 8, c->stream));
+  if (c->n > 0) {
+    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)d * 4, (size_t)d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
+    unit_rows_kernel<<<grid_for(c->n, 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, c->counter);
+    VA_LAUNCHED();
+  }
+  column_sums_kernel<<<(unsigned)((d + 127) / 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, sums);
+  VA_LAUNCHED();
+  if (c->Xlp) convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
+  VA_CUDA(cudaMemcpyAsync(h, c->counter, 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(h + 1, sums, (size_t)d * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  memcpy(colsum_host, h + 1, (size_t)d * 8);
+  dfree(&sums);
+  return (int64_t)h[0];
+}
+
+extern "C" void va_cuda_free_device(void *dptr) {
+  if (dptr) VA_CUDA(cudaFree(dptr));
+}
+
+extern "C" void va_cuda_copy_to_host(void *host, const void *dptr, size_t bytes) {
+  if (bytes) VA_CUDA(cudaMemcpy(host, dptr, bytes, cudaMemcpyDeviceToHost));
+}
+
 /* --- out-of-core chunks ----------------------------------------------------------------------------- */
 /* Queues the copy of chunk q into buffer q & 1 on the copy stream, after the last work on that buffer,
  * unless the buffer already holds it (the two chunks of a small shard stay put; each pass starts with

@@ -63,6 +63,14 @@ int va_cuda_assign_variant(const va_cuda_t *ctx);
  * pinned buffers: the call returns once `rows` has been copied out, while the transfer to the device
  * (and the conversion to the product precision) still runs, so the caller's next read overlaps it. */
 void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
+/* All rows from device memory of this context's GPU (n_local x d floats, row-major; e.g. the embedder's
+ * vectors), made unit rows exactly as compress's host preprocessing for cosine does (zero rows stay
+ * zero), with their column sums (d doubles, in row order, as the host sums them) in colsum_host.
+ * Returns the number of zero rows. Resident contexts only; waits. */
+int64_t va_cuda_adopt_unit_rows(va_cuda_t *ctx, const float *drows, double *colsum_host);
+/* Device memory from elsewhere in the process (va_bert_cuda_output_to_device): free it, copy it out. */
+void va_cuda_free_device(void *dptr);
+void va_cuda_copy_to_host(void *host, const void *dptr, size_t bytes);
 /* Anchors A (k x d) and their squared norms anorm (k; NULL: computed on the device as va_row_norms
  * does: double products and sums in order, then float). Returns at once (A is copied out first). */
 void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int64_t k);

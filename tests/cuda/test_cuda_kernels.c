@@ -18,6 +18,7 @@
  *    kernels see each row; the GEMM path: near-ties only, checked against the CPU as above);
  *    statistics and split sums within 1e-12 (|resident| + count_j * max|x|) (the chunks' sums are
  *    added in chunk order), counts exact; and every CPU check above on the streamed context. */
+#include <cuda_runtime.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -667,6 +668,51 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   free(X); free(ref); free(got); free(mind); free(A);
 }
 
+/* Rows adopted from device memory as unit rows (compress --embed's hand-over) against compress.c's host
+ * preprocessing for cosine: the rows (read back) and column sums bit for bit, the zero-row count, and
+ * an fp16 assign pass equal to that of a context uploaded from the host-normalised rows. */
+static void adopt_case(int64_t n, int64_t d) {
+  float *X = make_rows(n, d, 0), *U = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
+  memset(X + 5 * d, 0, (size_t)d * 4); /* a zero row stays zero and is counted */
+  double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
+  int64_t zero = 0;
+  memcpy(U, X, (size_t)(n * d) * 4);
+  for (int64_t i = 0; i < n; i++) { /* compress.c preprocess, cosine */
+    float *x = U + i * d;
+    double s = 0;
+    for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+    if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+    else zero++;
+    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
+  }
+  float *dX = NULL;
+  CHECK(cudaMalloc((void **)&dX, (size_t)(n * d) * 4) == cudaSuccess, "cudaMalloc");
+  CHECK(cudaMemcpy(dX, X, (size_t)(n * d) * 4, cudaMemcpyHostToDevice) == cudaSuccess, "cudaMemcpy");
+  va_cuda_t *ga = va_cuda_create(0, n, d, 64, VA_CUDA_FP16), *gh = va_cuda_create(0, n, d, 64, VA_CUDA_FP16);
+  int64_t gz = va_cuda_adopt_unit_rows(ga, dX, gsum);
+  va_cuda_free_device(dX);
+  va_cuda_upload_rows(gh, U, 0, n);
+  int64_t *rows = malloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++) rows[i] = i;
+  va_cuda_get_rows(ga, rows, n, back);
+  CHECK(gz == zero, "adopt: %lld zero rows, want %lld", (long long)gz, (long long)zero);
+  CHECK(memcmp(back, U, (size_t)(n * d) * 4) == 0, "adopt: unit rows differ from the host's");
+  CHECK(memcmp(gsum, sum, (size_t)d * 8) == 0, "adopt: column sums differ from the host's");
+  float *A = make_anchors(U, n, d, 64, 1, 0.05);
+  uint32_t *a1 = malloc((size_t)n * 4), *a2 = malloc((size_t)n * 4);
+  va_cuda_set_anchors(ga, A, NULL, 64);
+  va_cuda_set_anchors(gh, A, NULL, 64);
+  va_cuda_assign(ga, 1);
+  va_cuda_assign(gh, 1);
+  va_cuda_download(ga, a1, NULL);
+  va_cuda_download(gh, a2, NULL);
+  CHECK(memcmp(a1, a2, (size_t)n * 4) == 0, "adopt: the fp16 assign pass differs from the uploaded rows'");
+  va_cuda_destroy(ga);
+  va_cuda_destroy(gh);
+  printf("  adopted unit rows n %lld d %lld: rows, column sums, zero rows and an fp16 pass as the host's\n", (long long)n, (long long)d);
+  free(X); free(U); free(back); free(sum); free(gsum); free(rows); free(A); free(a1); free(a2);
+}
+
 static void tiny_and_empty(void) {
   const int64_t n = 5, d = 3, k = 2;
   float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
@@ -724,6 +770,8 @@ int main(int argc, char **argv) {
   printf("device: %s (%d visible)\n", desc, ndev);
   tiny_and_empty();
   farthest_init_case(10007, 128, 256, 0, 3);
+  adopt_case(20011, 384);
+  adopt_case(3001, 77);
   farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
   run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */

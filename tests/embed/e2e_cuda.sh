@@ -5,11 +5,12 @@
 # fp16/bf16, >= 0.999999 in fp32, against the CPU output; >= 0.999 / 0.9999 against sentence-
 # transformers' reference), metrics saying backend cuda; the defaults (auto backend and precision, batch
 # 256) picking the GPU; `vecanneal compress` on the GPU output (must pick cosine) and `compress --embed`
-# (the GPU encoder inside compress); with no device visible, --backend cuda exits 2 on every rank and
-# auto falls back to the CPU. Exits 77 (SKIP) without a CUDA device.
-# usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR
+# (the GPU encoder inside compress), and with the CUDA backend too the vectors staying on the GPU (the
+# same index, bit for bit, as compressing the encoder's file); with no device visible, --backend cuda
+# exits 2 on every rank and auto falls back to the CPU. Exits 77 (SKIP) without a CUDA device.
+# usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR H5TOOL
 set -uo pipefail
-VA="$1" CHECK="$2" PROBE="$3" MPIEXEC="$4" MODEL="$5" DATA="$6" WORK="$7"
+VA="$1" CHECK="$2" PROBE="$3" MPIEXEC="$4" MODEL="$5" DATA="$6" WORK="$7" H5TOOL="$8"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 NCCL_NVLS_ENABLE=0
 source "$(dirname "${BASH_SOURCE[0]}")/e2e_lib.sh"
 MPI=("$MPIEXEC" -n 2)
@@ -52,6 +53,23 @@ grep -qi 'cosine' compress.log || fail "compress did not pick cosine from distan
 expect 0 compress_embed "${MPI[@]}" "$VA" compress --embed corpus.txt --embed-model "$MODEL" --embed-out ce.h5:/train --anchors 8 --out index2.h5
 grep -q '^embed: backend cuda' compress_embed.log || fail "compress --embed did not use the GPU encoder"
 "$CHECK" ce.h5 /train cpu.h5:/train 100 0 0.999 || fail "compress --embed: rows differ from the CPU encoder's"
+
+# compress --embed on the CUDA backend: the vectors go from the encoder to the compressor on the GPU
+# (unit rows made there with the host's arithmetic). With --embed-out they come to the host for the
+# write and are preprocessed there: the two indexes must be equal bit for bit (anchors, assignments,
+# energy, total variance); both match compressing the encoder's file (auto.h5: the same defaults) to
+# 1e-5 (that job shards the rows by file blocks). Two ranks may share one GPU: MPI sums.
+CC=(--anchors 8 --backend cuda --set gpu_min_work=0 --set gpu_collectives=mpi --set max_iter=10 --set progress_every=0)
+expect 0 compress_handover "${MPI[@]}" "$VA" compress --embed corpus.txt --embed-model "$MODEL" "${CC[@]}" --out idx_dev.h5
+grep -q 'stayed on the GPU' compress_handover.log || fail "compress --embed on the CUDA backend did not keep the vectors on the GPU"
+expect 0 compress_host "${MPI[@]}" "$VA" compress --embed corpus.txt --embed-model "$MODEL" --embed-out ce2.h5:/train "${CC[@]}" --out idx_host.h5
+! grep -q 'stayed on the GPU' compress_host.log || fail "compress --embed --embed-out claims the vectors stayed on the GPU"
+"$H5TOOL" close idx_dev.h5 idx_host.h5 0 || fail "compress --embed: vectors kept on the GPU give another index than via the host"
+for a in final_energy total_variance; do
+  [[ "$("$H5TOOL" attr idx_dev.h5 $a)" == "$("$H5TOOL" attr idx_host.h5 $a)" ]] || fail "compress --embed on the GPU: $a differs from the host path"
+done
+expect 0 compress_file "${MPI[@]}" "$VA" compress --input auto.h5:/train "${CC[@]}" --out idx_file.h5
+"$H5TOOL" close idx_dev.h5 idx_file.h5 1e-5 || fail "compress --embed on the GPU differs from compressing the encoder's file"
 
 # no device visible: --backend cuda refused on every rank, auto on the CPU
 expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda

@@ -186,8 +186,8 @@ int main(int argc, char **argv) {
     gpu_encode(g, &s, 0, 32, 32, again, d);
     int same = !memcmp(again, out, (size_t)32 * d * sizeof(float));
     for (size_t e = 0; e < (size_t)64 * d; e++) again[e] = NAN;
-    va_bert_cuda_submit(g, s.ids + s.offs[0], s.lens, 32);
-    va_bert_cuda_submit(g, s.ids + s.offs[32], s.lens + 32, 32);
+    va_bert_cuda_submit(g, s.ids + s.offs[0], s.lens, 32, 0);
+    va_bert_cuda_submit(g, s.ids + s.offs[32], s.lens + 32, 32, 0);
     va_bert_cuda_collect(g, again);
     va_bert_cuda_collect(g, again + (int64_t)32 * d);
     int inflight = !memcmp(again, out, (size_t)64 * d * sizeof(float));

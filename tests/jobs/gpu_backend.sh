@@ -27,6 +27,15 @@ for prec in fp32 tf32 bf16; do
     awk -v a="$Eg" -v b="$Ec" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d < 0.005) }' || fail "cuda $prec energy off"
   fi
 done
+# fp16 products and the default kmeans|| init with the host's anchor storage poisoned before the
+# initialisation writes it (VECANNEAL_FAULT_POISON_ANCHORS: 1e30 everywhere, as uninitialised memory
+# may be): nothing reads it early, so the job runs and gives the unpoisoned index. (The side passes of
+# the initialisation once restored those anchors on the device, and their fp16 conversion flagged an
+# overflow that stopped the job.)
+run_np 1 "${common[@]}" --backend cuda --set precision=fp16 --out "$WORK/fp16.h5" > /dev/null || fail "cuda fp16"
+VECANNEAL_FAULT_POISON_ANCHORS=1 timeout 120 mpirun -n 1 -x VECANNEAL_FAULT_POISON_ANCHORS "$BIN" "${common[@]}" --backend cuda \
+  --set precision=fp16 --out "$WORK/fp16_poison.h5" > "$WORK/fp16_poison.log" 2>&1 || { cat "$WORK/fp16_poison.log"; fail "cuda fp16 with poisoned anchor storage"; }
+"$TOOL" close "$WORK/fp16_poison.h5" "$WORK/fp16.h5" 0 || fail "poisoned anchor storage changed the fp16 index"
 # Several ranks on one GPU (gpu_collectives = mpi: NCCL refuses two ranks on one device): the same
 # multi-rank code paths as several GPUs, apart from NCCL; against 1 rank as for the GPU counts below.
 for p in 2 3; do
