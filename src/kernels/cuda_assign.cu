@@ -108,6 +108,10 @@ static int64_t gemm_chunk(const va_cuda_t *c) {
 }
 
 static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int gemm_only) {
+  if (!c->blas) { /* at the first product: a job that never needs cuBLAS does not pay for its start */
+    VA_CUBLAS(cublasCreate(&c->blas));
+    VA_CUBLAS(cublasSetStream(c->blas, c->stream));
+  }
   int64_t kp = VA_ROUND_UP(c->k, 128);
   int64_t chunk = gemm_chunk(c);
   if (!c->C || c->C_cap < chunk * c->k_cap) {
@@ -141,6 +145,76 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
                                                                    cosine, c->assign + v->row0, c->r + v->row0, c->counter);
     VA_LAUNCHED();
   }
+}
+
+/* --- DIRECT path (small passes) ---------------------------------------------------------------------
+ * The CPU's fused kernel (cpu_assign.c fused_block) on the GPU, value for value: each (row, anchor) dot
+ * product is one float32 FMA chain over t = 0..d-1, the value fma(scale, dot, bias) with scale -2 and
+ * bias ||a||^2 (l2; the device's norms are va_row_norms' bit for bit, twice the half biases, exactly)
+ * or -1 and 0 (cosine), the smallest wins, ties to the lowest anchor. So a job on the CPU backend and one
+ * whose passes take this path make the same decisions (the parity case: the same index bit for bit),
+ * where cuBLAS's products differ from the CPU's in the last bits. Slower per product than cuBLAS, but a
+ * pass this small takes microseconds, while cuBLAS's first product loads its kernel: 0.08-0.11 s of the
+ * prototype's 10000 x 128 x 256 case on an H200 (docs/CUDA.md). Block: 8 rows (a warp each); anchors in
+ * tiles of 32 (a lane each), staged through shared memory t-major (row stride 33: no bank conflicts
+ * either way) in slices of DIRECT_TS of d; a row's value of x[t] is a broadcast read. */
+static const int DIRECT_TS = 128;
+__global__ void __launch_bounds__(THREADS)
+direct_assign_kernel(const float *__restrict__ X32, const float *__restrict__ A32, const float *__restrict__ hb_l2, int64_t rows,
+                     int64_t dp, int d, int64_t k, int cosine, uint32_t *__restrict__ assign, float *__restrict__ r,
+                     unsigned long long *counter) {
+  __shared__ float As[DIRECT_TS][33];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t i = (int64_t)blockIdx.x * (THREADS / 32) + warp;
+  const float *x = X32 + (i < rows ? i : 0) * dp;
+  const float scale = cosine ? -1.0f : -2.0f;
+  float best = INFINITY;
+  int bi = 0;
+  for (int64_t j0 = 0; j0 < k; j0 += 32) {
+    const int64_t j = j0 + lane;
+    float dot = 0.0f;
+    for (int t0 = 0; t0 < d; t0 += DIRECT_TS) {
+      const int ts = d - t0 < DIRECT_TS ? d - t0 : DIRECT_TS;
+      __syncthreads();
+      for (int e = threadIdx.x; e < 32 * DIRECT_TS; e += THREADS) { /* consecutive threads: consecutive t of one anchor */
+        const int l = e / DIRECT_TS, t = e % DIRECT_TS;
+        As[t][l] = (t < ts && j0 + l < k) ? A32[(j0 + l) * dp + t0 + t] : 0.0f;
+      }
+      __syncthreads();
+      for (int t = 0; t < ts; t++) dot = fmaf(__ldg(x + t0 + t), As[t][lane], dot);
+    }
+    if (j < k) {
+      const float v = fmaf(scale, dot, cosine ? 0.0f : 2.0f * __ldg(hb_l2 + j));
+      if (v < best) { best = v; bi = (int)j; }
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) better_min(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
+  unsigned changed = 0;
+  if (i < rows) {
+    const float rv = row_distance_warp(x, A32 + (int64_t)bi * dp, d, cosine, lane);
+    if (lane == 0) {
+      r[i] = rv;
+      changed = assign[i] != (uint32_t)bi;
+      assign[i] = (uint32_t)bi;
+    }
+  }
+  __shared__ unsigned wsum[THREADS / 32];
+  if (lane == 0) wsum[warp] = changed;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned s = 0;
+    for (int w = 0; w < THREADS / 32; w++) s += wsum[w];
+    if (s) atomicAdd(counter, (unsigned long long)s);
+  }
+}
+
+static void direct_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
+  const int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
+  if (blocks <= 0) return;
+  direct_assign_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->A32, c->bias_l2, v->n, c->dp, (int)c->d, c->k, cosine,
+                                                                   c->assign + v->row0, c->r + v->row0, c->counter);
+  VA_LAUNCHED();
 }
 
 /* --- FUSED path ---------------------------------------------------------------------------------- */
@@ -679,6 +753,10 @@ template <typename T> static void fused_dispatch(va_cuda_t *c, const va_cuda_row
 void va_cuda_assign_launch(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int variant, int part) {
   if (variant == VA_CUDA_ASSIGN_GEMM || part == VA_ASSIGN_PART_PRODUCTS) {
     gemm_assign(c, v, cosine, part == VA_ASSIGN_PART_PRODUCTS);
+    return;
+  }
+  if (variant == VA_CUDA_ASSIGN_DIRECT) {
+    direct_assign(c, v, cosine);
     return;
   }
   if (part != VA_ASSIGN_PART_R) switch (c->precision) {

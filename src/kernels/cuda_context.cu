@@ -153,8 +153,6 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
   VA_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   VA_CUDA(cudaEventCreate(&c->ev0));
   VA_CUDA(cudaEventCreate(&c->ev1));
-  VA_CUBLAS(cublasCreate(&c->blas));
-  VA_CUBLAS(cublasSetStream(c->blas, c->stream));
   size_t n = (size_t)(n_local > 0 ? n_local : 1), view = (size_t)c->view_rows;
   if (c->chunk_rows) {
     /* Zeroed chunks: rows past a short last chunk and the padding columns are read, never used. */
@@ -234,7 +232,7 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   }
   if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
   VA_CUDA(cudaFreeHost(c->h_counter));
-  VA_CUBLAS(cublasDestroy(c->blas));
+  if (c->blas) VA_CUBLAS(cublasDestroy(c->blas));
   VA_CUDA(cudaEventDestroy(c->ev0));
   VA_CUDA(cudaEventDestroy(c->ev1));
   VA_CUDA(cudaStreamDestroy(c->stream));
@@ -264,7 +262,9 @@ extern "C" int va_cuda_assign_variant(const va_cuda_t *c) {
   int v = c->assign_variant;
   if (v == VA_CUDA_ASSIGN_FUSED && (c->precision == VA_CUDA_FP32 || c->fused_cfg == 0))
     VA_FATAL("the fused assign kernel does not apply here (%s products, d %lld)", precision_name(c->precision), (long long)c->d);
-  if (v == VA_CUDA_ASSIGN_AUTO) v = (c->precision != VA_CUDA_FP32 && c->fused_cfg) ? VA_CUDA_ASSIGN_FUSED : VA_CUDA_ASSIGN_GEMM;
+  if (v == VA_CUDA_ASSIGN_AUTO)
+    v = (c->precision != VA_CUDA_FP32 && c->fused_cfg) ? VA_CUDA_ASSIGN_FUSED
+        : (double)c->n * (double)c->k * (double)c->d <= VA_CUDA_DIRECT_MAX_WORK ? VA_CUDA_ASSIGN_DIRECT : VA_CUDA_ASSIGN_GEMM;
   return v;
 }
 

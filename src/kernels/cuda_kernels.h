@@ -24,8 +24,10 @@ extern "C" {
  * fetched rows are always exact float32 data; only the argmin's dot products use the lower precision. */
 enum { VA_CUDA_FP32 = 0, VA_CUDA_TF32 = 1, VA_CUDA_FP16 = 2, VA_CUDA_BF16 = 3 };
 /* Assign kernels: AUTO picks FUSED where it applies (tf32/fp16/bf16 and d small enough for its shared
- * memory tiles), else GEMM (cuBLAS on row chunks + an argmin kernel; the only path for fp32). */
-enum { VA_CUDA_ASSIGN_AUTO = 0, VA_CUDA_ASSIGN_GEMM = 1, VA_CUDA_ASSIGN_FUSED = 2 };
+ * memory tiles), else DIRECT for a small pass (n_local x k x d up to VA_CUDA_DIRECT_MAX_WORK: one warp
+ * per row, float32 products, no cuBLAS), else GEMM (cuBLAS on row chunks + an argmin kernel). */
+enum { VA_CUDA_ASSIGN_AUTO = 0, VA_CUDA_ASSIGN_GEMM = 1, VA_CUDA_ASSIGN_FUSED = 2, VA_CUDA_ASSIGN_DIRECT = 3 };
+#define VA_CUDA_DIRECT_MAX_WORK 1073741824.0
 /* Statistics reduction: SORT (stable radix sort of rows by anchor + fixed-order segmented sums:
  * bit-for-bit reproducible, the default) or ATOMIC (fp64 atomicAdd: order, hence last bits, vary). */
 enum { VA_CUDA_STATS_SORT = 0, VA_CUDA_STATS_ATOMIC = 1 };
