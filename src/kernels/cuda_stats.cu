@@ -167,13 +167,22 @@ __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *
  * CR (segments are anchors, dp <= 32 CQ, rule none or huber): r is not read but computed here from the
  * row the lanes hold anyway and anchor j's columns kept in registers, as row_distance_warp does (lane
  * partial sums over the same columns, the same butterfly: the same value), written to r[], and the
- * member's weight taken from it; the deferred assign pass skipped its own r pass for this. */
+ * member's weight taken from it; the deferred assign pass skipped its own r pass for this.
+ * The rows are sorted by anchor, so each is a random 512-byte read (d 128): a warp stages SR_G of
+ * them at a time in shared memory with cp.async (no registers held while they are in flight), then
+ * works through them; reading one row at a time kept too few bytes in flight per SM to approach the
+ * memory's bandwidth. The arithmetic, and so every sum, is unchanged. */
+template <int CQ> struct stage_rows { static const int G = CQ >= 8 ? 2 : 8; }; /* rows staged per warp */
+__device__ __forceinline__ void cp_async16_stats(void *smem, const void *g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g));
+}
 template <int CQ, bool CR>
 __global__ void __launch_bounds__(THREADS)
 seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
                    float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
                    const int32_t *__restrict__ pstart, const int32_t *__restrict__ table, int64_t nseg, rule_dev ru,
                    const float *__restrict__ A32, int cosine, double *__restrict__ partial) {
+  constexpr int G = stage_rows<CQ>::G;
   const int64_t b = blockIdx.x;
   if (b >= pstart[nseg]) return;
   const int W = d + 3;
@@ -183,6 +192,7 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   __shared__ double red[THREADS / 32][32 * CQ];
   __shared__ double sred[THREADS / 32][3];
+  __shared__ __align__(16) float stage[THREADS / 32][G][32 * CQ];
   /* this thread's row */
   const int pos = s0 + tid;
   uint32_t myrow = 0;
@@ -204,47 +214,58 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
   }
   const int wrows = min(32, max(0, s1 - (s0 + warp * 32)));
   for (int c0 = 0; c0 < d; c0 += 32 * CQ) {
+    const int cw = (int)min((int64_t)32 * CQ, dp - c0); /* columns of this pass held by the rows: a multiple of 32 */
     double acc[CQ];
 #pragma unroll
     for (int q = 0; q < CQ; q++) acc[q] = 0;
-    /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
-     * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
-#pragma unroll(CR ? (CQ == 1 ? 1 : 2) : CQ >= 8 ? 2 : 4)
-    for (int rr = 0; rr < wrows; rr++) {
-      uint32_t row = __shfl_sync(0xffffffffu, myrow, rr);
-      if (CR) {
-        const float *x = X32 + (int64_t)row * dp;
-        float xv[CQ];
-        double s = 0;
+    for (int g0 = 0; g0 < wrows; g0 += G) {
+      const int gn = min(G, wrows - g0);
+      for (int u = 0; u < gn; u++) {
+        const uint32_t row = __shfl_sync(0xffffffffu, myrow, g0 + u);
+        const float *x = X32 + (int64_t)row * dp + c0;
+        for (int e = 4 * lane; e < cw; e += 128) cp_async16_stats(&stage[warp][u][e], x + e);
+      }
+      asm volatile("cp.async.commit_group;\n" ::);
+      asm volatile("cp.async.wait_group 0;\n" ::);
+      __syncwarp();
+      /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
+       * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
+      for (int u = 0; u < gn; u++) {
+        const int rr = g0 + u;
+        const float *xs = stage[warp][u];
+        if (CR) {
+          float xv[CQ];
+          double s = 0;
 #pragma unroll
-        for (int q = 0; q < CQ; q++) {
-          int col = lane + 32 * q;
-          xv[q] = col < dp ? x[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
-          if (cosine) s += (double)xv[q] * (double)av[q];
-          else {
-            double df = (double)xv[q] - (double)av[q];
-            s += df * df;
+          for (int q = 0; q < CQ; q++) {
+            int col = lane + 32 * q;
+            xv[q] = col < cw ? xs[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
+            if (cosine) s += (double)xv[q] * (double)av[q];
+            else {
+              double df = (double)xv[q] - (double)av[q];
+              s += df * df;
+            }
+          }
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+          if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
+          const float rv = (float)s;
+          const double w = member_weight(ru, (uint32_t)j, rv);
+          myr = lane == rr ? (double)rv : myr; /* this lane's own row */
+          mywsum = lane == rr ? w : mywsum;
+#pragma unroll
+          for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
+        } else {
+          double w = __shfl_sync(0xffffffffu, myw, rr);
+          if (w == 0) continue;
+#pragma unroll
+          for (int q = 0; q < CQ; q++) {
+            int col = lane + 32 * q;
+            if (col < cw) acc[q] += w * (double)xs[col]; /* padded columns hold zeros */
           }
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
-        const float rv = (float)s;
-        const double w = member_weight(ru, (uint32_t)j, rv);
-        myr = lane == rr ? (double)rv : myr; /* this lane's own row */
-        mywsum = lane == rr ? w : mywsum;
-#pragma unroll
-        for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
-      } else {
-        double w = __shfl_sync(0xffffffffu, myw, rr);
-        if (w == 0) continue;
-        const float *x = X32 + (int64_t)row * dp + c0;
-#pragma unroll
-        for (int q = 0; q < CQ; q++) {
-          int col = lane + 32 * q;
-          if (c0 + col < dp) acc[q] += w * (double)x[col]; /* padded columns hold zeros */
-        }
       }
+      __syncwarp(); /* the stage is refilled next */
     }
 #pragma unroll
     for (int q = 0; q < CQ; q++) red[warp][lane + 32 * q] = acc[q];
