@@ -1,15 +1,11 @@
 /* main.c: the vecanneal command line: MPI start-up, subcommand dispatch, collective exit. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "util.h"
-#ifdef VECANNEAL_CUDA
-#include "kernels/cuda_kernels.h"
-#endif
 
 const char *va_opt(int argc, char **argv, int *i, const char *name) {
   size_t len = strlen(name);
@@ -54,41 +50,13 @@ static void singleton_fast_start(void) {
 #endif
 }
 
-#ifdef VECANNEAL_CUDA
-/* The CUDA driver's start (cuInit, the first device count: 0.10-0.19 s on an H200 machine, longer than
- * a singleton's MPI_Init) runs on its own thread beside MPI_Init and the command's set-up; the command's
- * own first CUDA call waits for it inside the driver, if it is not done yet. Commands that may use a
- * GPU only, and not when the command line says --backend cpu (a job that stays on the CPU otherwise
- * just gains an idle driver). */
-static void *cuda_driver_start(void *arg) {
-  (void)arg;
-  (void)va_cuda_device_count();
-  return NULL;
-}
-static pthread_t driver_thread;
-static int driver_started;
-static void driver_join(void) {
-  if (driver_started) pthread_join(driver_thread, NULL);
-  driver_started = 0;
-}
-static void driver_start(int argc, char **argv) {
-  if (argc < 2 || (strcmp(argv[1], "compress") && strcmp(argv[1], "embed"))) return;
-  for (int i = 2; i < argc; i++)
-    if (!strcmp(argv[i], "--backend=cpu") || (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))) return;
-  driver_started = pthread_create(&driver_thread, NULL, cuda_driver_start, NULL) == 0;
-  va_set_exit_hook(driver_join);
-}
-#endif
-
 int main(int argc, char **argv) {
   singleton_fast_start();
-#ifdef VECANNEAL_CUDA
-  driver_start(argc, argv);
-#endif
+  /* Not done: starting the CUDA driver (cuInit, 0.10-0.23 s on an H200 machine) on a thread beside
+   * MPI_Init. It saved about 0.03 s of a small GPU job, but Open MPI rewrites memory functions (munmap
+   * and others) in place during MPI_Init while the driver calls them, and one such run died of a
+   * segmentation fault (not reproduced in 50 more; docs/CUDA.md). */
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-#ifdef VECANNEAL_CUDA
-    driver_join();
-#endif
     fprintf(stderr, "vecanneal: MPI_Init failed\n");
     return VA_EXIT_INTERNAL;
   }

@@ -107,11 +107,7 @@ int va_agree(int code, const char *msg) {
   return worst;
 }
 
-static void (*exit_hook)(void);
-void va_set_exit_hook(void (*fn)(void)) { exit_hook = fn; }
-
 void va_exit_all(int code) {
-  if (exit_hook) exit_hook();
   remove_pending();
   /* Tests check that every rank leaves with the agreed code. */
   if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d exits with code %d\n", va_proc.rank, code);

@@ -52,9 +52,6 @@ void *va_calloc(size_t count, size_t size, const char *what);
 int va_agree(int code, const char *msg);
 /* Collective exit: finalize MPI and exit with code on every rank (removes the pending temporary file). */
 _Noreturn void va_exit_all(int code);
-/* One function va_exit_all runs before anything else (main.c: waiting for its CUDA driver start thread,
- * so that no thread is inside the driver while the process exits). */
-void va_set_exit_hook(void (*fn)(void));
 /* Shorthand: agree, and if anyone failed, exit everywhere. */
 #define VA_AGREE_OR_EXIT(code, msg) do { int va_c_ = va_agree((code), (msg)); if (va_c_) va_exit_all(va_c_); } while (0)
 

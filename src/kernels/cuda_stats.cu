@@ -176,6 +176,31 @@ template <int CQ> struct stage_rows { static const int G = CQ >= 8 ? 2 : 8; }; /
 __device__ __forceinline__ void cp_async16_stats(void *smem, const void *g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g));
 }
+/* The sums over the warp's lanes of G values per lane (G a power of two up to 32), by the xor butterfly's
+ * tree: at offset 16 each lane keeps half of its values and adds its partner's copy of that half, and
+ * so on while more than one value is left; the last value is then summed over the remaining offsets as
+ * a butterfly does. Every sum is computed by the same tree as `s += shfl_xor(s, o)` for o = 16 .. 1 on
+ * one value (a + b == b + a in IEEE arithmetic), so bit for bit the same, in G - 1 + 5 - log2 G
+ * shuffles instead of 5 G. held: which of the G sums this lane ends with. */
+template <int G> __device__ __forceinline__ double rows_reduce(double (&part)[G], int lane, int &held) {
+  held = 0;
+  int o = 16;
+#pragma unroll
+  for (int m = G; m > 1; m >>= 1, o >>= 1) {
+    const int half = m >> 1;
+    const bool up = (lane & o) != 0;
+#pragma unroll
+    for (int r = 0; r < half; r++) {
+      const double keep = up ? part[r + half] : part[r], send = up ? part[r] : part[r + half];
+      part[r] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+    }
+    held += up ? half : 0;
+  }
+  double s = part[0];
+  for (; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
 template <int CQ, bool CR>
 __global__ void __launch_bounds__(THREADS)
 seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
@@ -193,6 +218,8 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
   __shared__ double red[THREADS / 32][32 * CQ];
   __shared__ double sred[THREADS / 32][3];
   __shared__ __align__(16) float stage[THREADS / 32][G][32 * CQ];
+  __shared__ double wstage[THREADS / 32][G];
+  __shared__ float rstage[THREADS / 32][G];
   /* this thread's row */
   const int pos = s0 + tid;
   uint32_t myrow = 0;
@@ -228,34 +255,53 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
       asm volatile("cp.async.commit_group;\n" ::);
       asm volatile("cp.async.wait_group 0;\n" ::);
       __syncwarp();
-      /* (CR: huber's double square root is a call with a slow path; around it the d <= 32 instance keeps
-       * 8 bytes on the stack on sm_90, the one spill ptxas reports here) */
-      for (int u = 0; u < gn; u++) {
-        const int rr = g0 + u;
-        const float *xs = stage[warp][u];
-        if (CR) {
-          float xv[CQ];
+      if (CR) {
+        /* every staged row's lane partial sums (rows past gn: zeros, discarded), then one transposed
+         * reduction for all of them (rows_reduce: the butterfly's tree, so each row's r is the value a
+         * butterfly per row gave, in a fifth of the shuffles), r and the weight by the lanes that hold
+         * each row, handed round through shared memory; then the rows' weighted sums in row order */
+        double part[G];
+#pragma unroll
+        for (int u = 0; u < G; u++) {
+          const float *xs = stage[warp][u];
           double s = 0;
 #pragma unroll
           for (int q = 0; q < CQ; q++) {
             int col = lane + 32 * q;
-            xv[q] = col < cw ? xs[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
-            if (cosine) s += (double)xv[q] * (double)av[q];
+            const float xv = u < gn && col < cw ? xs[col] : 0.0f; /* padded columns hold zeros, in the anchors too */
+            if (cosine) s += (double)xv * (double)av[q];
             else {
-              double df = (double)xv[q] - (double)av[q];
+              double df = (double)xv - (double)av[q];
               s += df * df;
             }
           }
+          part[u] = s;
+        }
+        int held;
+        double s = rows_reduce<G>(part, lane, held);
+        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
+        const float rv = (float)s;
+        /* (huber's double square root is a call with a slow path; around it ptxas keeps 8 bytes on the
+         * stack in some instances, the spills it reports here) */
+        const double w = member_weight(ru, (uint32_t)j, rv);
+        if ((lane & (32 / G - 1)) == 0) { wstage[warp][held] = w; rstage[warp][held] = rv; }
+        __syncwarp();
+        const int mine = lane - g0; /* this lane's own row */
+        if (mine >= 0 && mine < gn) { myr = (double)rstage[warp][mine]; mywsum = wstage[warp][mine]; }
+        for (int u = 0; u < gn; u++) {
+          const double wu = wstage[warp][u];
+          const float *xs = stage[warp][u];
 #pragma unroll
-          for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-          if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
-          const float rv = (float)s;
-          const double w = member_weight(ru, (uint32_t)j, rv);
-          myr = lane == rr ? (double)rv : myr; /* this lane's own row */
-          mywsum = lane == rr ? w : mywsum;
-#pragma unroll
-          for (int q = 0; q < CQ; q++) acc[q] += w * (double)xv[q];
-        } else {
+          for (int q = 0; q < CQ; q++) {
+            int col = lane + 32 * q;
+            const float xv = col < cw ? xs[col] : 0.0f;
+            acc[q] += wu * (double)xv;
+          }
+        }
+      } else {
+        for (int u = 0; u < gn; u++) {
+          const int rr = g0 + u;
+          const float *xs = stage[warp][u];
           double w = __shfl_sync(0xffffffffu, myw, rr);
           if (w == 0) continue;
 #pragma unroll
