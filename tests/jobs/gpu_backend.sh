@@ -39,7 +39,7 @@ VECANNEAL_FAULT_POISON_ANCHORS=1 timeout 120 mpirun -n 1 -x VECANNEAL_FAULT_POIS
 "$TOOL" close "$WORK/fp16_poison.h5" "$WORK/fp16.h5" 0 || fail "poisoned anchor storage changed the fp16 index"
 # Several ranks on one GPU (gpu_collectives = mpi: NCCL refuses two ranks on one device): the same
 # multi-rank code paths as several GPUs, apart from NCCL; against 1 rank as for the GPU counts below.
-for p in 2 3; do
+for p in 2 3 4; do
   run_np $p "${common[@]}" --backend cuda --set precision=tf32 --set gpu_collectives=mpi --out "$WORK/shared${p}.h5" > "$WORK/shared$p.log" \
     || { cat "$WORK/shared$p.log"; fail "$p ranks on one GPU"; }
   grep -q "not used: gpu_collectives = mpi" "$WORK/shared$p.log" || fail "$p ranks on one GPU: NCCL not reported unused"
