@@ -62,14 +62,12 @@ static int gpu_init_farthest(va_state_t *st) {
     }
     va_cuda_farthest_init_step(g, q, st->cosine);
     if (va_proc.nranks > 1 && q + 1 < st->k) {
-      /* the key: the running minimum's float bits over the complement of the global row (cuda_init.cu) */
-      uint64_t key = va_cuda_farthest_init_key(g, q + 1);
-      uint32_t hi = (uint32_t)(key >> 32);
-      float best = -1.0f, gbest;
-      if (key) memcpy(&best, &hi, sizeof best);
+      float best, gbest;
+      int64_t cand;
+      va_cuda_farthest_init_candidate(g, q + 1, &best, &cand);
       gbest = best;
       va_allreduce_max_f32(&gbest, 1);
-      int64_t cand = key && best == gbest ? (int64_t)(0xFFFFFFFFu - (uint32_t)key) : INT64_MAX;
+      if (best != gbest) cand = INT64_MAX;
       va_allreduce_min_i64(&cand, 1);
       next = cand == INT64_MAX ? 0 : cand;
     }
@@ -149,13 +147,8 @@ void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t c
   va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows);
   /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy).
    * st->X NULL: the caller puts them in from device memory (va_cuda_adopt_unit_rows). */
-  if (!st->X) {
-    st->be = &va_backend_cuda;
-    st->be_ctx = g;
-    return;
-  }
   const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;
-  for (int64_t r0 = 0; r0 < st->n_local; r0 += chunk) {
+  for (int64_t r0 = 0; st->X && r0 < st->n_local; r0 += chunk) {
     int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;
     va_cuda_upload_rows(g, st->X + r0 * st->d, r0, nr);
   }

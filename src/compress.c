@@ -433,9 +433,9 @@ shard_ready:
     embedded.demb = NULL;
     st.total_var = unit_rows_energy(&st, sum, &zero_rows);
     free(sum);
-#endif
     va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
             (double)st.n_local * (double)st.d * 8.0 / 1e9);
+#endif
   } else {
     st.total_var = preprocess(&st, &zero_rows);
     t_attach = va_now();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda_assign_wgmma.cuh"
+#include "kernels/cuda_async.cuh"
 #include "kernels/cuda_internal.cuh"
 
 static const int THREADS = 256;
@@ -48,6 +49,19 @@ __device__ __forceinline__ void better(float &bv, int &bi, float ov, int oi) {
 }
 __device__ __forceinline__ void better_min(float &bv, int &bi, float ov, int oi) {
   if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+}
+
+/* The block's changed rows (lane 0 of each warp holds its warp's) added to the pass's count: one atomic
+ * per block. Every thread of the block calls it. */
+__device__ __forceinline__ void add_block_changed(unsigned changed, unsigned long long *counter) {
+  __shared__ unsigned wsum[THREADS / 32];
+  if ((threadIdx.x & 31) == 0) wsum[threadIdx.x >> 5] = changed;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned s = 0;
+    for (int w = 0; w < THREADS / 32; w++) s += wsum[w];
+    if (s) atomicAdd(counter, (unsigned long long)s);
+  }
 }
 
 /* --- GEMM path ----------------------------------------------------------------------------------- */
@@ -84,15 +98,7 @@ argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restr
       assign[i] = (uint32_t)bi;
     }
   }
-  /* one atomic per block */
-  __shared__ unsigned wsum[THREADS / 32];
-  if (lane == 0) wsum[threadIdx.x >> 5] = changed;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned s = 0;
-    for (int w = 0; w < THREADS / 32; w++) s += wsum[w];
-    if (s) atomicAdd(counter, (unsigned long long)s);
-  }
+  add_block_changed(changed, counter);
 }
 
 extern "C" void va_cuda_set_gemm_rows(va_cuda_t *c, int64_t rows) { c->gemm_rows = rows; }
@@ -199,14 +205,7 @@ direct_assign_kernel(const float *__restrict__ X32, const float *__restrict__ A3
       assign[i] = (uint32_t)bi;
     }
   }
-  __shared__ unsigned wsum[THREADS / 32];
-  if (lane == 0) wsum[warp] = changed;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned s = 0;
-    for (int w = 0; w < THREADS / 32; w++) s += wsum[w];
-    if (s) atomicAdd(counter, (unsigned long long)s);
-  }
+  add_block_changed(changed, counter);
 }
 
 static void direct_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
@@ -223,11 +222,6 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t &r0, uint32_t &r
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
-__device__ __forceinline__ void cp_async16(uint32_t saddr, const void *g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(g));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* One 32-byte k-step of a 16 x 8 output tile: fp16/bf16 m16n8k16, tf32 m16n8k8 (the fragments that
  * ldmatrix gives are laid out alike in bytes for both). */

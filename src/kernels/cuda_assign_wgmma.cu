@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/cuda_assign_wgmma.cuh"
+#include "kernels/cuda_async.cuh"
 #include "kernels/cuda_kernels.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -24,11 +25,6 @@ namespace {
 
 constexpr int NTH = 256; /* two warpgroups */
 
-__device__ __forceinline__ void cp_async16(uint32_t s, const void *g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 /* this thread's shared-memory writes (cp.async) made visible to the tensor cores' reads (async proxy) */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

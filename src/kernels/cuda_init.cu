@@ -99,12 +99,18 @@ extern "C" void va_cuda_farthest_init_step(va_cuda_t *c, int64_t q, int cosine) 
   VA_LAUNCHED();
 }
 
-extern "C" uint64_t va_cuda_farthest_init_key(va_cuda_t *c, int64_t q) {
+extern "C" void va_cuda_farthest_init_candidate(va_cuda_t *c, int64_t q, float *dist, int64_t *global_row) {
   va_cuda_enter(c);
   unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8);
   VA_CUDA(cudaMemcpyAsync(h, c->fpi_key + q, 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
-  return (uint64_t)*h;
+  const unsigned long long key = *h;
+  const uint32_t bits = (uint32_t)(key >> 32);
+  *dist = -1.0f;
+  *global_row = INT64_MAX;
+  if (!key) return; /* no rows on this rank */
+  memcpy(dist, &bits, sizeof bits);
+  *global_row = (int64_t)(0xFFFFFFFFu - (uint32_t)(key & 0xFFFFFFFFull));
 }
 
 extern "C" void va_cuda_farthest_init_end(va_cuda_t *c, float *A_host) {

@@ -98,13 +98,14 @@ void va_cuda_farthest(va_cuda_t *ctx, float *rmax_host, int64_t *rarg_host);
  * anchor 0's key names global row 0. pick: anchor q <- this rank's row named by key q (one rank: no
  * wait). set: anchor q <- row (d floats, host; several ranks fetch it). step: every row's minimum takes
  * anchor q, and key q + 1 <- the largest (minimum's float bits << 32 | 0xFFFFFFFF - global row) of this
- * rank (nothing for the last anchor). key: waits and returns key q. end: A_host (k x d) <- the anchors;
- * frees. */
+ * rank (nothing for the last anchor). candidate: waits and decodes key q: this rank's farthest row for
+ * anchor q (lowest global row on ties) and its distance (-1 and INT64_MAX without rows). end: A_host
+ * (k x d) <- the anchors; frees. */
 int va_cuda_farthest_init_begin(va_cuda_t *ctx, int64_t k, int64_t global_row0, int64_t global_n);
 void va_cuda_farthest_init_pick(va_cuda_t *ctx, int64_t q);
 void va_cuda_farthest_init_set(va_cuda_t *ctx, int64_t q, const float *row);
 void va_cuda_farthest_init_step(va_cuda_t *ctx, int64_t q, int cosine);
-uint64_t va_cuda_farthest_init_key(va_cuda_t *ctx, int64_t q);
+void va_cuda_farthest_init_candidate(va_cuda_t *ctx, int64_t q, float *dist, int64_t *global_row);
 void va_cuda_farthest_init_end(va_cuda_t *ctx, float *A_host);
 /* hist_host (k x bins, zeroed by the caller) += member counts per bin over [0, rmax_host[j]], the
  * bins of va_hist_bin. */

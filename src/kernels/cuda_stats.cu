@@ -19,6 +19,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include "kernels/cuda_async.cuh"
 #include "kernels/cuda_internal.cuh"
 
 extern "C" {
@@ -173,9 +174,6 @@ __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *
  * works through them; reading one row at a time kept too few bytes in flight per SM to approach the
  * memory's bandwidth. The arithmetic, and so every sum, is unchanged. */
 template <int CQ> struct stage_rows { static const int G = CQ >= 8 ? 2 : 8; }; /* rows staged per warp */
-__device__ __forceinline__ void cp_async16_stats(void *smem, const void *g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g));
-}
 /* The sums over the warp's lanes of G values per lane (G a power of two up to 32), by the xor butterfly's
  * tree: at offset 16 each lane keeps half of its values and adds its partner's copy of that half, and
  * so on while more than one value is left; the last value is then summed over the remaining offsets as
@@ -250,10 +248,10 @@ seg_partial_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint3
       for (int u = 0; u < gn; u++) {
         const uint32_t row = __shfl_sync(0xffffffffu, myrow, g0 + u);
         const float *x = X32 + (int64_t)row * dp + c0;
-        for (int e = 4 * lane; e < cw; e += 128) cp_async16_stats(&stage[warp][u][e], x + e);
+        for (int e = 4 * lane; e < cw; e += 128) cp_async16((uint32_t)__cvta_generic_to_shared(&stage[warp][u][e]), x + e);
       }
-      asm volatile("cp.async.commit_group;\n" ::);
-      asm volatile("cp.async.wait_group 0;\n" ::);
+      cp_async_commit();
+      cp_async_wait<0>();
       __syncwarp();
       if (CR) {
         /* every staged row's lane partial sums (rows past gn: zeros, discarded), then one transposed

@@ -655,12 +655,14 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
       va_cuda_farthest_init_step(c[p], q, cosine);
     }
     if (q + 1 == k) break;
-    uint64_t best = 0;
-    for (int p = 0; p < parts; p++) {
-      uint64_t key = va_cuda_farthest_init_key(c[p], q + 1);
-      if (key > best) best = key;
+    float best = -1.0f;
+    row = INT64_MAX;
+    for (int p = 0; p < parts; p++) { /* largest distance, then lowest row: what the ranks' two collectives give */
+      float dist;
+      int64_t cand;
+      va_cuda_farthest_init_candidate(c[p], q + 1, &dist, &cand);
+      if (dist > best || (dist == best && cand < row)) { best = dist; row = cand; }
     }
-    row = (int64_t)(0xFFFFFFFFu - (uint32_t)best);
   }
   for (int p = 0; p < parts; p++) {
     va_cuda_farthest_init_end(c[p], p == 0 ? A : NULL);
