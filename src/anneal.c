@@ -152,7 +152,8 @@ static void anchors_to_host(va_state_t *st) {
 }
 
 /* Empty anchors move to the farthest member of the anchors with the largest energy contribution.
- * Returns how many moved. */
+ * Returns how many moved. A backend that owns the anchors gets the moved rows alone (the host's other
+ * rows may be stale: nothing here reads them). */
 static int64_t reseed_empty(va_state_t *st) {
   int64_t d = st->d, k = st->k, nempty = 0, ndonor = 0;
   for (int64_t j = 0; j < k; j++) nempty += acc_at(st, j, VA_ST_COUNT(d)) == 0;
@@ -164,7 +165,6 @@ static int64_t reseed_empty(va_state_t *st) {
     else if (acc_at(st, j, VA_ST_COUNT(d)) >= 2) donor[ndonor++] = j;
   }
   if (ndonor == 0) { free(empty); free(donor); return 0; }
-  anchors_to_host(st);
   /* Donors by energy contribution, largest first (ties: lower index). Selection sort on a short prefix. */
   int64_t need = nempty < ndonor ? nempty : ndonor;
   for (int64_t a = 0; a < need; a++) {
@@ -186,6 +186,7 @@ static int64_t reseed_empty(va_state_t *st) {
     if (st->cosine) va_unit_normalise(st->A + j * d, d);
     memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
   }
+  if (st->be->owns_anchors) st->be->replace_anchor_rows(st, empty, nempty);
   st->reseeds += nempty;
   free(vec); free(src); free(empty); free(donor);
   return nempty;
@@ -247,8 +248,9 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
     }
   }
   /* the backend gets the anchors again when the host moved them (a backend that owns them already has
-   * its own update) */
-  if (reseed_empty(st) || !st->be->owns_anchors) va_state_anchor_norms(st);
+   * its own update, and reseeding hands it the moved rows) */
+  reseed_empty(st);
+  if (!st->be->owns_anchors) va_state_anchor_norms(st);
   va_tock(VA_PH_UPDATE, t);
 }
 

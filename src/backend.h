@@ -48,6 +48,9 @@ typedef struct va_backend {
                 double *acc);
   /* owns_anchors: st->A and st->vel <- the backend's anchors and momentum (k x d each). */
   void (*pull_anchors)(struct va_state *st);
+  /* owns_anchors: the backend's anchors idx[0..m) <- those rows of st->A, their momentum <- 0, norms
+   * after (reseeding: the other anchors stay where they are, on the backend, without a round trip). */
+  void (*replace_anchor_rows)(struct va_state *st, const int64_t *idx, int64_t m);
   /* After a merge: every row's anchor a <- newidx[a] (k_old entries), also the previous-pass copy. */
   void (*remap)(struct va_state *st, const int64_t *newidx, int64_t k_old);
   /* Split 2-means step: see va_cuda_split_accumulate / anneal.c. sums (2m x (d + 1), zeroed). */

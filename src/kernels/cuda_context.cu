@@ -66,7 +66,7 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
   size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision)) /* two fp32 chunks, one 16-bit */
                                : (size_t)npad * (size_t)dp * (4 + elem_lp(precision));
   rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
-  size_t anchors = (size_t)kc * ((size_t)dp * (4 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 64);
+  size_t anchors = (size_t)kc * ((size_t)dp * (8 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 68);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
   size_t seg = ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
   return rows + anchors + gemm + seg;
@@ -102,6 +102,7 @@ static void alloc_anchor_arrays(va_cuda_t *c) {
   dalloc(&c->bin_hi, kc * 4, "trim bins");
   dalloc(&c->huber, kc * 8, "huber delta");
   dalloc(&c->norms_in, kc * 4, "anchor norms");
+  dalloc(&c->A_stage, kc * (dp + 1) * 4, "replaced anchors");
   dalloc(&c->vel, kc * (size_t)c->d * 8, "momentum");
   VA_CUDA(cudaMemsetAsync(c->vel, 0, kc * (size_t)c->d * 8, c->stream));
   VA_CUDA(cudaMallocHost((void **)&c->h_anchors, kc * (dp + 1) * 4));
@@ -115,7 +116,7 @@ static void alloc_anchor_arrays(va_cuda_t *c) {
 static void free_anchor_arrays(va_cuda_t *c) {
   dfree(&c->A32); dfree(&c->Alp); dfree(&c->bias_l2); dfree(&c->bias_cos); dfree(&c->rmax_bits);
   dfree(&c->rarg); dfree(&c->rmax_in); dfree(&c->bin_lo); dfree(&c->bin_hi); dfree(&c->huber);
-  dfree(&c->norms_in); dfree(&c->vel); dfree(&c->scal);
+  dfree(&c->norms_in); dfree(&c->A_stage); dfree(&c->vel); dfree(&c->scal);
   dfree(&c->C);
   c->C_cap = 0;
   if (c->h_anchors) VA_CUDA(cudaFreeHost(c->h_anchors));
@@ -198,7 +199,10 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
   VA_CUDA(cudaEventCreateWithFlags(&c->up_done, cudaEventDisableTiming));
   for (int b = 0; b < 2; b++) VA_CUDA(cudaEventCreateWithFlags(&c->staged[b], cudaEventDisableTiming));
   c->fused_cfg = va_cuda_fused_config(c);
-  VA_CUDA(cudaStreamSynchronize(c->stream));
+  /* Pinned scratch for the largest routine transfer (anchors and momentum back to the host), allocated
+   * now: its first use was in the loop (the first reseeding), where cudaMallocHost and cudaFreeHost
+   * stalled that iteration. */
+  va_cuda_host_scratch(c, (size_t)c->k_cap * ((size_t)c->dp * 4 + (size_t)c->d * 8));
   return c;
 }
 
@@ -499,6 +503,43 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
                                                                c->bias_l2, c->bias_cos);
   VA_LAUNCHED();
   if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(k, VA_CUDA_KPAD) * c->dp);
+}
+
+/* Rows idx[q] of the anchors <- stage row q (padding included), their momentum <- 0. */
+__global__ void replace_rows_kernel(float *__restrict__ A32, double *__restrict__ vel, int64_t dp, int d,
+                                    const float *__restrict__ stage, const uint32_t *__restrict__ idx, int64_t m) {
+  for (int64_t q = blockIdx.x; q < m; q += gridDim.x) {
+    const int64_t j = idx[q];
+    for (int t = threadIdx.x; t < dp; t += blockDim.x) A32[j * dp + t] = stage[q * dp + t];
+    for (int t = threadIdx.x; t < d; t += blockDim.x) vel[j * d + t] = 0.0;
+  }
+}
+
+/* Reseeding edits a few anchors of a set the device owns: only those rows travel (the whole set went
+ * down and back up before, 1.5 MB each way at k 1024, d 128, with two waits), then every norm and the
+ * 16-bit copy are recomputed as va_cuda_set_anchors does (a few microseconds at that size). */
+extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, int64_t m, const float *rows) {
+  if (m <= 0) return;
+  if (m > c->k) VA_FATAL("va_cuda_replace_anchor_rows: %lld rows, the context has %lld anchors", (long long)m, (long long)c->k);
+  va_cuda_enter(c);
+  VA_CUDA(cudaEventSynchronize(c->anchors_staged));
+  float *h = c->h_anchors;
+  uint32_t *hi = (uint32_t *)(c->h_anchors + c->k_cap * c->dp);
+  for (int64_t q = 0; q < m; q++) {
+    if (idx[q] < 0 || idx[q] >= c->k) VA_FATAL("va_cuda_replace_anchor_rows: anchor %lld outside [0, %lld)", (long long)idx[q], (long long)c->k);
+    hi[q] = (uint32_t)idx[q];
+    memcpy(h + q * c->dp, rows + q * c->d, (size_t)c->d * 4);
+    memset(h + q * c->dp + c->d, 0, (size_t)(c->dp - c->d) * 4);
+  }
+  VA_CUDA(cudaMemcpyAsync(c->A_stage, h, (size_t)(m * c->dp) * 4, cudaMemcpyHostToDevice, c->stream));
+  uint32_t *d_idx = (uint32_t *)(c->A_stage + c->k_cap * c->dp);
+  VA_CUDA(cudaMemcpyAsync(d_idx, hi, (size_t)m * 4, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaEventRecord(c->anchors_staged, c->stream));
+  replace_rows_kernel<<<(unsigned)(m < 1024 ? m : 1024), 128, 0, c->stream>>>(c->A32, c->vel, c->dp, (int)c->d, c->A_stage, d_idx, m);
+  VA_LAUNCHED();
+  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
+  VA_LAUNCHED();
+  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp);
 }
 
 /* s2.3 for anchor j = blockIdx.x, as va_update_anchor and then va_unit_normalise (cosine) compute it on

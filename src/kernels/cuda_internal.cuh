@@ -118,6 +118,7 @@ struct va_cuda {
    * its last upload */
   float *h_anchors;
   cudaEvent_t anchors_staged;
+  float *A_stage;              /* k_cap x dp, then k_cap indices: replaced anchor rows on their way into A32 */
   float *norms_in;             /* k_cap: norms given by the caller */
   /* host staging */
   float *pinned[2];

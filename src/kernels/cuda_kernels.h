@@ -136,6 +136,9 @@ void va_cuda_take_scalars(va_cuda_t *ctx, int64_t nx, double *host);
 void va_cuda_update_anchors(va_cuda_t *ctx, double eta, double beta, double max_step, int cosine);
 /* The momentum (k x d doubles, host layout) the device update starts from. */
 void va_cuda_set_velocity(va_cuda_t *ctx, const double *vel, int64_t k);
+/* Anchors idx[0..m) (distinct, < k) <- rows (m x d floats), their momentum <- 0; the norms and 16-bit
+ * copy follow. Queued (the rows are staged first; a later upload of anchors waits for that copy). */
+void va_cuda_replace_anchor_rows(va_cuda_t *ctx, const int64_t *idx, int64_t m, const float *rows);
 /* The device's anchors (k x d floats) and momentum (k x d doubles); either may be NULL; waits. */
 void va_cuda_get_anchors(va_cuda_t *ctx, float *A, double *vel);
 /* Launches every kernel of a loop iteration once (assign, r, both statistics reductions, the scalars, an

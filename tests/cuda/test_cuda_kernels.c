@@ -398,6 +398,35 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
   CHECK(memcmp(gn, hn, (size_t)k * 4) == 0, "%s: device update: norms differ from va_row_norms of the new anchors", tag);
   printf("  %-34s device update of %lld anchors (%lld steps clamped) bit for bit the host's\n", tag, (long long)moved, (long long)clamped);
   CHECK(clamped > 0, "%s: the update test never reached max_step", tag);
+  /* reseeding's replacement of a few anchors on the device (every 7th, from the last anchor down, the
+   * caller's anchors reversed): those rows and a zero momentum, every other row and momentum kept, the
+   * norms and the 16-bit copy of the whole new set (an assign pass as after uploading it whole) */
+  {
+    int64_t m = 0, *idx = malloc((size_t)k * 8);
+    for (int64_t j = k - 1; j >= 0; j -= 7) idx[m++] = j;
+    float *rows = malloc((size_t)(m * d) * 4);
+    for (int64_t q = 0; q < m; q++) {
+      memcpy(rows + q * d, Akeep + (k - 1 - idx[q]) * d, (size_t)d * 4);
+      memcpy(A0 + idx[q] * d, rows + q * d, (size_t)d * 4);
+      memset(v0 + idx[q] * d, 0, (size_t)d * 8);
+    }
+    va_cuda_replace_anchor_rows(ctx, idx, m, rows);
+    va_cuda_get_anchors(ctx, A1, v1);
+    CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0, "%s: replaced anchor rows: anchors differ", tag);
+    CHECK(memcmp(v0, v1, (size_t)(k * d) * 8) == 0, "%s: replaced anchor rows: momentum differs", tag);
+    va_cuda_debug_anchor_norms(ctx, gn);
+    va_row_norms(A0, k, d, hn);
+    CHECK(memcmp(gn, hn, (size_t)k * 4) == 0, "%s: replaced anchor rows: norms differ from va_row_norms", tag);
+    uint32_t *a_rep = malloc((size_t)n * 4);
+    va_cuda_assign(ctx, cosine);
+    va_cuda_download(ctx, a_rep, NULL);
+    va_cuda_set_anchors(ctx, A0, NULL, k);
+    va_cuda_assign(ctx, cosine);
+    va_cuda_download(ctx, da, NULL);
+    CHECK(memcmp(a_rep, da, (size_t)n * 4) == 0, "%s: replaced anchor rows: a[] differs from the whole set uploaded", tag);
+    printf("  %-34s %lld anchor rows replaced on the device: anchors, momentum, norms, a[] as uploaded whole\n", tag, (long long)m);
+    free(a_rep); free(rows); free(idx);
+  }
   /* back to the caller's anchors */
   memset(v0, 0, (size_t)(k * d) * 8);
   va_cuda_set_anchors(ctx, Akeep, NULL, k);
