@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
     }
     va_cuda_set_fused_config(ctx, 0);
     va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_AUTO);
-    if (prec == 1) {
+    if (prec == 1 || prec == 2) { /* the reductions on float32 rows (tf32) and on 16-bit rows (fp16) */
       va_cuda_assign(ctx, 0);
       float *rmax = malloc((size_t)k * 4);
       int64_t *rarg = malloc((size_t)k * 8);
@@ -162,23 +162,25 @@ int main(int argc, char **argv) {
       for (int v = 0; v < 2; v++) {
         va_cuda_set_stats_variant(ctx, v);
         for (int ri = 0; ri < 3; ri++) {
-          snprintf(what, sizeof what, "stats %s %s", rn[ri], v ? "atomic" : "sorted");
+          snprintf(what, sizeof what, "stats %s %s %s", pname[prec], rn[ri], v ? "atomic" : "sorted");
           ms = va_cuda_bench_stats(ctx, rules[ri], 0, 2, reps, &mn);
           report(what, ms, mn, 0);
         }
       }
       va_cuda_set_stats_variant(ctx, VA_CUDA_STATS_SORT);
       for (int ri = 0; ri < 3; ri += 2) {
-        snprintf(what, sizeof what, "stats %s sorted, r computed in the pass", rn[ri]);
+        snprintf(what, sizeof what, "stats %s %s sorted, r computed in the pass", pname[prec], rn[ri]);
         ms = va_cuda_bench_stats(ctx, rules[ri], 1, 2, reps, &mn);
         report(what, ms, mn, 0);
       }
-      ms = va_cuda_bench_farthest_hist(ctx, rmax, 0, 2, reps, &mn);
-      report("farthest (2 passes)", ms, mn, 0);
-      ms = va_cuda_bench_farthest_hist(ctx, rmax, bins, 2, reps, &mn);
-      report("farthest + hist 256 bins", ms, mn, 0);
+      if (prec == 1) {
+        ms = va_cuda_bench_farthest_hist(ctx, rmax, 0, 2, reps, &mn);
+        report("farthest (2 passes)", ms, mn, 0);
+        ms = va_cuda_bench_farthest_hist(ctx, rmax, bins, 2, reps, &mn);
+        report("farthest + hist 256 bins", ms, mn, 0);
+      }
       /* the device's share of a loop iteration, per precision (the anchors move: last) */
-      for (int p = 1; p < 4; p++) {
+      for (int p = 1; p < 4 && prec == 1; p++) {
         va_cuda_t *it = va_cuda_create(0, n, d, k, p);
         va_cuda_upload_rows(it, X, 0, n);
         va_cuda_set_anchors(it, A, NULL, k);

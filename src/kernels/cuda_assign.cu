@@ -782,7 +782,7 @@ extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   check_ready(c);
   VA_CUDA(cudaMemsetAsync(c->counter, 0, sizeof(unsigned long long), c->stream));
   assign_args a = {cosine, va_cuda_assign_variant(c), VA_ASSIGN_PART_ALL};
-  va_cuda_each_rows(c, c->precision >= VA_CUDA_FP16, assign_rows, &a); /* both paths read the 16-bit rows */
+  va_cuda_each_rows(c, assign_rows, &a);
   VA_CUDA(cudaMemcpyAsync(c->h_counter, c->counter, sizeof(unsigned long long), cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaMemcpyAsync(c->h_counter + 1, c->overflow, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -804,7 +804,7 @@ extern "C" void va_cuda_assign_deferred(va_cuda_t *c, int cosine, int want_r) {
   const int variant = va_cuda_assign_variant(c);
   const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
   assign_args a = {cosine, variant, part};
-  va_cuda_each_rows(c, c->precision >= VA_CUDA_FP16, assign_rows, &a);
+  va_cuda_each_rows(c, assign_rows, &a);
   c->r_pending = part == VA_ASSIGN_PART_ARGMIN;
 }
 
@@ -812,7 +812,7 @@ void va_cuda_ensure_r(va_cuda_t *c) {
   if (!c->r_pending) return;
   c->r_pending = 0;
   assign_args a = {c->cosine_last, VA_CUDA_ASSIGN_FUSED, VA_ASSIGN_PART_R};
-  va_cuda_each_rows(c, 0, assign_rows, &a); /* the float32 rows only */
+  va_cuda_each_rows(c, assign_rows, &a);
 }
 
 /* The tensor-core ceiling of mma.sync here: registers only, 8 independent accumulators per warp. */
@@ -870,12 +870,11 @@ extern "C" double va_cuda_bench_assign(va_cuda_t *c, int cosine, int warmup, int
   va_cuda_enter(c);
   check_ready(c);
   assign_args a = {cosine, gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c), gemm_only};
-  const int lp = c->precision >= VA_CUDA_FP16;
-  for (int w = 0; w < warmup; w++) va_cuda_each_rows(c, lp, assign_rows, &a);
+  for (int w = 0; w < warmup; w++) va_cuda_each_rows(c, assign_rows, &a);
   std::vector<float> t;
   for (int rep = 0; rep < reps; rep++) {
     VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    va_cuda_each_rows(c, lp, assign_rows, &a); /* streamed: the copies of the chunks included */
+    va_cuda_each_rows(c, assign_rows, &a); /* streamed: the copies of the chunks included */
     VA_CUDA(cudaEventRecord(c->ev1, c->stream));
     VA_CUDA(cudaEventSynchronize(c->ev1));
     float ms = 0;

@@ -289,25 +289,32 @@ template <typename T> __device__ __forceinline__ T from_float(float x);
 template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
-/* dst[e] = src[e] in 16 bits for e in [0, count); flags a finite value that fp16 turns into inf. */
+/* dst[e] = src[e] in 16 bits for e in [0, count); flags a finite value that fp16 turns into inf.
+ * is_rows: the rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision), so
+ * the float32 copy is rounded to them as well: every kernel, whichever copy it reads, sees the same
+ * rows, and the statistics pass can read half the bytes (cuda_stats.cu). Anchors are not rounded: their
+ * 16-bit copy serves the product only. */
 template <typename T>
-__global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
+__global__ void convert_kernel(float *__restrict__ src, T *__restrict__ dst, int64_t count, int is_rows, int *overflow) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
     float x = src[e];
     T h = from_float<T>(x);
     if (isinf((float)h) && isfinite(x)) *overflow = 1;
     dst[e] = h;
+    if (is_rows) src[e] = (float)h;
   }
 }
 
-static void convert_rows(va_cuda_t *c, const float *src, void *dst, int64_t count) {
+static void convert_to_lp(va_cuda_t *c, float *src, void *dst, int64_t count, int is_rows) {
   if (count <= 0) return;
   if (c->precision == VA_CUDA_FP16)
-    convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__half *)dst, count, c->overflow);
+    convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__half *)dst, count, is_rows, c->overflow);
   else
-    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__nv_bfloat16 *)dst, count, c->overflow);
+    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__nv_bfloat16 *)dst, count, is_rows, c->overflow);
   VA_LAUNCHED();
 }
+static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) { convert_to_lp(c, X32, Xlp, count, 1); }
+static void convert_anchors(va_cuda_t *c) { convert_to_lp(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp, 0); }
 
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
@@ -425,7 +432,7 @@ static void fetch_chunk(va_cuda_t *c, int64_t q) {
 /* Streamed: while chunk q is worked on (main stream), chunk q + 1 is copied in (copy stream); the main
  * stream waits for `copied`, the copy stream for `consumed`. The chunks come in the same order in every
  * pass, so reductions over them are reproducible. */
-void va_cuda_each_rows(va_cuda_t *c, int lp, va_cuda_rows_fn fn, void *arg) {
+void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
   if (!c->chunk_rows) {
     va_cuda_rows_t v = {c->X32, c->Xlp, 0, c->n};
     fn(c, &v, arg);
@@ -438,8 +445,8 @@ void va_cuda_each_rows(va_cuda_t *c, int lp, va_cuda_rows_fn fn, void *arg) {
     if (q + 1 < nq) fetch_chunk(c, q + 1);
     VA_CUDA(cudaStreamWaitEvent(c->stream, c->copied[b], 0));
     int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
-    if (lp) convert_rows(c, c->Xc[b], c->Xclp, nr * c->dp);
-    va_cuda_rows_t v = {c->Xc[b], lp ? c->Xclp : NULL, row0, nr};
+    if (c->Xclp) convert_rows(c, c->Xc[b], c->Xclp, nr * c->dp); /* every pass sees the 16-bit rows */
+    va_cuda_rows_t v = {c->Xc[b], c->Xclp, row0, nr};
     fn(c, &v, arg);
     VA_CUDA(cudaEventRecord(c->consumed[b], c->stream));
   }
@@ -502,7 +509,7 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
   bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, k, c->k_cap, anorm ? c->norms_in : NULL,
                                                                c->bias_l2, c->bias_cos);
   VA_LAUNCHED();
-  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(k, VA_CUDA_KPAD) * c->dp);
+  if (c->Alp) convert_anchors(c);
 }
 
 /* Rows idx[q] of the anchors <- stage row q (padding included), their momentum <- 0. */
@@ -539,7 +546,7 @@ extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, in
   VA_LAUNCHED();
   bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
   VA_LAUNCHED();
-  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp);
+  if (c->Alp) convert_anchors(c);
 }
 
 /* s2.3 for anchor j = blockIdx.x, as va_update_anchor and then va_unit_normalise (cosine) compute it on
@@ -581,7 +588,7 @@ extern "C" void va_cuda_update_anchors(va_cuda_t *c, double eta, double beta, do
   VA_LAUNCHED();
   bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
   VA_LAUNCHED();
-  if (c->Alp) convert_rows(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp);
+  if (c->Alp) convert_anchors(c);
 }
 
 extern "C" void va_cuda_set_velocity(va_cuda_t *c, const double *vel, int64_t k) {
@@ -640,8 +647,12 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
   for (int64_t q = 0; q < m; q++)
     if (local_rows[q] < 0 || local_rows[q] >= c->n)
       VA_FATAL("va_cuda_get_rows: local row %lld outside [0, %lld)", (long long)local_rows[q], (long long)c->n);
-  if (c->chunk_rows) { /* the rows are on the host */
+  if (c->chunk_rows) { /* the rows are on the host, as given: at fp16/bf16 every pass rounds its chunk */
     for (int64_t q = 0; q < m; q++) memcpy(out + q * c->d, c->Xh + local_rows[q] * c->dp, (size_t)c->d * 4);
+    if (c->precision == VA_CUDA_FP16)
+      for (int64_t e = 0; e < m * c->d; e++) out[e] = __half2float(__float2half_rn(out[e]));
+    else if (c->precision == VA_CUDA_BF16)
+      for (int64_t e = 0; e < m * c->d; e++) out[e] = __bfloat162float(__float2bfloat16_rn(out[e]));
     return;
   }
   va_cuda_enter(c);

@@ -54,7 +54,8 @@ struct va_cuda {
   cublasHandle_t blas;
   cudaDeviceProp prop;
   /* rows (resident: chunk_rows = 0) */
-  float *X32;                  /* npad x dp, zero padded; NULL when streaming */
+  float *X32;                  /* npad x dp, zero padded; NULL when streaming; at fp16/bf16 the 16-bit
+                                  values in float32 (convert_rows) */
   void *Xlp;                   /* npad x dp fp16/bf16 (precision 2/3), else NULL */
   int *overflow;               /* set when a row does not fit fp16 */
   /* out-of-core (chunk_rows > 0): the rows stay in pinned host memory and every pass copies them, a
@@ -149,8 +150,9 @@ typedef struct {
 } va_cuda_rows_t;
 typedef void (*va_cuda_rows_fn)(va_cuda_t *ctx, const va_cuda_rows_t *v, void *arg);
 /* Enqueues fn for views covering all rows in order (resident: one view; streamed: one per chunk, with
- * the 16-bit copy converted first when lp); does not wait for the device itself. */
-void va_cuda_each_rows(va_cuda_t *ctx, int lp, va_cuda_rows_fn fn, void *arg);
+ * its 16-bit copy converted first at fp16/bf16, the float32 chunk rounded to it as the resident rows
+ * are); does not wait for the device itself. */
+void va_cuda_each_rows(va_cuda_t *ctx, va_cuda_rows_fn fn, void *arg);
 
 /* One float4 of a row and of an anchor added to a distance sum in double, in order (r, farthest init). */
 __device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, double s) {

@@ -8,7 +8,9 @@
  *    fp16, 60% bf16 on this clustered data: a sanity cap; the bound is the real criterion). The DIRECT
  *    path computes the CPU fused kernel's values: where the CPU runs that kernel, every row equal.
  *  - r: the exact distance to the GPU's anchor: |r - va_row_distance| <= 1e-6 |r| + 1e-12 for every
- *    precision (r is recomputed from the float32 rows in double, whatever the product precision).
+ *    precision (r is recomputed from the rows in double, whatever the product precision).
+ *  - fp16/bf16 are the rows' storage precision: every CPU reference runs on the rows rounded to 16 bits
+ *    on the host (rows_as_stored), and rows fetched back are those values bit for bit.
  *  - changed count, farthest (rmax bits and row), histogram: exactly the CPU's on the GPU's a and r.
  *  - statistics and split sums: |gpu - cpu| <= 1e-9 (|cpu| + count_j * max|x|); counts exact; the
  *    SORT reduction is bit-for-bit the same on a second run; values appended to the statistics come
@@ -87,6 +89,34 @@ static float *make_anchors(const float *X, int64_t n, int64_t d, int64_t k, int 
 }
 
 static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
+
+/* The rows as a context of precision prec holds them: fp16/bf16 are the rows' storage precision, so
+ * their values rounded to nearest (ties to even) in 16 bits (cuda_context.cu convert_rows); float32
+ * otherwise. Written out bit by bit here so that the host reference does not borrow CUDA's conversion. */
+static float round_fp16(float x) {
+  float ax = fabsf(x);
+  if (!(ax >= 6.103515625e-05f)) return rintf(x * 16777216.0f) / 16777216.0f; /* fp16 subnormal range: steps of 2^-24 */
+  if (ax >= 65520.0f) return x > 0 ? INFINITY : -INFINITY;
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u += 0x0FFFu + ((u >> 13) & 1u);
+  u &= 0xFFFFE000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+static float round_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+static float *rows_as_stored(const float *X, int64_t count, int prec) {
+  float *Y = malloc((size_t)count * 4);
+  for (int64_t e = 0; e < count; e++) Y[e] = prec == 2 ? round_fp16(X[e]) : prec == 3 ? round_bf16(X[e]) : X[e];
+  return Y;
+}
 static const double tie_c[] = {2e-5, 8.0 / 1024, 8.0 / 2048, 8.0 / 256};
 static const double tie_frac[] = {0.005, 0.20, 0.20, 0.60};
 
@@ -453,8 +483,9 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
     uint32_t *ca = malloc((size_t)n * 4), *ga = malloc((size_t)n * 4), *ga1 = malloc((size_t)n * 4);
     float *cr = malloc((size_t)n * 4), *gr = malloc((size_t)n * 4);
     va_assign_opts_t opts = {.threads = va_cpu_count(), .tile_rows = 0};
-    va_assign_cpu(X, n, d, A, anorm, k, cosine, &opts, ca, cr);
     for (int prec = 0; prec < 4; prec++) {
+      float *Xs = rows_as_stored(X, n * d, prec); /* every CPU reference below: on the rows as stored */
+      va_assign_cpu(Xs, n, d, A, anorm, k, cosine, &opts, ca, cr);
       va_cuda_t *ctx = va_cuda_create(0, n, d, k_cap, prec);
       /* three uneven pieces, last first */
       int64_t cut1 = n / 3, cut2 = n / 3 + n / 4;
@@ -482,7 +513,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
           va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
           snprintf(tag, sizeof tag, "%s %s fused cfg %d", pname[prec], cosine ? "cosine" : "l2", v);
         }
-        check_assign(ctx, X, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
+        check_assign(ctx, Xs, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
         /* DIRECT computes the CPU fused kernel's values (cuda_assign.cu): its decisions are the CPU's */
         if (v == -1 && va_assign_fused_available()) {
           int64_t differ = 0;
@@ -509,11 +540,22 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
       va_cuda_assign(ctx, cosine);
       va_cuda_download(ctx, ga, gr);
       free(A2);
-      if (prec == 1 || prec == 2) {
+      if (prec >= 1) {
         snprintf(tag, sizeof tag, "%s %s", pname[prec], cosine ? "cosine" : "l2");
-        check_reductions(ctx, X, n, d, k, cosine, ga, gr, tag);
+        check_reductions(ctx, Xs, n, d, k, cosine, ga, gr, tag);
+      }
+      if (prec >= 2) { /* the rows fetched back: their 16-bit values */
+        int64_t m = n < 64 ? n : 64, *rows = malloc((size_t)m * 8);
+        float *back = malloc((size_t)(m * d) * 4);
+        for (int64_t q = 0; q < m; q++) rows[q] = (q * 7919) % n;
+        va_cuda_get_rows(ctx, rows, m, back);
+        int64_t bad = 0;
+        for (int64_t q = 0; q < m; q++) bad += memcmp(back + q * d, Xs + rows[q] * d, (size_t)d * 4) != 0;
+        CHECK(bad == 0, "%s %s: %lld fetched rows differ from the rows rounded to 16 bits", pname[prec], cosine ? "cosine" : "l2", (long long)bad);
+        free(rows); free(back);
       }
       va_cuda_destroy(ctx);
+      free(Xs);
     }
     free(X); free(A); free(anorm); free(ca); free(ga); free(ga1); free(cr); free(gr);
   }
@@ -529,7 +571,6 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
   uint32_t *ca = malloc((size_t)n * 4), *ra = malloc((size_t)n * 4), *sa = malloc((size_t)n * 4);
   va_row_norms(A, k, d, anorm);
   va_assign_opts_t opts = {.threads = va_cpu_count(), .tile_rows = 0};
-  va_assign_cpu(X, n, d, A, anorm, k, 0, &opts, ca, cr);
   double xmax = 0;
   for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
   int64_t W = VA_STATS_W(d);
@@ -537,6 +578,8 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
   for (int prec = 0; prec <= 2; prec++) {
     char tag[128];
     snprintf(tag, sizeof tag, "%s streamed", pname[prec]);
+    float *Xs = rows_as_stored(X, n * d, prec);
+    va_assign_cpu(Xs, n, d, A, anorm, k, 0, &opts, ca, cr);
     va_cuda_t *R = va_cuda_create(0, n, d, k, prec), *S = va_cuda_create_streamed(0, n, d, k, prec, chunk);
     CHECK(va_cuda_stream_rows(S) > 0 && va_cuda_stream_rows(S) <= chunk && va_cuda_stream_rows(R) == 0, "%s: chunk rows %lld",
           tag, (long long)va_cuda_stream_rows(S));
@@ -547,7 +590,7 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     va_cuda_upload_rows(S, X + cut1 * d, cut1, cut2 - cut1);
     va_cuda_set_anchors(R, A, NULL, k);
     va_cuda_set_anchors(S, A, NULL, k);
-    check_assign(S, X, n, d, A, k, 0, prec, ca, cr, sa, sr, tag); /* poisoned first: every row written */
+    check_assign(S, Xs, n, d, A, k, 0, prec, ca, cr, sa, sr, tag); /* poisoned first: every row written */
     va_cuda_assign(R, 0);
     va_cuda_download(R, ra, rr);
     int64_t da = 0, dr = 0;
@@ -620,10 +663,11 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
       free(delta); free(slot); free(cent); free(sr_s); free(ss_s);
     }
     /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
-    if (prec != VA_CUDA_FP32) check_reductions(S, X, n, d, k, 0, sa, sr, tag);
+    if (prec != VA_CUDA_FP32) check_reductions(S, Xs, n, d, k, 0, sa, sr, tag);
     printf("  %-34s %.1f MB of rows copied to the device\n", tag, va_cuda_streamed_bytes(S) / 1e6);
     va_cuda_destroy(R);
     va_cuda_destroy(S);
+    free(Xs);
   }
   free(X); free(A); free(A2); free(anorm); free(cr); free(rr); free(sr); free(ca); free(ra); free(sa);
   free(gr_acc); free(gs_acc); free(gs2);
@@ -635,12 +679,8 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
  * one-rank protocol: pick on the device) and once with the rows split over `parts` contexts at their
  * global offsets, reduced on the host as backend_cuda.c does for several ranks (set). Two rows are
  * copied further down, so that where a copy is the farthest the tie must go to the lower row. */
-static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int parts) {
-  float *X = make_rows(n, d, cosine);
-  memcpy(X + (n / 2) * d, X + 3 * d, (size_t)d * 4);
-  memcpy(X + (n / 3) * d, X + 7 * d, (size_t)d * 4);
-  int64_t *ref = malloc((size_t)k * 8), *got = malloc((size_t)k * 8);
-  float *mind = malloc((size_t)n * 4), *A = malloc((size_t)(k * d) * 4);
+static void farthest_ref(const float *X, int64_t n, int64_t d, int64_t k, int cosine, int64_t *ref) {
+  float *mind = malloc((size_t)n * 4);
   for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
   int64_t row = 0;
   for (int64_t q = 0; q < k; q++) {
@@ -654,6 +694,16 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
     }
     row = arg;
   }
+  free(mind);
+}
+
+static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int parts) {
+  float *X = make_rows(n, d, cosine);
+  memcpy(X + (n / 2) * d, X + 3 * d, (size_t)d * 4);
+  memcpy(X + (n / 3) * d, X + 7 * d, (size_t)d * 4);
+  int64_t *ref = malloc((size_t)k * 8), *got = malloc((size_t)k * 8);
+  float *A = malloc((size_t)(k * d) * 4);
+  farthest_ref(X, n, d, k, cosine, ref);
   /* one context, no waits */
   va_cuda_t *ctx = va_cuda_create(0, n, d, k, VA_CUDA_TF32);
   va_cuda_upload_rows(ctx, X, 0, n);
@@ -667,7 +717,11 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   for (int64_t q = 0; q < k; q++) bad += memcmp(A + q * d, X + ref[q] * d, (size_t)d * 4) != 0;
   CHECK(bad == 0, "farthest init (%s, one context): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", bad, (long long)k);
   va_cuda_destroy(ctx);
-  /* `parts` contexts as ranks */
+  /* `parts` contexts as ranks, fp16: the rows they hold are X's fp16 values, so the host loop's reference
+   * is taken again on those */
+  float *X16 = rows_as_stored(X, n * d, VA_CUDA_FP16);
+  farthest_ref(X16, n, d, k, cosine, ref);
+  int64_t row;
   va_cuda_t *c[4];
   int64_t r0[5];
   for (int p = 0; p <= parts; p++) r0[p] = n * p / parts;
@@ -680,7 +734,7 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   for (int64_t q = 0; q < k; q++) {
     got[q] = row;
     for (int p = 0; p < parts; p++) {
-      va_cuda_farthest_init_set(c[p], q, X + row * d);
+      va_cuda_farthest_init_set(c[p], q, X16 + row * d);
       va_cuda_farthest_init_step(c[p], q, cosine);
     }
     if (q + 1 == k) break;
@@ -698,7 +752,7 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
     va_cuda_destroy(c[p]);
   }
   bad = 0;
-  for (int64_t q = 0; q < k; q++) bad += got[q] != ref[q] || memcmp(A + q * d, X + ref[q] * d, (size_t)d * 4) != 0;
+  for (int64_t q = 0; q < k; q++) bad += got[q] != ref[q] || memcmp(A + q * d, X16 + ref[q] * d, (size_t)d * 4) != 0;
   CHECK(bad == 0, "farthest init (%s, %d contexts): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", parts, bad, (long long)k);
   /* streamed rows: refused, init.c's loop runs instead */
   ctx = va_cuda_create_streamed(0, n, d, k, VA_CUDA_TF32, 256);
@@ -706,7 +760,7 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   va_cuda_destroy(ctx);
   printf("  farthest init n %lld d %lld k %lld %s: one context and %d parts, same rows as the host loop\n", (long long)n,
          (long long)d, (long long)k, cosine ? "cosine" : "l2", parts);
-  free(X); free(ref); free(got); free(mind); free(A);
+  free(X); free(X16); free(ref); free(got); free(A);
 }
 
 /* Rows adopted from device memory as unit rows (compress --embed's hand-over) against compress.c's host
@@ -737,7 +791,9 @@ static void adopt_case(int64_t n, int64_t d) {
   for (int64_t i = 0; i < n; i++) rows[i] = i;
   va_cuda_get_rows(ga, rows, n, back);
   CHECK(gz == zero, "adopt: %lld zero rows, want %lld", (long long)gz, (long long)zero);
-  CHECK(memcmp(back, U, (size_t)(n * d) * 4) == 0, "adopt: unit rows differ from the host's");
+  float *U16 = rows_as_stored(U, n * d, VA_CUDA_FP16);
+  CHECK(memcmp(back, U16, (size_t)(n * d) * 4) == 0, "adopt: unit rows (in fp16) differ from the host's");
+  free(U16);
   CHECK(memcmp(gsum, sum, (size_t)d * 8) == 0, "adopt: column sums differ from the host's");
   float *A = make_anchors(U, n, d, 64, 1, 0.05);
   uint32_t *a1 = malloc((size_t)n * 4), *a2 = malloc((size_t)n * 4);
@@ -759,9 +815,11 @@ static void tiny_and_empty(void) {
   float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
   uint32_t ca[5], ga[5];
   float cr[5], gr[5];
-  va_assign_ref(X, n, d, A, k, 0, ca, cr);
   for (int64_t chunk = 0; chunk <= 256; chunk += 256) /* resident, then streamed */
     for (int prec = 0; prec < 4; prec++) {
+      float *Xs = rows_as_stored(X, n * d, prec);
+      va_assign_ref(Xs, n, d, A, k, 0, ca, cr);
+      free(Xs);
       va_cuda_t *ctx = va_cuda_create_streamed(0, n, d, 1, prec, chunk);
       va_cuda_upload_rows(ctx, X, 0, n);
       va_cuda_set_anchors(ctx, A, NULL, k);
