@@ -275,6 +275,7 @@ static void merge_anchors(va_state_t *st) {
   int64_t k = st->k, d = st->d, W = VA_STATS_W(d);
   int64_t k_min = c->k_min > 0 ? c->k_min : st->k_initial;
   if (k < 2 || c->merge_factor <= 0 || k <= k_min) return;
+  anchors_to_host(st);
   double *rowsum = va_calloc((size_t)k, sizeof(double), "merge");
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(st->aopts.threads) schedule(dynamic, 8)
@@ -365,6 +366,7 @@ static void split_anchors(va_state_t *st) {
   }
   int64_t m = nc < st->k_max - k ? nc : st->k_max - k;
   if (m <= 0) { free(cand); return; }
+  anchors_to_host(st);
   qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
   ensure_capacity(st, k + m);
   int64_t *which = va_malloc((size_t)m * sizeof *which, "split"), *slot = va_malloc((size_t)k * sizeof *slot, "split");
@@ -443,7 +445,7 @@ void va_anneal(va_state_t *st) {
     push_history(st);
     if (c->maintenance_interval > 0 && (st->iter + 1) % c->maintenance_interval == 0) {
       va_tick_t t = va_tick();
-      anchors_to_host(st);
+      /* each pulls the anchors from a backend that owns them only when it will read them */
       merge_anchors(st);
       split_anchors(st);
       va_tock(VA_PH_MAINT, t);
