@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -254,70 +255,89 @@ seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *_
     for (int q = 0; q < CQ; q++) acc[q] = 0;
     for (int g0 = 0; g0 < wrows; g0 += G) {
       const int gn = min(G, wrows - g0);
-      for (int u = 0; u < gn; u++) {
-        const uint32_t row = __shfl_sync(0xffffffffu, myrow, g0 + u);
-        const T *x = X + (int64_t)row * dp + c0;
-        for (int e = PER16 * lane; e < cw; e += 32 * PER16) cp_async16((uint32_t)__cvta_generic_to_shared(&stage[warp][u][e]), x + e);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-      __syncwarp();
-      if (CR) {
-        /* every staged row's lane partial sums (rows past gn: zeros, discarded), then one transposed
-         * reduction for all of them (rows_reduce: the butterfly's tree, so each row's r is the value a
-         * butterfly per row gave, in a fifth of the shuffles), r and the weight by the lanes that hold
-         * each row, handed round through shared memory; then the rows' weighted sums in row order */
-        double part[G];
+      /* FULL (G rows, every column of the pass: nearly every group at d = 32 CQ): the bounds are
+       * compile-time constants, so the loops unroll and lose their tests (the pass was bound by the
+       * instructions it issued, not by the memory: 73% issue-active, a third of the HBM bandwidth, on
+       * 16-bit rows). The arithmetic, and so every value, is the same in both instances. */
+      auto group = [&](auto full) {
+        constexpr bool FULL = decltype(full)::value;
+        const int un = FULL ? G : gn, cn = FULL ? 32 * CQ : cw;
 #pragma unroll
         for (int u = 0; u < G; u++) {
-          const T *xs = stage[warp][u];
-          double s = 0;
+          if (!FULL && u >= un) break;
+          const uint32_t row = __shfl_sync(0xffffffffu, myrow, g0 + u);
+          const T *x = X + (int64_t)row * dp + c0;
 #pragma unroll
-          for (int q = 0; q < CQ; q++) {
-            int col = lane + 32 * q;
-            const float xv = u < gn && col < cw ? row_value(xs[col]) : 0.0f; /* padded columns hold zeros, in the anchors too */
-            if (cosine) s += (double)xv * (double)av[q];
-            else {
-              double df = (double)xv - (double)av[q];
-              s += df * df;
+          for (int e0 = 0; e0 < 32 * CQ; e0 += 32 * PER16) {
+            const int e = e0 + PER16 * lane;
+            if (e < cn) cp_async16((uint32_t)__cvta_generic_to_shared(&stage[warp][u][e]), x + e);
+          }
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncwarp();
+        if (CR) {
+          /* every staged row's lane partial sums (rows past gn: zeros, discarded), then one transposed
+           * reduction for all of them (rows_reduce: the butterfly's tree, so each row's r is the value a
+           * butterfly per row gave, in a fifth of the shuffles), r and the weight by the lanes that hold
+           * each row, handed round through shared memory; then the rows' weighted sums in row order */
+          double part[G];
+#pragma unroll
+          for (int u = 0; u < G; u++) {
+            const T *xs = stage[warp][u];
+            double s = 0;
+#pragma unroll
+            for (int q = 0; q < CQ; q++) {
+              const int col = lane + 32 * q;
+              const float xv = FULL || (u < un && col < cn) ? row_value(xs[col]) : 0.0f; /* padded columns hold zeros, in the anchors too */
+              if (cosine) s += (double)xv * (double)av[q];
+              else {
+                double df = (double)xv - (double)av[q];
+                s += df * df;
+              }
+            }
+            part[u] = s;
+          }
+          int held;
+          double s = rows_reduce<G>(part, lane, held);
+          if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
+          const float rv = (float)s;
+          /* (huber's double square root is a call with a slow path; around it ptxas keeps 8 bytes on the
+           * stack in some instances, the spills it reports here) */
+          const double w = member_weight(ru, (uint32_t)j, rv);
+          if ((lane & (32 / G - 1)) == 0) { wstage[warp][held] = w; rstage[warp][held] = rv; }
+          __syncwarp();
+          const int mine = lane - g0; /* this lane's own row */
+          if (mine >= 0 && mine < un) { myr = (double)rstage[warp][mine]; mywsum = wstage[warp][mine]; }
+#pragma unroll
+          for (int u = 0; u < G; u++) {
+            if (!FULL && u >= un) break;
+            const double wu = wstage[warp][u];
+            const T *xs = stage[warp][u];
+#pragma unroll
+            for (int q = 0; q < CQ; q++) {
+              const int col = lane + 32 * q;
+              const float xv = FULL || col < cn ? row_value(xs[col]) : 0.0f;
+              acc[q] += wu * (double)xv;
             }
           }
-          part[u] = s;
-        }
-        int held;
-        double s = rows_reduce<G>(part, lane, held);
-        if (cosine) s = 1.0 - s > 0 ? 1.0 - s : 0.0;
-        const float rv = (float)s;
-        /* (huber's double square root is a call with a slow path; around it ptxas keeps 8 bytes on the
-         * stack in some instances, the spills it reports here) */
-        const double w = member_weight(ru, (uint32_t)j, rv);
-        if ((lane & (32 / G - 1)) == 0) { wstage[warp][held] = w; rstage[warp][held] = rv; }
-        __syncwarp();
-        const int mine = lane - g0; /* this lane's own row */
-        if (mine >= 0 && mine < gn) { myr = (double)rstage[warp][mine]; mywsum = wstage[warp][mine]; }
-        for (int u = 0; u < gn; u++) {
-          const double wu = wstage[warp][u];
-          const T *xs = stage[warp][u];
+        } else {
 #pragma unroll
-          for (int q = 0; q < CQ; q++) {
-            int col = lane + 32 * q;
-            const float xv = col < cw ? row_value(xs[col]) : 0.0f;
-            acc[q] += wu * (double)xv;
+          for (int u = 0; u < G; u++) {
+            if (!FULL && u >= un) break;
+            const T *xs = stage[warp][u];
+            double w = __shfl_sync(0xffffffffu, myw, g0 + u);
+            if (w == 0) continue;
+#pragma unroll
+            for (int q = 0; q < CQ; q++) {
+              const int col = lane + 32 * q;
+              if (FULL || col < cn) acc[q] += w * (double)row_value(xs[col]); /* padded columns hold zeros */
+            }
           }
         }
-      } else {
-        for (int u = 0; u < gn; u++) {
-          const int rr = g0 + u;
-          const T *xs = stage[warp][u];
-          double w = __shfl_sync(0xffffffffu, myw, rr);
-          if (w == 0) continue;
-#pragma unroll
-          for (int q = 0; q < CQ; q++) {
-            int col = lane + 32 * q;
-            if (col < cw) acc[q] += w * (double)row_value(xs[col]); /* padded columns hold zeros */
-          }
-        }
-      }
+      };
+      if (gn == G && cw == 32 * CQ) group(std::true_type{});
+      else group(std::false_type{});
       __syncwarp(); /* the stage is refilled next */
     }
 #pragma unroll
