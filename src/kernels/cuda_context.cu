@@ -66,7 +66,7 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
   size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision)) /* two fp32 chunks, one 16-bit */
                                : (size_t)npad * (size_t)dp * (4 + elem_lp(precision));
   rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
-  size_t anchors = (size_t)kc * ((size_t)dp * (8 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 68);
+  size_t anchors = (size_t)kc * ((size_t)dp * (12 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 76);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
   size_t seg = ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
   return rows + anchors + gemm + seg;
@@ -83,6 +83,8 @@ static int grid_for(int64_t n, int threads) {
   if (b > 65535 * 16) b = 65535 * 16;
   return (int)b;
 }
+
+static void ensure_fetch_rows(va_cuda_t *c, int64_t m);
 
 /* Per-anchor arrays sized by k_cap. */
 static void alloc_anchor_arrays(va_cuda_t *c) {
@@ -203,6 +205,7 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
    * now: its first use was in the loop (the first reseeding), where cudaMallocHost and cudaFreeHost
    * stalled that iteration. */
   va_cuda_host_scratch(c, (size_t)c->k_cap * ((size_t)c->dp * 4 + (size_t)c->d * 8));
+  if (!c->chunk_rows) ensure_fetch_rows(c, c->k_cap);
   return c;
 }
 
@@ -642,6 +645,17 @@ __global__ void gather_kernel(const float *__restrict__ X, int64_t dp, int64_t d
   }
 }
 
+/* Room for m fetched rows; cudaFree waits for the whole device, so the loop's sizes (up to k rows:
+ * reseeding, splits) are allocated with the context. */
+static void ensure_fetch_rows(va_cuda_t *c, int64_t m) {
+  if (m <= c->rows_cap) return;
+  dfree(&c->d_rows);
+  dfree(&c->d_rows_out);
+  c->rows_cap = m;
+  dalloc(&c->d_rows, (size_t)m * 8, "row indices");
+  dalloc(&c->d_rows_out, (size_t)(m * c->d) * 4, "fetched rows");
+}
+
 extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_t m, float *out) {
   if (m <= 0) return;
   for (int64_t q = 0; q < m; q++)
@@ -656,13 +670,7 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
     return;
   }
   va_cuda_enter(c);
-  if (m > c->rows_cap) {
-    dfree(&c->d_rows);
-    dfree(&c->d_rows_out);
-    c->rows_cap = m;
-    dalloc(&c->d_rows, (size_t)m * 8, "row indices");
-    dalloc(&c->d_rows_out, (size_t)(m * c->d) * 4, "fetched rows");
-  }
+  ensure_fetch_rows(c, m);
   VA_CUDA(cudaMemcpyAsync(c->d_rows, local_rows, (size_t)m * 8, cudaMemcpyHostToDevice, c->stream));
   gather_kernel<<<grid_for(m * c->d, 256), 256, 0, c->stream>>>(c->X32, c->dp, c->d, c->d_rows, m, c->d_rows_out);
   VA_LAUNCHED();

@@ -810,6 +810,29 @@ static void adopt_case(int64_t n, int64_t d) {
   free(X); free(U); free(back); free(sum); free(gsum); free(rows); free(A); free(a1); free(a2);
 }
 
+/* Farthest member per anchor with more anchors than the shared-memory maxima take (cuda_stats.cu
+ * FARTHEST_SMEM_K): the global-atomics instance, exactly va_farthest_local on the GPU's a and r. */
+static void farthest_many_anchors(void) {
+  const int64_t n = 30011, d = 16, k = 9001;
+  float *X = make_rows(n, d, 0), *A = make_anchors(X, n, d, k, 0, 0.05);
+  uint32_t *ga = malloc((size_t)n * 4);
+  float *gr = malloc((size_t)n * 4), *rmax_g = malloc((size_t)k * 4), *rmax_c = malloc((size_t)k * 4);
+  int64_t *rarg_g = malloc((size_t)k * 8), *rarg_c = malloc((size_t)k * 8);
+  va_cuda_t *ctx = va_cuda_create(0, n, d, k, VA_CUDA_FP32);
+  va_cuda_upload_rows(ctx, X, 0, n);
+  va_cuda_set_anchors(ctx, A, NULL, k);
+  va_cuda_assign(ctx, 0);
+  va_cuda_download(ctx, ga, gr);
+  va_cuda_farthest(ctx, rmax_g, rarg_g);
+  va_farthest_local(ga, gr, n, k, rmax_c, rarg_c);
+  int64_t bad = 0;
+  for (int64_t j = 0; j < k; j++) bad += memcmp(&rmax_g[j], &rmax_c[j], 4) != 0 || rarg_g[j] != rarg_c[j];
+  CHECK(bad == 0, "farthest with k %lld: %lld anchors differ", (long long)k, (long long)bad);
+  printf("  farthest with k %lld (global atomics): as va_farthest_local\n", (long long)k);
+  va_cuda_destroy(ctx);
+  free(X); free(A); free(ga); free(gr); free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c);
+}
+
 static void tiny_and_empty(void) {
   const int64_t n = 5, d = 3, k = 2;
   float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
@@ -868,6 +891,7 @@ int main(int argc, char **argv) {
   va_cuda_destroy(probe);
   printf("device: %s (%d visible)\n", desc, ndev);
   tiny_and_empty();
+  farthest_many_anchors();
   farthest_init_case(10007, 128, 256, 0, 3);
   adopt_case(20011, 384);
   adopt_case(3001, 77);
