@@ -38,11 +38,11 @@ done
 fi
 # 3. peers at 1M and 8M rows.
 mpirun -n 16 "$BIN" gen --out "$OUT/g1.h5" --n 1000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
-python3 bench/gpu_peers.py --vecanneal "$BIN" --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default --out "$OUT" 2>&1 | grep -v Warning
+python3 bench/gpu_peers.py --vecanneal "$BIN" --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default --out "$OUT" 2>&1 | grep -v Warning
 cp "$OUT/gpu_peers.csv" "$OUT/gpu_peers_1M.csv"
 if [ "${BIG:-1}" = 1 ]; then
   mpirun -n 16 "$BIN" gen --out "$OUT/g8.h5" --n 8000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
-  python3 bench/gpu_peers.py --vecanneal "$BIN" --data "$OUT/g8.h5" --k 1024 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash --out "$OUT" 2>&1 | grep -v Warning
+  python3 bench/gpu_peers.py --vecanneal "$BIN" --data "$OUT/g8.h5" --k 1024 --iters 10 --precisions fp16,bf16,fp16+default --peers torch-fp16,flash --out "$OUT" 2>&1 | grep -v Warning
   cp "$OUT/gpu_peers.csv" "$OUT/gpu_peers_8M.csv"
 fi
 rm -f "$OUT"/*.h5
