@@ -31,7 +31,7 @@ static const key_def_t KEYS[] = {
   {"k", K_INT, F(k), "256", 1, BIG, NULL, "number of anchors (same as --anchors)"},
   {"seed", K_UINT, F(seed), "1", 0, BIG, NULL, "seed of every random draw (counter-based: same draws for any rank count)"},
   {"backend", K_ENUM, F(backend), "auto", 0, 0, "auto|cpu|cuda", "compute backend; auto = CUDA when built and a device is visible, else CPU"},
-  {"precision", K_ENUM, F(precision), "tf32", 0, 0, "fp32|tf32|fp16|bf16", "cuda: precision of the distance product (accumulation fp32, reductions fp64); cpu: always fp32"},
+  {"precision", K_ENUM, F(precision), "tf32", 0, 0, "fp32|tf32|fp16|bf16", "cuda: precision of the distance product (accumulation fp32, reductions fp64); fp16/bf16 also store the rows in 16 bits, so r, energy and statistics are of the rounded rows; cpu: always fp32"},
   {"device", K_INT, F(device), "-1", -1, 1024, NULL, "cuda: GPU of this rank; -1 = node-local rank modulo the visible GPUs"},
   {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "1e10", 0, 1e30, NULL, "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/CUDA.md)"},
   {"gpu_collectives", K_ENUM, F(gpu_collectives), "nccl", 0, 0, "nccl|mpi", "cuda, several ranks: the statistics' sums through NCCL (device buffers) or MPI (host copies; also lets ranks share a GPU, which NCCL refuses)"},
