@@ -93,28 +93,25 @@ static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
 /* The rows as a context of precision prec holds them: fp16/bf16 are the rows' storage precision, so
  * their values rounded to nearest (ties to even) in 16 bits (cuda_context.cu convert_rows); float32
  * otherwise. Written out bit by bit here so that the host reference does not borrow CUDA's conversion. */
+/* x with its low `drop` mantissa bits rounded away, to nearest, ties to even (a carry into the exponent
+ * is the right result). */
+static float round_low_bits(float x, int drop) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u += (1u << (drop - 1)) - 1u + ((u >> drop) & 1u);
+  u &= ~((1u << drop) - 1u);
+  memcpy(&x, &u, 4);
+  return x;
+}
 static float round_fp16(float x) {
   float ax = fabsf(x);
   if (!(ax >= 6.103515625e-05f)) return rintf(x * 16777216.0f) / 16777216.0f; /* fp16 subnormal range: steps of 2^-24 */
   if (ax >= 65520.0f) return x > 0 ? INFINITY : -INFINITY;
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  u += 0x0FFFu + ((u >> 13) & 1u);
-  u &= 0xFFFFE000u;
-  memcpy(&x, &u, 4);
-  return x;
-}
-static float round_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  u &= 0xFFFF0000u;
-  memcpy(&x, &u, 4);
-  return x;
+  return round_low_bits(x, 13);
 }
 static float *rows_as_stored(const float *X, int64_t count, int prec) {
   float *Y = malloc((size_t)count * 4);
-  for (int64_t e = 0; e < count; e++) Y[e] = prec == 2 ? round_fp16(X[e]) : prec == 3 ? round_bf16(X[e]) : X[e];
+  for (int64_t e = 0; e < count; e++) Y[e] = prec == 2 ? round_fp16(X[e]) : prec == 3 ? round_low_bits(X[e], 16) : X[e];
   return Y;
 }
 static const double tie_c[] = {2e-5, 8.0 / 1024, 8.0 / 2048, 8.0 / 256};
