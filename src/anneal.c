@@ -476,8 +476,9 @@ void va_anneal(va_state_t *st) {
       st->checkpoint_fn(st, st->checkpoint_ctx);
     }
   }
-  anchors_to_host(st); /* the index and the final pass's callers read them */
 }
+
+void va_anneal_anchors_to_host(va_state_t *st) { anchors_to_host(st); }
 
 double va_final_pass(va_state_t *st, double *counts, double *mse) {
   int64_t k = st->k, d = st->d, W = VA_STATS_W(d);

@@ -67,8 +67,12 @@ void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float 
 void va_init_file_read(va_state_t *st);
 /* Collective: initial anchors by cfg->init. */
 void va_init_anchors(va_state_t *st);
-/* Collective: the annealing loop until convergence or max_iter, with rank-0 progress lines. */
+/* Collective: the annealing loop until convergence or max_iter, with rank-0 progress lines. A backend
+ * that owns the anchors (backend.h) may still hold the newest ones: va_anneal_anchors_to_host next. */
 void va_anneal(va_state_t *st);
+/* Collective: st->A and st->vel current on the host (a download from a backend that owns them; else
+ * nothing). The loop's time ends before it: it belongs to the index, as the final pass does. */
+void va_anneal_anchors_to_host(va_state_t *st);
 /* Collective: the final assign pass; fills counts (k) and mean squared member distance (k) and returns E. */
 double va_final_pass(va_state_t *st, double *counts, double *mse);
 #endif

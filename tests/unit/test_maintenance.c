@@ -66,6 +66,7 @@ static void test_split(void) {
   memcpy(st.A, X, 4 * sizeof(float)); /* one anchor on the first row */
   va_state_anchor_norms(&st);
   va_anneal(&st);
+  va_anneal_anchors_to_host(&st);
   CHECK(st.k == 2 && st.splits == 1, "split: k %lld splits %lld", (long long)st.k, (long long)st.splits);
   double d0 = fmin(dist_to(st.A, c[0]), dist_to(st.A, c[1])), d1 = fmin(dist_to(st.A + 4, c[0]), dist_to(st.A + 4, c[1]));
   CHECK(d0 < 0.05 && d1 < 0.05 && dist_to(st.A, st.A + 4) > 9, "split anchors not on the two centres (%g, %g)", d0, d1);
@@ -85,6 +86,7 @@ static void test_merge(void) {
   memcpy(st.A, A0, sizeof A0);
   va_state_anchor_norms(&st);
   va_anneal(&st);
+  va_anneal_anchors_to_host(&st);
   CHECK(st.k == 3 && st.merges == 1, "merge: k %lld merges %lld", (long long)st.k, (long long)st.merges);
   int ok = 1;
   for (int64_t i = 0; i < n; i++) ok &= st.assign[i] < 3;
@@ -106,6 +108,7 @@ static void test_reseed(void) {
   memcpy(st.A, A0, sizeof A0);
   va_state_anchor_norms(&st);
   va_anneal(&st);
+  va_anneal_anchors_to_host(&st);
   double best = 1e30;
   for (int64_t i = 0; i < n; i++) best = fmin(best, dist_to(st.A + 8, X + i * 4));
   CHECK(st.reseeds == 1 && isfinite(st.A[8]) && best < 0.01, "reseed: %lld reseeds, anchor 2 at distance %g from the data", (long long)st.reseeds, best);
