@@ -23,10 +23,7 @@ static void gpu_set_anchors(va_state_t *st) {
 }
 static void gpu_pull_anchors(va_state_t *st) { va_cuda_get_anchors(ctx_of(st), st->A, st->vel); }
 static void gpu_replace_anchor_rows(va_state_t *st, const int64_t *idx, int64_t m) {
-  float *rows = va_malloc((size_t)(m * st->d) * sizeof *rows, "replaced anchors");
-  for (int64_t q = 0; q < m; q++) memcpy(rows + q * st->d, st->A + idx[q] * st->d, (size_t)st->d * sizeof *rows);
-  va_cuda_replace_anchor_rows(ctx_of(st), idx, m, rows);
-  free(rows);
+  va_cuda_replace_anchor_rows(ctx_of(st), idx, m, st->A);
 }
 
 /* Enqueued without a wait; the changed count arrives with the statistics. r is left to the statistics

@@ -471,13 +471,13 @@ shard_ready:
   va_anneal(&st);
   va_install_stop_signals(VA_STOP_FINISH);
   double loop_seconds = va_now() - t_loop;
-  va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
     va_state_free(&st);
     va_comm_finalize();
     return VA_EXIT_CHECKPOINTED;
   }
+  va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
 
   double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"), *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
   double E = va_final_pass(&st, counts, mse);

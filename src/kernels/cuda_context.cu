@@ -317,7 +317,6 @@ static void convert_to_lp(va_cuda_t *c, float *src, void *dst, int64_t count, in
   VA_LAUNCHED();
 }
 static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) { convert_to_lp(c, X32, Xlp, count, 1); }
-static void convert_anchors(va_cuda_t *c) { convert_to_lp(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp, 0); }
 
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
@@ -482,6 +481,14 @@ __global__ void bias_kernel(const float *__restrict__ A32, int64_t dp, int d, in
   }
 }
 
+/* A32 changed: the arrays derived from it, queued (the half biases from the norms given on the device,
+ * or computed; the 16-bit copy for the product). Every change of the anchors ends here. */
+static void anchors_changed(va_cuda_t *c, const float *norms_dev) {
+  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, norms_dev, c->bias_l2, c->bias_cos);
+  VA_LAUNCHED();
+  if (c->Alp) convert_to_lp(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp, 0);
+}
+
 /* The anchors go up from a pinned staging buffer without waiting for the device: only for the previous
  * upload out of that buffer, long done by then. */
 extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *anorm, int64_t k) {
@@ -509,10 +516,7 @@ extern "C" void va_cuda_set_anchors(va_cuda_t *c, const float *A, const float *a
     VA_CUDA(cudaMemcpyAsync(c->norms_in, hn, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
   }
   VA_CUDA(cudaEventRecord(c->anchors_staged, c->stream));
-  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, k, c->k_cap, anorm ? c->norms_in : NULL,
-                                                               c->bias_l2, c->bias_cos);
-  VA_LAUNCHED();
-  if (c->Alp) convert_anchors(c);
+  anchors_changed(c, anorm ? c->norms_in : NULL);
 }
 
 /* Rows idx[q] of the anchors <- stage row q (padding included), their momentum <- 0. */
@@ -528,7 +532,7 @@ __global__ void replace_rows_kernel(float *__restrict__ A32, double *__restrict_
 /* Reseeding edits a few anchors of a set the device owns: only those rows travel (the whole set went
  * down and back up before, 1.5 MB each way at k 1024, d 128, with two waits), then every norm and the
  * 16-bit copy are recomputed as va_cuda_set_anchors does (a few microseconds at that size). */
-extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, int64_t m, const float *rows) {
+extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, int64_t m, const float *A) {
   if (m <= 0) return;
   if (m > c->k) VA_FATAL("va_cuda_replace_anchor_rows: %lld rows, the context has %lld anchors", (long long)m, (long long)c->k);
   va_cuda_enter(c);
@@ -538,7 +542,7 @@ extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, in
   for (int64_t q = 0; q < m; q++) {
     if (idx[q] < 0 || idx[q] >= c->k) VA_FATAL("va_cuda_replace_anchor_rows: anchor %lld outside [0, %lld)", (long long)idx[q], (long long)c->k);
     hi[q] = (uint32_t)idx[q];
-    memcpy(h + q * c->dp, rows + q * c->d, (size_t)c->d * 4);
+    memcpy(h + q * c->dp, A + idx[q] * c->d, (size_t)c->d * 4);
     memset(h + q * c->dp + c->d, 0, (size_t)(c->dp - c->d) * 4);
   }
   VA_CUDA(cudaMemcpyAsync(c->A_stage, h, (size_t)(m * c->dp) * 4, cudaMemcpyHostToDevice, c->stream));
@@ -547,9 +551,7 @@ extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, in
   VA_CUDA(cudaEventRecord(c->anchors_staged, c->stream));
   replace_rows_kernel<<<(unsigned)(m < 1024 ? m : 1024), 128, 0, c->stream>>>(c->A32, c->vel, c->dp, (int)c->d, c->A_stage, d_idx, m);
   VA_LAUNCHED();
-  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
-  VA_LAUNCHED();
-  if (c->Alp) convert_anchors(c);
+  anchors_changed(c, NULL);
 }
 
 /* s2.3 for anchor j = blockIdx.x, as va_update_anchor and then va_unit_normalise (cosine) compute it on
@@ -589,9 +591,7 @@ extern "C" void va_cuda_update_anchors(va_cuda_t *c, double eta, double beta, do
   va_cuda_enter(c);
   update_kernel<<<(unsigned)c->k, 128, 0, c->stream>>>(c->A32, c->vel, c->acc, c->dp, (int)c->d, eta, beta, max_step, cosine);
   VA_LAUNCHED();
-  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, NULL, c->bias_l2, c->bias_cos);
-  VA_LAUNCHED();
-  if (c->Alp) convert_anchors(c);
+  anchors_changed(c, NULL);
 }
 
 extern "C" void va_cuda_set_velocity(va_cuda_t *c, const double *vel, int64_t k) {

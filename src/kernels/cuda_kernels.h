@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* Product precision. The float32 rows stay on the device in every mode: r, the statistics and the
- * fetched rows are always exact float32 data; only the argmin's dot products use the lower precision. */
+/* Precision. fp32/tf32: only the argmin's dot products; r, the statistics and fetched rows are exact
+ * float32 data. fp16/bf16 are also the rows' storage: the rows are rounded to 16 bits once (the float32
+ * copy holds those values), so r, the statistics and fetched rows are those of the rounded rows. */
 enum { VA_CUDA_FP32 = 0, VA_CUDA_TF32 = 1, VA_CUDA_FP16 = 2, VA_CUDA_BF16 = 3 };
 /* Assign kernels: AUTO picks FUSED where it applies (tf32/fp16/bf16 and d small enough for its shared
  * memory tiles), else DIRECT for a small pass (n_local x k x d up to VA_CUDA_DIRECT_MAX_WORK: one warp
@@ -136,9 +137,10 @@ void va_cuda_take_scalars(va_cuda_t *ctx, int64_t nx, double *host);
 void va_cuda_update_anchors(va_cuda_t *ctx, double eta, double beta, double max_step, int cosine);
 /* The momentum (k x d doubles, host layout) the device update starts from. */
 void va_cuda_set_velocity(va_cuda_t *ctx, const double *vel, int64_t k);
-/* Anchors idx[0..m) (distinct, < k) <- rows (m x d floats), their momentum <- 0; the norms and 16-bit
- * copy follow. Queued (the rows are staged first; a later upload of anchors waits for that copy). */
-void va_cuda_replace_anchor_rows(va_cuda_t *ctx, const int64_t *idx, int64_t m, const float *rows);
+/* Anchors idx[0..m) (distinct, < k) <- those rows of A (k x d floats, host; the other rows are not
+ * read), their momentum <- 0; the norms and 16-bit copy follow. Queued (the rows are staged first; a
+ * later upload of anchors waits for that copy). */
+void va_cuda_replace_anchor_rows(va_cuda_t *ctx, const int64_t *idx, int64_t m, const float *A);
 /* The device's anchors (k x d floats) and momentum (k x d doubles); either may be NULL; waits. */
 void va_cuda_get_anchors(va_cuda_t *ctx, float *A, double *vel);
 /* Launches every kernel of a loop iteration once (assign, r, both statistics reductions, the scalars, an

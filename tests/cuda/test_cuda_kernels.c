@@ -431,13 +431,14 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
   {
     int64_t m = 0, *idx = malloc((size_t)k * 8);
     for (int64_t j = k - 1; j >= 0; j -= 7) idx[m++] = j;
-    float *rows = malloc((size_t)(m * d) * 4);
+    float *Anew = malloc((size_t)(k * d) * 4); /* the new rows at idx, NaN elsewhere: those must not be read */
+    for (int64_t e = 0; e < k * d; e++) Anew[e] = NAN;
     for (int64_t q = 0; q < m; q++) {
-      memcpy(rows + q * d, Akeep + (k - 1 - idx[q]) * d, (size_t)d * 4);
-      memcpy(A0 + idx[q] * d, rows + q * d, (size_t)d * 4);
+      memcpy(Anew + idx[q] * d, Akeep + (k - 1 - idx[q]) * d, (size_t)d * 4);
+      memcpy(A0 + idx[q] * d, Anew + idx[q] * d, (size_t)d * 4);
       memset(v0 + idx[q] * d, 0, (size_t)d * 8);
     }
-    va_cuda_replace_anchor_rows(ctx, idx, m, rows);
+    va_cuda_replace_anchor_rows(ctx, idx, m, Anew);
     va_cuda_get_anchors(ctx, A1, v1);
     CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0, "%s: replaced anchor rows: anchors differ", tag);
     CHECK(memcmp(v0, v1, (size_t)(k * d) * 8) == 0, "%s: replaced anchor rows: momentum differs", tag);
@@ -452,7 +453,7 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
     va_cuda_download(ctx, da, NULL);
     CHECK(memcmp(a_rep, da, (size_t)n * 4) == 0, "%s: replaced anchor rows: a[] differs from the whole set uploaded", tag);
     printf("  %-34s %lld anchor rows replaced on the device: anchors, momentum, norms, a[] as uploaded whole\n", tag, (long long)m);
-    free(a_rep); free(rows); free(idx);
+    free(a_rep); free(Anew); free(idx);
   }
   /* back to the caller's anchors */
   memset(v0, 0, (size_t)(k * d) * 8);
