@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -456,37 +458,74 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
 }
 
 /* --- anchors --------------------------------------------------------------------------------------- */
-/* Half biases: the argmax of x.a - ||a||^2 / 2 (l2) or of x.a (cosine) is the nearest anchor; anchors
- * past k get +inf so they never win. The norm is the caller's, or va_row_norms's: double products and
- * sums in order (no fused multiply-add), rounded to float. */
-__global__ void bias_kernel(const float *__restrict__ A32, int64_t dp, int d, int64_t k, int64_t k_cap,
-                            const float *__restrict__ given, float *b_l2, float *b_cos) {
+/* Everything derived from the anchors A32, in one pass over them: the half biases (the argmax of
+ * x.a - ||a||^2 / 2 (l2) or of x.a (cosine) is the nearest anchor; anchors past k get +inf so they never
+ * win), the norm the caller's or va_row_norms's (double products and sums in order, no fused
+ * multiply-add, rounded to float), and the 16-bit copy for the product (T = float: none) of the first
+ * k_lp rows, a finite value that fp16 turns into inf flagged as convert_kernel does.
+ * A thread per anchor: its sum is one chain in order whatever the layout, so the loads go ahead of it,
+ * 16 x 16 bytes at a time (one float per step, on 8 blocks, took 13 us at k 1024, the separate 16-bit
+ * conversion another 3 us and a launch). The padding columns hold zeros: s + 0 is s. */
+template <typename T>
+__global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp, int d, int64_t k, int64_t k_lp,
+                                       int64_t k_cap, const float *__restrict__ given, float *b_l2, float *b_cos,
+                                       T *__restrict__ Alp, int *overflow) {
+  constexpr bool LP = !std::is_same<T, float>::value;
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < k_cap; j += (int64_t)gridDim.x * blockDim.x) {
-    if (j >= k) {
-      b_l2[j] = b_cos[j] = INFINITY;
-      continue;
-    }
-    float nrm;
-    if (given) nrm = given[j];
-    else {
-      double s = 0;
-      for (int t = 0; t < d; t++) {
-        double x = A32[j * dp + t];
-        s = __dadd_rn(s, __dmul_rn(x, x));
+    const bool norm = j < k && !given, conv = LP && j < k_lp;
+    double s = 0;
+    if (norm || conv) {
+      const float4 *row = (const float4 *)(A32 + j * dp);
+      const int64_t nq = dp / 4; /* dp: a multiple of 32 */
+      for (int64_t q0 = 0; q0 < nq; q0 += 16) {
+        /* 16 loads issued before anything uses them: with the stores in the same loop the compiler kept
+         * one load in flight, and the thread waited for memory on every step (14 us at k 1024) */
+        float4 v[16];
+#pragma unroll
+        for (int i = 0; i < 16; i++) v[i] = q0 + i < nq ? row[q0 + i] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+          const float e[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+          if (norm)
+#pragma unroll
+            for (int m = 0; m < 4; m++) s = __dadd_rn(s, __dmul_rn((double)e[m], (double)e[m]));
+          if constexpr (LP) {
+            if (conv && q0 + i < nq) {
+              T h[4];
+#pragma unroll
+              for (int m = 0; m < 4; m++) {
+                h[m] = from_float<T>(e[m]);
+                if (isinf((float)h[m]) && isfinite(e[m])) *overflow = 1;
+              }
+              *(uint2 *)(Alp + j * dp + 4 * (q0 + i)) = *(const uint2 *)h;
+            }
+          }
+        }
       }
-      nrm = (float)s;
     }
-    b_l2[j] = 0.5f * nrm; /* exact: a power of two */
-    b_cos[j] = 0.0f;
+    if (j >= k) b_l2[j] = b_cos[j] = INFINITY;
+    else {
+      b_l2[j] = 0.5f * (given ? given[j] : (float)s); /* exact: a power of two */
+      b_cos[j] = 0.0f;
+    }
   }
 }
 
 /* A32 changed: the arrays derived from it, queued (the half biases from the norms given on the device,
  * or computed; the 16-bit copy for the product). Every change of the anchors ends here. */
 static void anchors_changed(va_cuda_t *c, const float *norms_dev) {
-  bias_kernel<<<grid_for(c->k_cap, 128), 128, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, c->k_cap, norms_dev, c->bias_l2, c->bias_cos);
+  const int64_t k_lp = VA_ROUND_UP(c->k, VA_CUDA_KPAD);
+  const unsigned blocks = (unsigned)((c->k_cap + 31) / 32); /* a warp per SM: the chains run side by side */
+  if (c->precision == VA_CUDA_FP16)
+    anchors_derived_kernel<__half><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev,
+                                                                 c->bias_l2, c->bias_cos, (__half *)c->Alp, c->overflow);
+  else if (c->precision == VA_CUDA_BF16)
+    anchors_derived_kernel<__nv_bfloat16><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2,
+                                                                        c->bias_cos, (__nv_bfloat16 *)c->Alp, c->overflow);
+  else
+    anchors_derived_kernel<float><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev,
+                                                                c->bias_l2, c->bias_cos, NULL, c->overflow);
   VA_LAUNCHED();
-  if (c->Alp) convert_to_lp(c, c->A32, c->Alp, VA_ROUND_UP(c->k, VA_CUDA_KPAD) * c->dp, 0);
 }
 
 /* The anchors go up from a pinned staging buffer without waiting for the device: only for the previous

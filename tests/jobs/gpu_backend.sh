@@ -28,6 +28,17 @@ for prec in fp32 tf32 bf16; do
     awk -v a="$Eg" -v b="$Ec" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d < 0.005) }' || fail "cuda $prec energy off"
   fi
 done
+# Progress lines on the CUDA backend wait for the next iteration's queued pass (anneal.c): every
+# iteration's line still comes, in order, after the header and before the checkpoint message of its own
+# iteration.
+run_np 1 "${common[@]}" --backend cuda --set precision=tf32 --set progress_every=1 --set checkpoint_every=5 \
+  --out "$WORK/prog.h5" > "$WORK/prog.log" || { cat "$WORK/prog.log"; fail "cuda with progress lines"; }
+awk 'BEGIN { want = 1; head = 0; bad = 0 }
+     $1 == "iter" && $2 == "T" { head = 1; next }
+     /^checkpoint after iteration/ { if ($4 != want - 1) bad = 1; next }
+     head && $1 ~ /^[0-9]+$/ && NF >= 7 { if ($1 != want) bad = 1; want++ }
+     END { exit !(head && !bad && want == 21) }' "$WORK/prog.log" || { cat "$WORK/prog.log"; fail "progress lines missing or out of order"; }
+"$TOOL" close "$WORK/prog.h5" "$WORK/gpu_tf32.h5" 0 || fail "progress lines changed the index"
 # fp16 products and the default kmeans|| init with the host's anchor storage poisoned before the
 # initialisation writes it (VECANNEAL_FAULT_POISON_ANCHORS: 1e30 everywhere, as uninitialised memory
 # may be): nothing reads it early, so the job runs and gives the unpoisoned index. (The side passes of
