@@ -827,6 +827,16 @@ static void farthest_many_anchors(void) {
   for (int64_t j = 0; j < k; j++) bad += memcmp(&rmax_g[j], &rmax_c[j], 4) != 0 || rarg_g[j] != rarg_c[j];
   CHECK(bad == 0, "farthest with k %lld: %lld anchors differ", (long long)k, (long long)bad);
   printf("  farthest with k %lld (global atomics): as va_farthest_local\n", (long long)k);
+  /* the sorted statistics with more segments than one block's bookkeeping takes (cuda_stats.cu
+   * BOOK_THREADS * BOOK_PER): the device-wide scan, against the CPU as in check_shape */
+  const int64_t W = VA_STATS_W(d);
+  double *cg = malloc((size_t)(k * W) * 8), *cc = calloc((size_t)(k * W), 8), xmax = 0;
+  for (int64_t e = 0; e < n * d; e++) xmax = fabs(X[e]) > xmax ? fabs(X[e]) : xmax;
+  va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
+  va_stats_accumulate(X, n, d, ga, gr, k, &none, cc);
+  gpu_stats(ctx, &none, k, d, cg);
+  check_acc(cg, cc, k, d, xmax, "stats none with k 9001");
+  free(cg); free(cc);
   va_cuda_destroy(ctx);
   free(X); free(A); free(ga); free(gr); free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c);
 }
