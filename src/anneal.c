@@ -427,6 +427,20 @@ static void push_history(va_state_t *st) {
   st->h_k[st->iter] = st->k;
 }
 
+/* A progress line held back (va_anneal), printed now if there is one. */
+static void flush_line(const char *line, int *pending) {
+  if (*pending) va_log0("%s", line);
+  *pending = 0;
+}
+
+/* A checkpoint from the loop: the held-back line first (it belongs before whatever the checkpoint
+ * prints), then the host's anchors current. */
+static void checkpoint_now(va_state_t *st, const char *line, int *pending) {
+  flush_line(line, pending);
+  anchors_to_host(st);
+  st->checkpoint_fn(st, st->checkpoint_ctx);
+}
+
 void va_anneal(va_state_t *st) {
   const va_config_t *c = st->cfg;
   st->k_max = c->k_max == 0 ? st->k_initial : c->k_max < 0 ? st->n : (c->k_max < st->n ? c->k_max : st->n);
@@ -446,10 +460,7 @@ void va_anneal(va_state_t *st) {
   while (st->iter < c->max_iter && !st->converged) {
     double t0 = va_now(), b0 = streamed ? st->be->streamed_bytes(st) : 0;
     int64_t changed_local = assign_local(st);
-    if (line_pending) {
-      va_log0("%s", line);
-      line_pending = 0;
-    }
+    flush_line(line, &line_pending);
     double T_used = st->T;
     reduce_and_update(st, changed_local);
     push_history(st);
@@ -474,25 +485,18 @@ void va_anneal(va_state_t *st) {
       if (streamed) snprintf(rate, sizeof rate, " %11.2f", (st->be->streamed_bytes(st) - b0) / (ms * 1e6));
       snprintf(line, sizeof line, "%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f%s\n", (long long)st->iter, T_used, st->E,
                st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms, rate);
-      line_pending = changed_local == VA_CHANGED_IN_STATS;
-      if (!line_pending) va_log0("%s", line);
-    }
-    if (line_pending && (st->stop_agreed || (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0))) {
-      va_log0("%s", line); /* before whatever a checkpoint prints */
-      line_pending = 0;
+      line_pending = 1;
+      if (changed_local != VA_CHANGED_IN_STATS) flush_line(line, &line_pending);
     }
     if (st->stop_agreed && st->checkpoint_fn) {
-      anchors_to_host(st);
-      st->checkpoint_fn(st, st->checkpoint_ctx);
+      checkpoint_now(st, line, &line_pending);
       st->stopped = 1;
       break;
     }
-    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn) {
-      anchors_to_host(st);
-      st->checkpoint_fn(st, st->checkpoint_ctx);
-    }
+    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn)
+      checkpoint_now(st, line, &line_pending);
   }
-  if (line_pending) va_log0("%s", line);
+  flush_line(line, &line_pending);
 }
 
 void va_anneal_anchors_to_host(va_state_t *st) { anchors_to_host(st); }

@@ -294,31 +294,30 @@ template <typename T> __device__ __forceinline__ T from_float(float x);
 template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
-/* dst[e] = src[e] in 16 bits for e in [0, count); flags a finite value that fp16 turns into inf.
- * is_rows: the rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision), so
- * the float32 copy is rounded to them as well: every kernel, whichever copy it reads, sees the same
- * rows, and the statistics pass can read half the bytes (cuda_stats.cu). Anchors are not rounded: their
- * 16-bit copy serves the product only. */
+/* The rows in 16 bits: dst[e] = src[e] rounded, for e in [0, count); flags a finite value that fp16 turns
+ * into inf. The rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision), so the
+ * float32 copy is rounded to them as well: every kernel, whichever copy it reads, sees the same rows, and
+ * the statistics pass can read half the bytes (cuda_stats.cu). (The anchors' 16-bit copy, for the product
+ * only, is anchors_derived_kernel's.) */
 template <typename T>
-__global__ void convert_kernel(float *__restrict__ src, T *__restrict__ dst, int64_t count, int is_rows, int *overflow) {
+__global__ void convert_kernel(float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
     float x = src[e];
     T h = from_float<T>(x);
     if (isinf((float)h) && isfinite(x)) *overflow = 1;
     dst[e] = h;
-    if (is_rows) src[e] = (float)h;
+    src[e] = (float)h;
   }
 }
 
-static void convert_to_lp(va_cuda_t *c, float *src, void *dst, int64_t count, int is_rows) {
+static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) {
   if (count <= 0) return;
   if (c->precision == VA_CUDA_FP16)
-    convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__half *)dst, count, is_rows, c->overflow);
+    convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__half *)Xlp, count, c->overflow);
   else
-    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(src, (__nv_bfloat16 *)dst, count, is_rows, c->overflow);
+    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__nv_bfloat16 *)Xlp, count, c->overflow);
   VA_LAUNCHED();
 }
-static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) { convert_to_lp(c, X32, Xlp, count, 1); }
 
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
@@ -467,7 +466,7 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
  * 16 x 16 bytes at a time (one float per step, on 8 blocks, took 13 us at k 1024, the separate 16-bit
  * conversion another 3 us and a launch). The padding columns hold zeros: s + 0 is s. */
 template <typename T>
-__global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp, int d, int64_t k, int64_t k_lp,
+__global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp, int64_t k, int64_t k_lp,
                                        int64_t k_cap, const float *__restrict__ given, float *b_l2, float *b_cos,
                                        T *__restrict__ Alp, int *overflow) {
   constexpr bool LP = !std::is_same<T, float>::value;
@@ -517,13 +516,13 @@ static void anchors_changed(va_cuda_t *c, const float *norms_dev) {
   const int64_t k_lp = VA_ROUND_UP(c->k, VA_CUDA_KPAD);
   const unsigned blocks = (unsigned)((c->k_cap + 31) / 32); /* a warp per SM: the chains run side by side */
   if (c->precision == VA_CUDA_FP16)
-    anchors_derived_kernel<__half><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev,
+    anchors_derived_kernel<__half><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev,
                                                                  c->bias_l2, c->bias_cos, (__half *)c->Alp, c->overflow);
   else if (c->precision == VA_CUDA_BF16)
-    anchors_derived_kernel<__nv_bfloat16><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2,
+    anchors_derived_kernel<__nv_bfloat16><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2,
                                                                         c->bias_cos, (__nv_bfloat16 *)c->Alp, c->overflow);
   else
-    anchors_derived_kernel<float><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, (int)c->d, c->k, k_lp, c->k_cap, norms_dev,
+    anchors_derived_kernel<float><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev,
                                                                 c->bias_l2, c->bias_cos, NULL, c->overflow);
   VA_LAUNCHED();
 }

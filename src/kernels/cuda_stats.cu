@@ -186,13 +186,20 @@ __global__ void seg_bounds_kernel(const uint32_t *__restrict__ ks, int64_t n, in
     if (i == n - 1 || ks[i + 1] != key) end[key] = (int32_t)(i + 1);
   }
 }
+/* Pieces of segment j (0 for the excluded segment nseg), and their entries in the piece table. */
+__device__ __forceinline__ int32_t seg_pieces(const int32_t *start, const int32_t *end, int64_t nseg, int64_t j) {
+  return j < nseg ? (end[j] - start[j] + PIECE - 1) / PIECE : 0;
+}
+__device__ __forceinline__ void seg_table_fill(int32_t *table, int32_t first, int32_t count, int64_t j) {
+  for (int32_t p = 0; p < count; p++) table[first + p] = (int32_t)j;
+}
 __global__ void seg_pieces_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np) {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j <= nseg; j += (int64_t)gridDim.x * blockDim.x)
-    np[j] = j < nseg ? (end[j] - start[j] + PIECE - 1) / PIECE : 0;
+    np[j] = seg_pieces(start, end, nseg, j);
 }
 __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *__restrict__ pstart, int64_t nseg, int32_t *table) {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nseg; j += (int64_t)gridDim.x * blockDim.x)
-    for (int32_t p = 0; p < np[j]; p++) table[pstart[j] + p] = (int32_t)j;
+    seg_table_fill(table, pstart[j], np[j], j);
 }
 
 /* The three steps above in one block when the segments are few (nseg + 1 <= BOOK_THREADS * BOOK_PER, k up
@@ -211,7 +218,7 @@ seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ e
   int32_t cnt[BOOK_PER], sum = 0;
 #pragma unroll
   for (int q = 0; q < BOOK_PER; q++) {
-    cnt[q] = j0 + q < nseg ? (end[j0 + q] - start[j0 + q] + PIECE - 1) / PIECE : 0;
+    cnt[q] = seg_pieces(start, end, nseg, j0 + q);
     sum += cnt[q];
   }
   int32_t off;
@@ -222,7 +229,7 @@ seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ e
     if (j > nseg) break;
     np[j] = cnt[q];
     pstart[j] = off; /* pstart[nseg]: every piece */
-    for (int32_t p = 0; p < cnt[q]; p++) table[off + p] = (int32_t)j;
+    seg_table_fill(table, off, cnt[q], j);
     off += cnt[q];
   }
 }
