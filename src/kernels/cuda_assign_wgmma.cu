@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include <type_traits>
 
@@ -23,7 +24,6 @@
 
 namespace {
 
-constexpr int NTH = 256; /* two warpgroups */
 
 /* this thread's shared-memory writes (cp.async) made visible to the tensor cores' reads (async proxy) */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -65,6 +65,21 @@ VA_WG(__half, 128, "m64n128k16.f32.f16.f16", VA_D64, "{%64, %65, %66, %67}", "%6
 VA_WG(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", VA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 0", VA_F32(d, 0),
       VA_F32(d, 32))
 VA_WG(float, 64, "m64n64k8.f32.tf32.tf32", VA_D32, "{%32, %33, %34, %35}", "%36", "%37", "", VA_F32(d, 0))
+/* The same product with the rows from shared memory as well (descriptor adesc, same swizzled K-major
+ * layout as the anchors), negated by the instruction (scale-a -1: exact). 16-bit only. */
+template <typename T> struct WgS;
+#define VA_WGS(TYPE, SHAPE)                                                                                    \
+  template <> struct WgS<TYPE> {                                                                             \
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t adesc, uint64_t bdesc, int acc_in) {  \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D64 ", %64, %65, p, -1, 1, 0, 0;\n}\n"     \
+                   : VA_F32(d, 0), VA_F32(d, 32)                                                             \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                   \
+    }                                                                                                        \
+  };
+VA_WGS(__half, "m64n128k16.f32.f16.f16")
+VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
+#undef VA_WGS
 #undef VA_WG
 #undef VA_D64
 #undef VA_D32
@@ -101,21 +116,24 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
  * one group of 16 at fp16/bf16. */
 template <typename T> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : 16; }
 
-template <typename T, int BN, int KS, int STAGES>
-__global__ void __launch_bounds__(NTH, 1)
+template <typename T, int BN, int KS, int STAGES, int NWG, bool SS>
+__global__ void __launch_bounds__(NWG * 128, 1)
 fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
                    uint32_t *__restrict__ assign, unsigned long long *counter) {
+  constexpr int NTH = NWG * 128, BM = NTH; /* rows per block: 128 per warpgroup */
   constexpr int ROWB = KS * 32, CPR = ROWB / 16, TILE_B = BN * ROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
-  constexpr int LOADS = BN * CPR / NTH; /* 16-byte copies per thread and tile */
+  constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
   constexpr int GROUP = unit_group<T>();
   static_assert(KS % 4 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
-  static_assert((NTH / CPR) % 8 == 0 && (BN * CPR) % NTH == 0, "a thread's chunks share their column and swizzle");
+  static_assert((NTH / CPR) % 8 == 0, "a thread's chunks share their column and swizzle");
+  static_assert(!SS || sizeof(T) == 2, "rows from shared memory: 16-bit only");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const unsigned char *smem = smem_raw + (s_base - s_raw);
+  const uint32_t s_rows = s_base + (uint32_t)(STAGES * STAGE_B); /* SS: the block's rows, 64-row blocks as the tiles */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
   /* this warp's first row in row block 0 of its warpgroup; row block 1 adds 64 */
-  const int64_t wrow0 = (int64_t)blockIdx.x * 256 + (warp >> 2) * 128 + (warp & 3) * 16;
+  const int64_t wrow0 = (int64_t)blockIdx.x * BM + (warp >> 2) * 128 + (warp & 3) * 16;
 
   /* this thread's chunk of every tile: anchor n0 + q NTH / CPR, 16-byte column c of the row */
   const int c = tid % CPR, n0 = tid / CPR;
@@ -124,9 +142,22 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     const unsigned char *src = (const unsigned char *)A + (size_t)t * TILE_B + tid * 16;
     const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
 #pragma unroll
-    for (int q = 0; q < LOADS; q++) cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
+    for (int q = 0; q < LOADS; q++)
+      if ((BN * CPR) % NTH == 0 || q * NTH + tid < BN * CPR) cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
     if (tid < BN / 4) cp_async16(st + TILE_B + tid * 16, hb + (size_t)t * BN + tid * 4);
   };
+  if constexpr (SS) {
+    /* the block's rows into shared memory with the first tile: row r of 64-row block r / 64 as an anchor
+     * of a 64-anchor tile; rows past the allocation (a multiple of 256) filled with zeros, never written */
+    const int64_t readable = (n + 255) / 256 * 256, row0 = (int64_t)blockIdx.x * BM;
+#pragma unroll
+    for (int q = 0; q < BM * CPR / NTH; q++) {
+      const int r = n0 + q * (NTH / CPR), i = r & 63;
+      const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * ROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+      if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
+      else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+    }
+  }
 #pragma unroll
   for (int s = 0; s < STAGES - 2; s++) {
     if (s < ntiles) load_tile(s);
@@ -136,9 +167,9 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   /* A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g, bytes 4tq of the
    * step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
   constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
-  uint32_t af[2][KS][4];
+  uint32_t af[SS ? 1 : 2][SS ? 1 : KS][4];
 #pragma unroll
-  for (int rb = 0; rb < 2; rb++) {
+  for (int rb = 0; rb < (SS ? 0 : 2); rb++) {
     const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(wrow0 + rb * 64 + g) * ROWB);
     const uint32_t *x1 = x0 + 8 * ROWB / 4;
 #pragma unroll
@@ -159,6 +190,8 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
   const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  /* SS: this warpgroup's row block 0 */
+  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * ROWB))) >> 4);
 
   /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
   auto top = [&](int t) {
@@ -180,8 +213,16 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     fence_regs(acc[rb]);
     wg_fence();
 #pragma unroll
-    for (int ks = 0; ks < KS; ks++)
-      Wg<T, BN>::run(acc[rb], af[rb][ks], desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4), ks > 0);
+    for (int ks = 0; ks < KS; ks++) {
+      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4);
+      if constexpr (SS) {
+        /* formed at each use from one base (volatile: hoisted, the 2 KS descriptors would hold 4 KS registers) */
+        uint64_t adesc;
+        asm volatile("add.s64 %0, %1, %2;\n" : "=l"(adesc) : "l"(adesc0), "l"((uint64_t)((rb * (64 * ROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
+        WgS<T>::run(acc[rb], adesc, bdesc, ks > 0);
+      } else
+        Wg<T, BN>::run(acc[rb], af[SS ? 0 : rb][SS ? 0 : ks], bdesc, ks > 0);
+    }
     wg_commit();
   };
   /* unit u's set once its products have completed (wgmma.wait_group): + the half bias, then per row the
@@ -195,24 +236,27 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     float(&d)[NACC] = acc[rb];
     fence_regs(d);
     const float *bias_s = (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B);
-    float2 b[BN / 8];
+    /* both rows' (h) pairs per bias load: the accumulators turn into pairs as they are read, so the
+     * set, its pairs and the biases are never all live at once (three warpgroups leave 168 registers) */
+    float mv[2][BN / 8];
+    int mi[2][BN / 8];
 #pragma unroll
-    for (int i = 0; i < BN / 8; i++) b[i] = *(const float2 *)(bias_s + 8 * i + 2 * tq);
+    for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
+      const float2 b = *(const float2 *)(bias_s + 8 * i + 2 * tq);
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const float v0 = d[4 * i + 2 * h] + b.x, v1 = d[4 * i + 2 * h + 1] + b.y;
+        const bool p = v1 < v0;
+        mv[h][i] = p ? v1 : v0;
+        mi[h][i] = 8 * i + (p ? 1 : 0);
+      }
+    }
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      float mv[BN / 8];
-      int mi[BN / 8];
-#pragma unroll
-      for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
-        const float v0 = d[4 * i + 2 * h] + b[i].x, v1 = d[4 * i + 2 * h + 1] + b[i].y;
-        const bool p = v1 < v0;
-        mv[i] = p ? v1 : v0;
-        mi[i] = 8 * i + (p ? 1 : 0);
-      }
-      argmin_tree<1, BN / 8>(mv, mi);
-      const bool p = mv[0] < best[rb][h];
-      best[rb][h] = p ? mv[0] : best[rb][h];
-      bidx[rb][h] = p ? t * BN + 2 * tq + mi[0] : bidx[rb][h];
+      argmin_tree<1, BN / 8>(mv[h], mi[h]);
+      const bool p = mv[h][0] < best[rb][h];
+      best[rb][h] = p ? mv[h][0] : best[rb][h];
+      bidx[rb][h] = p ? t * BN + 2 * tq + mi[h][0] : bidx[rb][h];
     }
   };
   /* P units from u (even): each unit's products run while the previous unit's set is scanned; all have
@@ -268,29 +312,45 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
 /* Per product type: anchors per tile and ring stages (tf32: 64-anchor tiles keep the two accumulator
  * sets and the rows' 128 fragment registers under 255). The row length picks KS: full rows of 128 or 64
  * elements only (others take the mma.sync kernels). */
+static int wg3() { static const int v = getenv("VA_WG3") ? atoi(getenv("VA_WG3")) : 0; return v; }
 template <typename T> struct Cfg { static constexpr int BN = sizeof(T) == 4 ? 64 : 128, STAGES = 4; };
+/* 16-bit, VA_WG3: three warpgroups, rows from shared memory, 3 stages */
+template <typename T> struct Cfg3 { static constexpr int STAGES = 3, NWG = 3; };
 template <typename T> constexpr int ks_full() { return (int)(128 * sizeof(T) / 32); } /* steps of a 128-element row */
 
 template <typename T> size_t smem_of(int64_t dp) {
   constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
+  if (sizeof(T) == 2 && wg3()) {
+    constexpr int S3 = Cfg3<T>::STAGES, BM = Cfg3<T>::NWG * 128;
+    if (dp == 128) return (size_t)S3 * (BN * KS * 32 + 1024) + (size_t)BM * KS * 32 + 1024;
+    if (dp == 64) return (size_t)S3 * (BN * KS / 2 * 32 + 1024) + (size_t)BM * KS / 2 * 32 + 1024;
+    return 0;
+  }
   if (dp == 128) return (size_t)S * (BN * KS * 32 + 1024) + 1024;
   if (dp == 64) return (size_t)S * (BN * KS / 2 * 32 + 1024) + 1024;
   return 0;
 }
 
-template <typename T>
-cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
-                   unsigned long long *counter, cudaStream_t stream) {
-  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
+template <typename T, int S, int NWG, bool SS>
+cudaError_t launch_as(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                      unsigned long long *counter, cudaStream_t stream) {
+  constexpr int BN = Cfg<T>::BN, KS = ks_full<T>();
   const size_t smem = smem_of<T>(dp);
   if (smem == 0) return cudaErrorInvalidValue;
-  auto kern = dp == 128 ? fused_wgmma_kernel<T, BN, KS, S> : fused_wgmma_kernel<T, BN, KS / 2, S>;
+  auto kern = dp == 128 ? fused_wgmma_kernel<T, BN, KS, S, NWG, SS> : fused_wgmma_kernel<T, BN, KS / 2, S, NWG, SS>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
   const int ntiles = (int)((k + BN - 1) / BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
-  const unsigned blocks = (unsigned)((n + 255) / 256);
-  kern<<<blocks, NTH, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter);
+  const unsigned blocks = (unsigned)((n + NWG * 128 - 1) / (NWG * 128));
+  kern<<<blocks, NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter);
   return cudaGetLastError();
+}
+template <typename T>
+cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                   unsigned long long *counter, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2)
+    if (wg3()) return launch_as<T, Cfg3<T>::STAGES, Cfg3<T>::NWG, true>(X, A, hb, n, dp, k, assign, counter, stream);
+  return launch_as<T, Cfg<T>::STAGES, 2, false>(X, A, hb, n, dp, k, assign, counter, stream);
 }
 
 } // namespace
