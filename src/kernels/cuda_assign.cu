@@ -661,8 +661,9 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
  *      fit (up to 192 tf32 / 416 16-bit at 227 KB).
  *   2: rows in registers (d up to 128): 128 rows x 64 anchors (fp16/bf16) or 32 (tf32), 4 warps, two
  *      blocks per SM (MT 2; KSMAX 8 16-bit, 16 tf32).
- *   3: wgmma (sm_90 only; full rows of 64 or 128 elements; cuda_assign_wgmma.cu): 256 rows per block,
- *      two warpgroups of 2 x 64 rows, tiles of 128 anchors (16-bit) or 64 (tf32). */
+ *   3: wgmma (sm_90 only; full rows of 64 or 128 elements; cuda_assign_wgmma.cu): warpgroups of 2 x 64
+ *      rows, 16-bit: three (384 rows per block, held in shared memory), tiles of 128 anchors; tf32: two
+ *      (256 rows, in registers), tiles of 64. */
 #define RX16 2, 8, 8, 4, 4, 2
 #define RX32 2, 4, 16, 4, 4, 2
 

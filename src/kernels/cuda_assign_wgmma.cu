@@ -1,16 +1,16 @@
 /* cuda_assign_wgmma.cu: the assign pass's argmin kernel on Hopper's warpgroup tensor-core instruction
  * (wgmma, sm_90a; built for that target alone, cmake/cuda.cmake). It does what fused_rx_kernel in
- * cuda_assign.cu does with mma.sync: the rows' A fragments stay in registers for the whole pass, the
- * anchors stream through shared memory in tiles (cp.async ring, each tile with its half biases), the
- * products give -x.a (rows negated when loaded) and the scan adds hb, so the smallest of hb - x.a wins,
- * and a running smallest value with its first column per row stays in registers: ties to the lowest
- * anchor. What wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16
- * (32-bit: 8) elements of d, reading the anchors straight from shared memory, asynchronously; so each
- * warpgroup keeps two accumulator sets and scans one while the tensor cores fill the other. */
+ * cuda_assign.cu does with mma.sync: the block's rows stay on the SM for the whole pass (16-bit: in
+ * shared memory; tf32: as A fragments in registers), the anchors stream through shared memory in tiles
+ * (cp.async ring, each tile with its half biases), the products give -x.a (rows negated: by the
+ * instruction, or when loaded) and the scan adds hb, so the smallest of hb - x.a wins, and a running
+ * smallest value with its first column per row stays in registers: ties to the lowest anchor. What
+ * wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16 (32-bit: 8)
+ * elements of d, reading the anchors straight from shared memory, asynchronously; so each warpgroup
+ * keeps two accumulator sets and scans one while the tensor cores fill the other. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include <type_traits>
 
@@ -24,7 +24,6 @@
 
 namespace {
 
-
 /* this thread's shared-memory writes (cp.async) made visible to the tensor cores' reads (async proxy) */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -36,11 +35,8 @@ template <int NA> __device__ __forceinline__ void fence_regs(float (&d)[NA]) {
   for (int i = 0; i < NA; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/* D (64 x N, fp32, in registers) += A (64 x 16 fp16/bf16 or 64 x 8 tf32: one 32-byte step of d, in
- * registers) * B (the step's N anchors, from shared memory through the descriptor). Layouts: A as
- * mma.sync's m16n8k16 / m16n8k8 A fragment per warp (warp w of the group: rows 16w..16w+15); D per
- * warp as N/8 m16n8 tiles, d[4i..4i+3] = (row g, cols 8i + 2tq, +1), (row g + 8, same cols). */
-template <typename T, int N> struct Wg;
+/* Accumulator lists: D per warp as m16n8 tiles, d[4i..4i+3] = (row g, cols 8i + 2tq, +1), (row g + 8,
+ * same cols) (warp w of the group: rows 16w..16w+15 of the 64). scale-d acc_in: 0 = D = A B, else += . */
 #define VA_F4(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define VA_F16(d, i) VA_F4(d, i), VA_F4(d, i + 4), VA_F4(d, i + 8), VA_F4(d, i + 12)
 #define VA_F32(d, i) VA_F16(d, i), VA_F16(d, i + 16)
@@ -50,23 +46,20 @@ template <typename T, int N> struct Wg;
                "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
                "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
                "%62, %63}"
-/* scale-d acc_in (0: D = A B, else D += A B), A and B not negated, B not transposed (16-bit only: tf32 has
- * no such operand) */
-#define VA_WG(TYPE, N, SHAPE, DLIST, AOPS, DESC, SCALE, TAIL, ...)                                         \
-  template <> struct Wg<TYPE, N> {                                                                     \
-    static __device__ __forceinline__ void run(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int acc_in) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                     \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " DLIST ", " AOPS ", " DESC ", p, 1, 1" TAIL ";\n}\n" \
-                   : __VA_ARGS__                                                                          \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                        \
-    }                                                                                                     \
-  };
-VA_WG(__half, 128, "m64n128k16.f32.f16.f16", VA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 0", VA_F32(d, 0), VA_F32(d, 32))
-VA_WG(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", VA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 0", VA_F32(d, 0),
-      VA_F32(d, 32))
-VA_WG(float, 64, "m64n64k8.f32.tf32.tf32", VA_D32, "{%32, %33, %34, %35}", "%36", "%37", "", VA_F32(d, 0))
-/* The same product with the rows from shared memory as well (descriptor adesc, same swizzled K-major
- * layout as the anchors), negated by the instruction (scale-a -1: exact). 16-bit only. */
+/* tf32, rows in registers: D (64 x 64) += A (64 x 8: one 32-byte step of d, as mma.sync's m16n8k8 A
+ * fragment per warp, negated when loaded) * B (the step's 64 anchors, from shared memory through the
+ * descriptor); tf32 takes no transpose operand. */
+struct WgTf32 {
+  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : VA_F32(d, 0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));
+  }
+};
+/* fp16 / bf16, rows in shared memory: D (64 x 128) += -A (64 x 16, descriptor adesc: the rows in the
+ * anchors' layout) * B (the step's 128 anchors, bdesc); scale-a -1 negates the rows (exact), neither
+ * operand transposed (both K-major). */
 template <typename T> struct WgS;
 #define VA_WGS(TYPE, SHAPE)                                                                                    \
   template <> struct WgS<TYPE> {                                                                             \
@@ -80,7 +73,6 @@ template <typename T> struct WgS;
 VA_WGS(__half, "m64n128k16.f32.f16.f16")
 VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
 #undef VA_WGS
-#undef VA_WG
 #undef VA_D64
 #undef VA_D32
 #undef VA_F32
@@ -99,8 +91,8 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
   if constexpr (2 * S < N) argmin_tree<2 * S, N>(mv, mi);
 }
 
-/* Block: two warpgroups, each owning two blocks of 64 rows (rows [256 b, 256 b + 256)); every warpgroup
- * scans all anchors. An anchor tile (BN anchors) sits in shared memory in the layout the tensor cores
+/* Block: NWG warpgroups, each owning two blocks of 64 rows (rows [128 NWG b, 128 NWG (b + 1))); every
+ * warpgroup scans all anchors. An anchor tile (BN anchors) sits in shared memory in the layout the tensor cores
  * read with 128-byte swizzling, K-major: the row of 32 KS bytes is cut into 128-byte pieces; piece p of
  * anchor j lies at p * BN * 128 + j * 128, its 16-byte chunk c at chunk c ^ (j % 8) (every piece block
  * 1024-aligned). A descriptor for step s (32 bytes of d) starts at piece s / 4, byte 32 (s % 4); 8-anchor
@@ -108,13 +100,22 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
  * Work is a sequence of units u = (tile u / 2, row block u % 2), each KS products into accumulator set
  * u % 2; a unit's products run while the previous unit's set is scanned. STAGES tiles in the ring: at
  * tile t the stage of tile t - 2 is refilled (every unit of it has completed before the barrier of t),
- * so STAGES - 2 tiles load ahead. */
+ * so STAGES - 2 tiles load ahead.
+ * SS (16-bit): the block's rows sit in shared memory beside the ring, each 64-row block laid out as a
+ * 64-anchor tile, loaded once with the first tile; the registers the rows' fragments took (64 a thread)
+ * make room for a third warpgroup (168 registers a thread), so three warps per scheduler hide the scan's
+ * latencies instead of two. 1M x 128 x 1024, argmin kernel alone, H100, one call, two runs each: fp16
+ * 0.522 / 0.515 ms against 0.558 / 0.551 with two warpgroups and the rows in registers, bf16 0.505 /
+ * 0.507 against 0.544 / 0.544; at d 64 0.400 / 0.399 against 0.406 / 0.406; at 8M fp16 4.876 against
+ * 5.030 ms. (With both operands in shared memory and two warpgroups, session 13: no change.) tf32 rows
+ * (512 bytes) do not fit beside the ring for 384 rows: two warpgroups, rows in registers. */
 /* Units per group (group() below): a group ends with every product retired, so a longer one leaves the
  * tensor cores idle less often. 1M x 128 x 1024 on an H200, one call (argmin kernel alone, median ms):
  * groups of 4 / 8 / 16 units: fp16 0.603 / 0.571 / 0.550, bf16 0.586 / 0.558 / 0.546, tf32 0.977 / 0.945
  * / 0.952 (its 16-unit instances spill a few bytes; 6 ring stages instead of 4 were slower). k 1024 is
  * one group of 16 at fp16/bf16. */
-template <typename T> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : 16; }
+/* SS at KS 4 (d 64): groups of 8 or 16 spill (488 / 1604 bytes) in 168 registers, groups of 4 do not */
+template <typename T, int KS> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : KS < 8 ? 4 : 16; }
 
 template <typename T, int BN, int KS, int STAGES, int NWG, bool SS>
 __global__ void __launch_bounds__(NWG * 128, 1)
@@ -123,10 +124,10 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   constexpr int NTH = NWG * 128, BM = NTH; /* rows per block: 128 per warpgroup */
   constexpr int ROWB = KS * 32, CPR = ROWB / 16, TILE_B = BN * ROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
   constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
-  constexpr int GROUP = unit_group<T>();
+  constexpr int GROUP = unit_group<T, KS>();
   static_assert(KS % 4 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
   static_assert((NTH / CPR) % 8 == 0, "a thread's chunks share their column and swizzle");
-  static_assert(!SS || sizeof(T) == 2, "rows from shared memory: 16-bit only");
+  static_assert(SS == (sizeof(T) == 2), "16-bit rows from shared memory, tf32 rows in registers");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const unsigned char *smem = smem_raw + (s_base - s_raw);
@@ -164,9 +165,8 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     cp_async_commit();
   }
 
-  /* A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g, bytes 4tq of the
-   * step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
-  constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  /* tf32: A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g, bytes 4tq of
+   * the step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
   uint32_t af[SS ? 1 : 2][SS ? 1 : KS][4];
 #pragma unroll
   for (int rb = 0; rb < (SS ? 0 : 2); rb++) {
@@ -174,10 +174,10 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     const uint32_t *x1 = x0 + 8 * ROWB / 4;
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ NEG;
-      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ NEG;
-      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ NEG;
-      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ NEG;
+      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ 0x80000000u;
+      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ 0x80000000u;
+      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ 0x80000000u;
+      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ 0x80000000u;
     }
   }
 
@@ -190,7 +190,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
   const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
-  /* SS: this warpgroup's row block 0 */
+  /* SS: this warpgroup's row block 0 in shared memory */
   const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * ROWB))) >> 4);
 
   /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
@@ -216,12 +216,15 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     for (int ks = 0; ks < KS; ks++) {
       const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4);
       if constexpr (SS) {
-        /* formed at each use from one base (volatile: hoisted, the 2 KS descriptors would hold 4 KS registers) */
+        /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors took
+         * 4 KS registers, which spilled) */
         uint64_t adesc;
-        asm volatile("add.s64 %0, %1, %2;\n" : "=l"(adesc) : "l"(adesc0), "l"((uint64_t)((rb * (64 * ROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
+        asm volatile("add.s64 %0, %1, %2;\n"
+                     : "=l"(adesc)
+                     : "l"(adesc0), "l"((uint64_t)((rb * (64 * ROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
         WgS<T>::run(acc[rb], adesc, bdesc, ks > 0);
       } else
-        Wg<T, BN>::run(acc[rb], af[SS ? 0 : rb][SS ? 0 : ks], bdesc, ks > 0);
+        WgTf32::run(acc[rb], af[rb][ks], bdesc, ks > 0);
     }
     wg_commit();
   };
@@ -312,29 +315,28 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
 /* Per product type: anchors per tile and ring stages (tf32: 64-anchor tiles keep the two accumulator
  * sets and the rows' 128 fragment registers under 255). The row length picks KS: full rows of 128 or 64
  * elements only (others take the mma.sync kernels). */
-static int wg3() { static const int v = getenv("VA_WG3") ? atoi(getenv("VA_WG3")) : 0; return v; }
-template <typename T> struct Cfg { static constexpr int BN = sizeof(T) == 4 ? 64 : 128, STAGES = 4; };
-/* 16-bit, VA_WG3: three warpgroups, rows from shared memory, 3 stages */
-template <typename T> struct Cfg3 { static constexpr int STAGES = 3, NWG = 3; };
+/* Per element type: anchors per tile, ring stages, warpgroups, rows in shared memory (tf32: 64-anchor
+ * tiles keep the two accumulator sets and the rows' 128 fragment registers under 255). The row length
+ * picks KS: full rows of 128 or 64 elements only (others take the mma.sync kernels). */
+template <typename T> struct Cfg {
+  static constexpr bool SS = sizeof(T) == 2;
+  static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2;
+};
 template <typename T> constexpr int ks_full() { return (int)(128 * sizeof(T) / 32); } /* steps of a 128-element row */
 
 template <typename T> size_t smem_of(int64_t dp) {
   constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
-  if (sizeof(T) == 2 && wg3()) {
-    constexpr int S3 = Cfg3<T>::STAGES, BM = Cfg3<T>::NWG * 128;
-    if (dp == 128) return (size_t)S3 * (BN * KS * 32 + 1024) + (size_t)BM * KS * 32 + 1024;
-    if (dp == 64) return (size_t)S3 * (BN * KS / 2 * 32 + 1024) + (size_t)BM * KS / 2 * 32 + 1024;
-    return 0;
-  }
-  if (dp == 128) return (size_t)S * (BN * KS * 32 + 1024) + 1024;
-  if (dp == 64) return (size_t)S * (BN * KS / 2 * 32 + 1024) + 1024;
-  return 0;
+  constexpr size_t ROWS = Cfg<T>::SS ? (size_t)Cfg<T>::NWG * 128 : 0; /* rows held in shared memory */
+  if (dp != 128 && dp != 64) return 0;
+  const size_t rowb = dp == 128 ? (size_t)KS * 32 : (size_t)KS / 2 * 32;
+  return (size_t)S * (BN * rowb + 1024) + ROWS * rowb + 1024;
 }
 
-template <typename T, int S, int NWG, bool SS>
-cudaError_t launch_as(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
-                      unsigned long long *counter, cudaStream_t stream) {
-  constexpr int BN = Cfg<T>::BN, KS = ks_full<T>();
+template <typename T>
+cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                   unsigned long long *counter, cudaStream_t stream) {
+  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, NWG = Cfg<T>::NWG, KS = ks_full<T>();
+  constexpr bool SS = Cfg<T>::SS;
   const size_t smem = smem_of<T>(dp);
   if (smem == 0) return cudaErrorInvalidValue;
   auto kern = dp == 128 ? fused_wgmma_kernel<T, BN, KS, S, NWG, SS> : fused_wgmma_kernel<T, BN, KS / 2, S, NWG, SS>;
@@ -344,13 +346,6 @@ cudaError_t launch_as(const void *X, const void *A, const float *hb, int64_t n, 
   const unsigned blocks = (unsigned)((n + NWG * 128 - 1) / (NWG * 128));
   kern<<<blocks, NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter);
   return cudaGetLastError();
-}
-template <typename T>
-cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
-                   unsigned long long *counter, cudaStream_t stream) {
-  if constexpr (sizeof(T) == 2)
-    if (wg3()) return launch_as<T, Cfg3<T>::STAGES, Cfg3<T>::NWG, true>(X, A, hb, n, dp, k, assign, counter, stream);
-  return launch_as<T, Cfg<T>::STAGES, 2, false>(X, A, hb, n, dp, k, assign, counter, stream);
 }
 
 } // namespace
