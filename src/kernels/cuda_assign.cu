@@ -739,7 +739,7 @@ template <typename T> static void fused_dispatch(va_cuda_t *c, const va_cuda_row
   case 2: if constexpr (F32) launch_rx<T, RX32>(c, v, X, A, cosine); else launch_rx<T, RX16>(c, v, X, A, cosine); break;
   case 3:
     VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, c->assign + v->row0,
-                            c->counter, c->stream));
+                            c->counter, c->prop.multiProcessorCount, c->stream));
     break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }

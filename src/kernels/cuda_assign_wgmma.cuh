@@ -11,7 +11,8 @@
  * _BF16), or 0 when no instance takes that row length (full rows of 64 or 128 elements only). */
 size_t va_wgmma_smem(int precision, int64_t dp);
 /* a[] and the changed count for rows [0, n) of X (n x dp, the rows past n up to a multiple of 256
- * readable), anchors A (k x dp, storage padded to 256 anchors), half biases hb (+inf past k). */
+ * readable), anchors A (k x dp, storage padded to 256 anchors), half biases hb (+inf past k); sms: the
+ * device's multiprocessors (how far ahead a block prefetches rows). */
 cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
-                            int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream);
+                            int64_t k, uint32_t *assign, unsigned long long *counter, int sms, cudaStream_t stream);
 #endif
