@@ -134,9 +134,12 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   const uint32_t s_rows = s_base + (uint32_t)(STAGES * STAGE_B); /* SS: the block's rows, 64-row blocks as the tiles */
   /* the rows' previous a[] (for the changed count), after the rows */
   const uint32_t s_old = s_rows + (uint32_t)(SS ? BM * ROWB : 0);
+  const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
-  /* this warp's first row in row block 0 of its warpgroup; row block 1 adds 64 */
-  const int64_t wrow0 = (int64_t)blockIdx.x * BM + (warp >> 2) * 128 + (warp & 3) * 16;
+  /* the block's first row; rows up to `readable` (the allocation, a multiple of 256) may be read */
+  const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
+  /* this warp's first row in row block 0 of its warpgroup, relative to row0; row block 1 adds 64 */
+  const int wrow0 = (warp >> 2) * 128 + (warp & 3) * 16;
 
   /* this thread's chunk of every tile: anchor n0 + q NTH / CPR, 16-byte column c of the row */
   const int c = tid % CPR, n0 = tid / CPR;
@@ -151,8 +154,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   };
   if constexpr (SS) {
     /* the block's rows into shared memory with the first tile: row r of 64-row block r / 64 as an anchor
-     * of a 64-anchor tile; rows past the allocation (a multiple of 256) filled with zeros, never written */
-    const int64_t readable = (n + 255) / 256 * 256, row0 = (int64_t)blockIdx.x * BM;
+     * of a 64-anchor tile; rows past the allocation filled with zeros, never written */
 #pragma unroll
     for (int q = 0; q < BM * CPR / NTH; q++) {
       const int r = n0 + q * (NTH / CPR), i = r & 63;
@@ -168,13 +170,12 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
      * H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16 0.516 / 0.508 / 0.509 -> 0.485 /
      * 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 / 0.479; 8M fp16 4.782 -> 4.692. tf32
      * (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963, no gain, so not there. */
-    const int64_t row0 = (int64_t)blockIdx.x * BM;
-    if (row0 + tid < n) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s_old + 4 * tid), "l"(assign + row0 + tid) : "memory");
+    if (row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
     if constexpr (SS) {
       constexpr int PIECE = BM * ROWB / (NTH / 32);
       static_assert(PIECE % 16 == 0, "prefetch pieces");
       const int64_t next0 = row0 + (int64_t)ahead * BM;
-      if (lane == 0 && next0 + BM <= (n + 255) / 256 * 256) /* whole blocks inside the allocation */
+      if (lane == 0 && next0 + BM <= readable) /* whole blocks inside the allocation */
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)warp * PIECE),
                      "r"(PIECE)
                      : "memory");
@@ -191,7 +192,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   uint32_t af[SS ? 1 : 2][SS ? 1 : KS][4];
 #pragma unroll
   for (int rb = 0; rb < (SS ? 0 : 2); rb++) {
-    const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(wrow0 + rb * 64 + g) * ROWB);
+    const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(row0 + wrow0 + rb * 64 + g) * ROWB);
     const uint32_t *x1 = x0 + 8 * ROWB / 4;
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
@@ -323,10 +324,10 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
         const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
         if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
       }
-      const int64_t i = wrow0 + rb * 64 + h * 8 + g;
-      if (tq == 0 && i < n) { /* rows past n are padding: computed, not written */
-        changed += ((const uint32_t *)(smem + (s_old - s_base)))[i - (int64_t)blockIdx.x * BM] != (uint32_t)bi;
-        assign[i] = (uint32_t)bi;
+      const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
+      if (tq == 0 && row0 + r < n) { /* rows past n are padding: computed, not written */
+        changed += old_a[r] != (uint32_t)bi;
+        assign[row0 + r] = (uint32_t)bi;
       }
     }
   changed = __reduce_add_sync(0xffffffffu, changed);
