@@ -12,7 +12,8 @@ target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_init.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
@@ -36,7 +37,13 @@ target_include_directories(vecanneal_wgmma PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../
 target_sources(vecanneal_core PRIVATE $<TARGET_OBJECTS:vecanneal_wgmma>)
 target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_CUDA=1)
 target_include_directories(vecanneal_core PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
-target_link_libraries(vecanneal_core PUBLIC CUDA::cudart CUDA::cublas)
+# cuBLAS and cuBLASLt are opened at their first use (cuda_blas.cuh says why), not linked: the
+# directory the toolkit's libcublas was found in is the loader's fallback after the sonames.
+get_target_property(VA_CUBLAS_LOCATION CUDA::cublas IMPORTED_LOCATION)
+get_filename_component(VA_CUBLAS_DIR "${VA_CUBLAS_LOCATION}" DIRECTORY)
+set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu APPEND PROPERTY COMPILE_DEFINITIONS
+  VA_CUBLAS_DIR="${VA_CUBLAS_DIR}")
+target_link_libraries(vecanneal_core PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
 
 if(VECANNEAL_HAVE_NCCL)
   target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/dist/nccl_comm.c)

@@ -13,11 +13,10 @@ set_property(SOURCE src/embed/embed.c APPEND PROPERTY COMPILE_DEFINITIONS
 # reorders arithmetic or assumes finite values, so results are those of the plain build.
 set_property(SOURCE src/embed/bert_cpu.c APPEND PROPERTY COMPILE_OPTIONS -fno-trapping-math -fno-math-errno)
 # The CUDA encoder (src/embed/bert_cuda.cu) joins when the CUDA backend is built (cmake/cuda.cmake,
-# included before this file, sets the architectures and the checked-call macros' libraries); its dense
+# included before this file, sets the architectures and opens cuBLAS/cuBLASLt at first use); its dense
 # layers go through cuBLASLt.
 if(VECANNEAL_HAVE_CUDA)
   target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/embed/bert_cuda.cu)
-  target_link_libraries(vecanneal_core PUBLIC CUDA::cublasLt)
   # The encoder alone, timed with CUDA events (bench/embed_gpu.sh; not a test).
   find_package(ZLIB REQUIRED)
   add_executable(embed_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/embed_gpu_bench.c)

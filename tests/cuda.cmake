@@ -1,6 +1,13 @@
-# GPU tests (label gpu). Each exits 77 ("SKIP: ...") where the device they need is absent, which
+# CUDA tests. Those labelled gpu exit 77 ("SKIP: ...") where the device they need is absent, which
 # CTest reports as skipped, never as passed. Built only with the CUDA backend (cmake/cuda.cmake).
 if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
+  # cuBLAS opened at first use: needs no device, so it is not labelled gpu and runs everywhere.
+  add_executable(test_cuda_blas ${VA_TEST_DIR}/cuda/test_cuda_blas.cu)
+  target_link_libraries(test_cuda_blas PRIVATE vecanneal_core)
+  target_include_directories(test_cuda_blas PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  add_test(NAME cuda_blas_load COMMAND test_cuda_blas)
+  set_tests_properties(cuda_blas_load PROPERTIES TIMEOUT 120)
+
   add_executable(test_cuda_kernels ${VA_TEST_DIR}/cuda/test_cuda_kernels.c)
   target_link_libraries(test_cuda_kernels PRIVATE vecanneal_core)
   add_test(NAME cuda_kernels COMMAND test_cuda_kernels)

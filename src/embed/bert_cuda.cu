@@ -14,7 +14,6 @@
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
  * at most 6% padding; the extra rows hold stale finite data and are never read), so cuBLASLt's algorithm
  * choice -- and the lazy load of the kernel it names -- happens once per bucket, not once per batch. */
-#include <cublasLt.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -460,43 +459,43 @@ size_t put(arena *a, const float *src, size_t n, int as_precision) {
 }
 
 void gemm_init(va_bert_cuda *g, gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataType_t out_t) {
-  VA_CUBLAS(cublasLtMatmulDescCreate(&op->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescCreate(&op->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   const cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->la, in_t, (uint64_t)k, (uint64_t)n, k));
-  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->lb, in_t, (uint64_t)k, ROWPAD, k));
-  VA_CUBLAS(cublasLtMatrixLayoutCreate(&op->ld, out_t, (uint64_t)n, ROWPAD, n));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->la, in_t, (uint64_t)k, (uint64_t)n, k));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->lb, in_t, (uint64_t)k, ROWPAD, k));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->ld, out_t, (uint64_t)n, ROWPAD, n));
   op->cache = (gemm_op::algo_slot *)va_calloc((size_t)(g->cap / ROWPAD + 1), sizeof *op->cache, "cuBLASLt algorithm cache");
 }
 
 void gemm_free(gemm_op *op) {
   if (!op->desc) return;
-  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->la));
-  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->lb));
-  VA_CUBLAS(cublasLtMatrixLayoutDestroy(op->ld));
-  VA_CUBLAS(cublasLtMatmulDescDestroy(op->desc));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutDestroy(op->la));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutDestroy(op->lb));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutDestroy(op->ld));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescDestroy(op->desc));
   free(op->cache);
 }
 
 void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows) {
   const uint64_t m = (uint64_t)bucket_rows(rows);
-  VA_CUBLAS(cublasLtMatrixLayoutSetAttribute(op->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
-  VA_CUBLAS(cublasLtMatrixLayoutSetAttribute(op->ld, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
-  VA_CUBLAS(cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->ld, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   gemm_op::algo_slot *slot = &op->cache[m / ROWPAD];
   if (!slot->ok) {
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
-    VA_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
+    VA_CUBLAS(va_blas().cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
     if (found < 1) VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision));
     slot->algo = res.algo;
     slot->ok = 1;
   }
   const float one = 1.0f, zero = 0.0f;
-  VA_CUBLAS(cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws, g->ws_bytes, g->stream));
+  VA_CUBLAS(va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws, g->ws_bytes, g->stream));
 }
 
 unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
@@ -602,12 +601,12 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   else
     VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
   VA_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-  VA_CUBLAS(cublasLtCreate(&g->lt));
+  VA_CUBLAS(va_blas().cublasLtCreate(&g->lt));
   g->ws_bytes = 32u << 20;
   VA_CUDA(cudaMalloc(&g->ws, g->ws_bytes));
-  VA_CUBLAS(cublasLtMatmulPreferenceCreate(&g->pref));
+  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceCreate(&g->pref));
   const uint64_t wsb = g->ws_bytes;
-  VA_CUBLAS(cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
 
   /* Weights: laid out on the host in one arena (first pass sizes it), uploaded in one copy. The word
    * embeddings and the GEMM weights and biases are in the model precision; the position (+ token type 0)
@@ -721,8 +720,8 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   VA_CUDA(cudaFree(g->ff));
   VA_CUDA(cudaFree(g->weights));
   VA_CUDA(cudaFree(g->ws));
-  VA_CUBLAS(cublasLtMatmulPreferenceDestroy(g->pref));
-  VA_CUBLAS(cublasLtDestroy(g->lt));
+  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceDestroy(g->pref));
+  VA_CUBLAS(va_blas().cublasLtDestroy(g->lt));
   VA_CUDA(cudaStreamDestroy(g->stream));
   free(g->layer);
   free(g);

@@ -115,8 +115,8 @@ static int64_t gemm_chunk(const va_cuda_t *c) {
 
 static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int gemm_only) {
   if (!c->blas) { /* at the first product: a job that never needs cuBLAS does not pay for its start */
-    VA_CUBLAS(cublasCreate(&c->blas));
-    VA_CUBLAS(cublasSetStream(c->blas, c->stream));
+    VA_CUBLAS(va_blas().cublasCreate(&c->blas));
+    VA_CUBLAS(va_blas().cublasSetStream(c->blas, c->stream));
   }
   int64_t kp = VA_ROUND_UP(c->k, 128);
   int64_t chunk = gemm_chunk(c);
@@ -142,7 +142,7 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
   for (int64_t r0 = 0; r0 < v->n; r0 += chunk) {
     int64_t rows = v->n - r0 < chunk ? v->n - r0 : chunk;
     /* column-major view: C^T (kp x rows) = A (kp x dp, stored row-major = op T) * X^T (dp x rows) */
-    VA_CUBLAS(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)kp, (int)rows, (int)c->dp, &one, Ap, type,
+    VA_CUBLAS(va_blas().cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)kp, (int)rows, (int)c->dp, &one, Ap, type,
                            (int)c->dp, (const char *)Xp + (size_t)r0 * (size_t)c->dp * es, type, (int)c->dp, &zero,
                            c->C, CUDA_R_32F, (int)kp, comp, CUBLAS_GEMM_DEFAULT));
     if (gemm_only) continue;

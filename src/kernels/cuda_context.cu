@@ -241,7 +241,7 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   }
   if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
   VA_CUDA(cudaFreeHost(c->h_counter));
-  if (c->blas) VA_CUBLAS(cublasDestroy(c->blas));
+  if (c->blas) VA_CUBLAS(va_blas().cublasDestroy(c->blas));
   VA_CUDA(cudaEventDestroy(c->ev0));
   VA_CUDA(cudaEventDestroy(c->ev1));
   VA_CUDA(cudaStreamDestroy(c->stream));

@@ -1,7 +1,6 @@
 /* cuda_internal.cuh: the context struct and checked-call macros shared by the cuda_*.cu files. */
 #ifndef VECANNEAL_CUDA_INTERNAL_CUH
 #define VECANNEAL_CUDA_INTERNAL_CUH
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -20,6 +19,7 @@
 extern "C" {
 #include "util.h"
 }
+#include "kernels/cuda_blas.cuh"
 #include "kernels/cuda_kernels.h"
 
 #define VA_CUDA(call)                                                                                  \
@@ -32,7 +32,7 @@ extern "C" {
   do {                                                                                                 \
     cublasStatus_t va_bs_ = (call);                                                                    \
     if (va_bs_ != CUBLAS_STATUS_SUCCESS)                                                               \
-      va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, cublasGetStatusString(va_bs_));          \
+      va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, va_blas().cublasGetStatusString(va_bs_));          \
   } while (0)
 /* After every launch: configuration errors now, and (debug builds) faults at once. */
 #define VA_LAUNCHED() VA_CUDA(cudaGetLastError())
