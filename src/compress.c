@@ -97,51 +97,82 @@ static double unit_rows_energy(const va_state_t *st, double *sum, int64_t *zero_
   return 1.0 - sqrt(s2);
 }
 
+/* Column sums of this rank's rows (sum[0..d)) and, with squares, of their squares (sum[d..2d)); with
+ * center, each value is first replaced by (float)(x - center[t]) in place. Rows are summed in blocks
+ * whose size depends on n alone, one block per thread at a time, and the blocks' sums added in block
+ * order: the same bits for every thread count. Per column, so the inner loop vectorises over t. */
+static void column_sums(float *X, int64_t n, int64_t d, const double *center, int squares, int threads, double *sum) {
+  const int64_t block = n / 256 > 4096 ? n / 256 : 4096, nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
+  double *part = va_calloc((size_t)(nblocks > 0 ? nblocks : 1) * (size_t)w, sizeof(double), "column sums");
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#endif
+  for (int64_t b = 0; b < nblocks; b++) {
+    double *p = part + b * w;
+    const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
+    for (int64_t i = b * block; i < end; i++) {
+      float *x = X + i * d;
+      if (center)
+        for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
+      for (int64_t t = 0; t < d; t++) p[t] += x[t];
+      if (squares)
+        for (int64_t t = 0; t < d; t++) p[d + t] += (double)x[t] * x[t];
+    }
+  }
+  (void)threads;
+  memset(sum, 0, (size_t)w * sizeof(double));
+  for (int64_t b = 0; b < nblocks; b++)
+    for (int64_t t = 0; t < w; t++) sum[t] += part[b * w + t];
+  free(part);
+}
+
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
  * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder:
- * va_cuda_adopt_unit_rows, the same arithmetic). Returns the energy of the best single anchor. */
+ * va_cuda_adopt_unit_rows, the same arithmetic: hence the column sums there are one running sum per
+ * column over the rows in order, as column_sums_kernel adds them). Returns the energy of the best
+ * single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
-  int64_t n = st->n_local, d = st->d;
+  const int64_t n = st->n_local, d = st->d;
+  const int threads = st->aopts.threads;
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
-  double *sum = va_calloc((size_t)(d + 1), sizeof(double), "centre");
-  *zero_rows = 0;
+  double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
   if (st->cosine) {
+    int64_t zeros = 0;
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : zeros)
+#endif
     for (int64_t i = 0; i < n; i++) {
       float *x = st->X + i * d;
       double s = 0;
       for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
       if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
-      else (*zero_rows)++;
-      for (int64_t t = 0; t < d; t++) sum[t] += x[t];
+      else zeros++;
     }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t t = 0; t < d; t++) sum[t] += st->X[i * d + t];
+    *zero_rows = zeros;
     double e = unit_rows_energy(st, sum, zero_rows);
     free(sum);
     return e;
   }
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t t = 0; t < d; t++) sum[t] += st->X[i * d + t];
+  *zero_rows = 0;
+  column_sums(st->X, n, d, NULL, 0, threads, sum);
   va_allreduce_sum_f64(sum, d);
   for (int64_t t = 0; t < d; t++) {
     int e;
     double m = frexp(sum[t] / (double)st->n, &e);
     st->center[t] = ldexp(nearbyint(ldexp(m, 16)), e - 16);
   }
-  double sq[2] = {0, 0};
-  memset(sum, 0, (size_t)(d + 1) * sizeof(double));
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t t = 0; t < d; t++) {
-      float x = (float)(st->X[i * d + t] - st->center[t]);
-      st->X[i * d + t] = x;
-      sum[t] += x;
-      sq[0] += (double)x * x;
-    }
-  va_allreduce_sum_f64(sum, d);
-  va_allreduce_sum_f64(sq, 1);
-  double m2 = 0;
-  for (int64_t t = 0; t < d; t++) m2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+  column_sums(st->X, n, d, st->center, 1, threads, sum);
+  va_allreduce_sum_f64(sum, 2 * d);
+  double m2 = 0, total = 0;
+  for (int64_t t = 0; t < d; t++) {
+    m2 += (sum[t] / (double)st->n) * (sum[t] / (double)st->n);
+    total += sum[d + t];
+  }
   free(sum);
-  return sq[0] / (double)st->n - m2;
+  return total / (double)st->n - m2;
 }
 
 typedef struct { const va_input_t *in; char path[VA_PATH_MAX + 16]; } ckpt_job_t;
