@@ -336,7 +336,7 @@ def predict_terms(n_local, d, k, threads, init="kmeans||", oversample=1.0, round
         tiles_m = max(1, min(threads, -(-n_local // tile_rows_auto(m)))) * tile_rows_auto(m) * m * 4
         init_b = n_local * 16 + m * (4 * d + 8 + 4 + 8 + 8 + 4) + max(tiles_m, tiles_k) + k * (d + 1) * 8
     elif init == "random":
-        init_b = n_local * 36  # prev + (key,row) pairs + glibc qsort's merge buffer
+        init_b = n_local * 4 + k * 16 * 2  # prev; the rank's k smallest (key, row) pairs and their gather
     elif init == "farthest":
         init_b = n_local * 16  # prev + running minimum + one pass's distances and labels
     else:

@@ -192,7 +192,7 @@ static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, in
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
   double bytes = 32.0 * 1048576 + n * d * 4 + n * 12 + pinned;    /* process baseline, shard, assign, prev, r */
-  bytes += n * (cfg->init_kind == VA_INIT_RANDOM ? 24 : cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
+  bytes += n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
   bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors (+ fused-kernel panels), momentum, statistics */
   if (cfg->robust == VA_ROBUST_TRIM) bytes += k * (double)cfg->trim_bins * 8;

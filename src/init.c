@@ -25,13 +25,38 @@ static int cmp_i64(const void *pa, const void *pb) {
   return (a > b) - (a < b);
 }
 
-/* k distinct rows, uniformly: the k smallest hash keys over all global rows. */
+/* Max-heap of (key, row) pairs in the cmp_keyed order: sifts h[i] down among the first m. */
+static void heap_down(keyed_t *h, int64_t m, int64_t i) {
+  for (;;) {
+    int64_t l = 2 * i + 1, r = l + 1, big = i;
+    if (l < m && cmp_keyed(&h[l], &h[big]) > 0) big = l;
+    if (r < m && cmp_keyed(&h[r], &h[big]) > 0) big = r;
+    if (big == i) return;
+    keyed_t t = h[i];
+    h[i] = h[big];
+    h[big] = t;
+    i = big;
+  }
+}
+
+/* k distinct rows, uniformly: the k smallest hash keys over all global rows. Each rank keeps its own k
+ * smallest in a max-heap (one pass over its rows, no per-row memory: nearly every key loses against
+ * the heap's top at once; a sort of all n_local pairs took 0.25 s at 1M rows), then the ranks' sets are
+ * gathered and sorted. */
 static void random_rows(va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
   int64_t keep = k < st->n_local ? k : st->n_local;
-  keyed_t *loc = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof *loc, "random init keys");
-  for (int64_t i = 0; i < st->n_local; i++)
-    loc[i] = (keyed_t){va_rand_u64(st->cfg->seed, purpose, (uint64_t)(st->row0 + i), 0), st->row0 + i};
-  qsort(loc, (size_t)st->n_local, sizeof *loc, cmp_keyed);
+  keyed_t *loc = va_malloc((size_t)(keep > 0 ? keep : 1) * sizeof *loc, "random init keys");
+  for (int64_t i = 0; i < st->n_local; i++) {
+    keyed_t x = {va_rand_u64(st->cfg->seed, purpose, (uint64_t)(st->row0 + i), 0), st->row0 + i};
+    if (i < keep) {
+      loc[i] = x;
+      if (i == keep - 1)
+        for (int64_t j = keep / 2 - 1; j >= 0; j--) heap_down(loc, keep, j);
+    } else if (cmp_keyed(&x, &loc[0]) < 0) {
+      loc[0] = x;
+      heap_down(loc, keep, 0);
+    }
+  }
   int P = va_proc.nranks;
   int *counts = va_malloc((size_t)P * sizeof(int), "gather"), *displs = va_malloc((size_t)P * sizeof(int), "gather");
   int mine = (int)(keep * (int64_t)sizeof(keyed_t));
