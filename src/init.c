@@ -39,6 +39,11 @@ static void heap_down(keyed_t *h, int64_t m, int64_t i) {
   }
 }
 
+/* Local row i's key for a random draw: the same for any rank count (keyed by global row). */
+static keyed_t row_key(const va_state_t *st, uint64_t purpose, int64_t i) {
+  return (keyed_t){va_rand_u64(st->cfg->seed, purpose, (uint64_t)(st->row0 + i), 0), st->row0 + i};
+}
+
 /* k distinct rows, uniformly: the k smallest hash keys over all global rows. Each rank keeps its own k
  * smallest in a max-heap (one pass over its rows, no per-row memory: nearly every key loses against
  * the heap's top at once; a sort of all n_local pairs took 0.25 s at 1M rows), then the ranks' sets are
@@ -46,13 +51,11 @@ static void heap_down(keyed_t *h, int64_t m, int64_t i) {
 static void random_rows(va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
   int64_t keep = k < st->n_local ? k : st->n_local;
   keyed_t *loc = va_malloc((size_t)(keep > 0 ? keep : 1) * sizeof *loc, "random init keys");
-  for (int64_t i = 0; i < st->n_local; i++) {
-    keyed_t x = {va_rand_u64(st->cfg->seed, purpose, (uint64_t)(st->row0 + i), 0), st->row0 + i};
-    if (i < keep) {
-      loc[i] = x;
-      if (i == keep - 1)
-        for (int64_t j = keep / 2 - 1; j >= 0; j--) heap_down(loc, keep, j);
-    } else if (cmp_keyed(&x, &loc[0]) < 0) {
+  for (int64_t i = 0; i < keep; i++) loc[i] = row_key(st, purpose, i);
+  for (int64_t j = keep / 2 - 1; j >= 0; j--) heap_down(loc, keep, j);
+  for (int64_t i = keep; i < st->n_local; i++) {
+    keyed_t x = row_key(st, purpose, i);
+    if (cmp_keyed(&x, &loc[0]) < 0) {
       loc[0] = x;
       heap_down(loc, keep, 0);
     }

@@ -5,14 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/cuda_blas.cuh"
-#include "kernels/cuda_internal.cuh"
+#include "kernels/cuda_internal.cuh" /* with cuda_blas.cuh */
 
 #ifndef VA_CUBLAS_DIR
 #define VA_CUBLAS_DIR ""
 #endif
-#define VA_STR_(x) #x
-#define VA_STR(x) VA_STR_(x)
 
 namespace {
 
@@ -38,8 +35,7 @@ void *symbol(void *lib, const char *soname, const char *name) {
 }
 
 va_blas_api load() {
-  static const char blas_name[] = "libcublas.so." VA_STR(CUBLAS_VER_MAJOR);
-  static const char lt_name[] = "libcublasLt.so." VA_STR(CUBLAS_VER_MAJOR);
+  static const char blas_name[] = VA_CUBLAS_SONAME, lt_name[] = VA_CUBLASLT_SONAME;
   void *blas = open_library(blas_name), *lt = open_library(lt_name);
   va_blas_api api;
 #define VA_BLAS_LOAD(f, type)                                                                              \

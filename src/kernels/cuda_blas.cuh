@@ -40,6 +40,12 @@ using va_cublasGemmEx_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t,
   X(cublasLtMatmulPreferenceDestroy, VA_BLAS_TYPE(cublasLtMatmulPreferenceDestroy))                    \
   X(cublasLtMatmulPreferenceSetAttribute, VA_BLAS_TYPE(cublasLtMatmulPreferenceSetAttribute))
 
+/* The libraries' sonames, of the cuBLAS major version the build compiled against. */
+#define VA_BLAS_STR_(x) #x
+#define VA_BLAS_STR(x) VA_BLAS_STR_(x)
+#define VA_CUBLAS_SONAME "libcublas.so." VA_BLAS_STR(CUBLAS_VER_MAJOR)
+#define VA_CUBLASLT_SONAME "libcublasLt.so." VA_BLAS_STR(CUBLAS_VER_MAJOR)
+
 struct va_blas_api {
 #define VA_BLAS_MEMBER(f, type) type f;
   VA_BLAS_FUNCTIONS(VA_BLAS_MEMBER)

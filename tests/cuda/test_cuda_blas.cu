@@ -9,9 +9,6 @@
 
 #include "kernels/cuda_blas.cuh"
 
-#define VA_STR_(x) #x
-#define VA_STR(x) VA_STR_(x)
-
 static int failures = 0;
 static void check(bool ok, const char *what) {
   printf("%s: %s\n", ok ? "ok  " : "FAIL", what);
@@ -25,7 +22,7 @@ static bool loaded(const char *soname) {
 }
 
 int main() {
-  const char *blas = "libcublas.so." VA_STR(CUBLAS_VER_MAJOR), *lt = "libcublasLt.so." VA_STR(CUBLAS_VER_MAJOR);
+  const char *blas = VA_CUBLAS_SONAME, *lt = VA_CUBLASLT_SONAME;
   check(!loaded(blas) && !loaded(lt), "neither cuBLAS library is loaded at program start");
   const va_blas_api &api = va_blas();
   check(loaded(blas) && loaded(lt), "va_blas() loaded libcublas and libcublasLt");
