@@ -126,6 +126,21 @@ static void column_sums(float *X, int64_t n, int64_t d, const double *center, in
   free(part);
 }
 
+/* Touches one byte per page of fresh memory from all of the rank's threads. The read into an untouched
+ * shard spends most of its time in the kernel's page faults (zeroing each page), one thread at a time;
+ * faults on different pages run in parallel, so taking them all first on every thread leaves the read
+ * a plain copy. */
+static void prefault(void *p, size_t bytes, int threads) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  volatile char *c = p;
+  const int64_t pages = (int64_t)((bytes + page - 1) / page);
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+  for (int64_t i = 0; i < pages; i++) c[(size_t)i * page] = 0;
+  (void)threads;
+}
+
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
  * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder:
@@ -441,6 +456,7 @@ int va_cmd_compress(int argc, char **argv) {
                       va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
   VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
   va_tick_t t = va_tick();
+  if (threads > 1) prefault(st.X, (size_t)shard_bytes, threads);
   int64_t bad_row = -1;
   va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
   va_tock(VA_PH_READ, t);

@@ -12,8 +12,11 @@
  * the 200 fixture lines is 0.9999985 in fp16 and 0.99993 in bf16.)
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
- * at most 6% padding; the extra rows hold stale finite data and are never read), so cuBLASLt's algorithm
- * choice -- and the lazy load of the kernel it names -- happens once per bucket, not once per batch. */
+ * at most 6% padding; the extra rows hold stale finite data and are never read). cuBLASLt's algorithm is
+ * chosen once per octave of buckets, at the octave's top: a heuristic query per bucket (about 64 buckets
+ * x 4 layers on a length-sorted corpus) and the lazy load of each distinct kernel those queries named
+ * cost 0.3-0.45 s of a 500,000-line run on an H100, and the per-octave choice gave the same embeddings
+ * bit for bit (session 16, bench/results/gpu_h100_20261124_s16). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -388,7 +391,7 @@ struct gemm_op {
   struct algo_slot {
     int ok;
     cublasLtMatmulAlgo_t algo;
-  } * cache; /* by rows / ROWPAD */
+  } cache[48]; /* by octave of the row count (algo_octave) */
 };
 enum { OP_QKV, OP_O, OP_FF1, OP_FF2, NOPS };
 
@@ -398,6 +401,13 @@ int64_t bucket_rows(int64_t rows) {
   int64_t step = ROWPAD;
   while (step * 32 <= rows) step *= 2;
   return round_up(rows, step);
+}
+/* Row counts share a cuBLASLt algorithm per octave [2048 * 2^(o-1), 2048 * 2^o) (all counts below 2048
+ * in octave 0); it is chosen for 2048 * 2^o rows, the octave's top. */
+int algo_octave(int64_t rows) {
+  int o = 0;
+  while ((int64_t)2048 << o <= rows) o++;
+  return o;
 }
 }  // namespace
 
@@ -468,7 +478,7 @@ void gemm_init(va_bert_cuda *g, gemm_op *op, int64_t n, int64_t k, cudaDataType_
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->la, in_t, (uint64_t)k, (uint64_t)n, k));
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->lb, in_t, (uint64_t)k, ROWPAD, k));
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->ld, out_t, (uint64_t)n, ROWPAD, n));
-  op->cache = (gemm_op::algo_slot *)va_calloc((size_t)(g->cap / ROWPAD + 1), sizeof *op->cache, "cuBLASLt algorithm cache");
+  memset(op->cache, 0, sizeof op->cache);
 }
 
 void gemm_free(gemm_op *op) {
@@ -477,25 +487,46 @@ void gemm_free(gemm_op *op) {
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutDestroy(op->lb));
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutDestroy(op->ld));
   VA_CUBLAS(va_blas().cublasLtMatmulDescDestroy(op->desc));
-  free(op->cache);
+}
+
+void gemm_set_rows(gemm_op *op, uint64_t m) {
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->ld, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
+}
+
+/* cuBLASLt's first choice of algorithm for the layer at m rows (the layouts are left at m rows). */
+cublasLtMatmulAlgo_t gemm_choose(va_bert_cuda *g, gemm_op *op, uint64_t m) {
+  gemm_set_rows(op, m);
+  cublasLtMatmulHeuristicResult_t res;
+  int found = 0;
+  VA_CUBLAS(va_blas().cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
+  if (found < 1) VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision));
+  return res.algo;
 }
 
 void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows) {
   const uint64_t m = (uint64_t)bucket_rows(rows);
-  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
-  VA_CUBLAS(va_blas().cublasLtMatrixLayoutSetAttribute(op->ld, CUBLASLT_MATRIX_LAYOUT_COLS, &m, sizeof m));
-  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  gemm_op::algo_slot *slot = &op->cache[m / ROWPAD];
+  const int o = algo_octave((int64_t)m);
+  if (o >= (int)(sizeof op->cache / sizeof op->cache[0])) VA_FATAL("CUDA encoder: %llu rows in one dense layer", (unsigned long long)m);
+  gemm_op::algo_slot *slot = &op->cache[o];
   if (!slot->ok) {
-    cublasLtMatmulHeuristicResult_t res;
-    int found = 0;
-    VA_CUBLAS(va_blas().cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
-    if (found < 1) VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision));
-    slot->algo = res.algo;
+    slot->algo = gemm_choose(g, op, (uint64_t)2048 << o);
     slot->ok = 1;
   }
+  gemm_set_rows(op, m);
+  VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   const float one = 1.0f, zero = 0.0f;
-  VA_CUBLAS(va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws, g->ws_bytes, g->stream));
+  cublasStatus_t st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws,
+                                               g->ws_bytes, g->stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+    /* The octave's algorithm does not take this row count (refused before any launch): this bucket
+     * gets its own choice (it did not happen in our runs on H100s and H200s with cuBLAS 13). */
+    cublasLtMatmulAlgo_t own = gemm_choose(g, op, m);
+    st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &own, g->ws, g->ws_bytes, g->stream);
+  }
+  if (st != CUBLAS_STATUS_SUCCESS)
+    VA_FATAL("cublasLtMatmul (a %llu-row dense layer, %s) failed: %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision),
+             va_blas().cublasGetStatusString(st));
 }
 
 unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
@@ -578,7 +609,7 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   g->vocab = m->vocab;
   g->eps = m->ln_eps;
   g->max_seqs = max_seqs;
-  g->cap = bucket_rows(max_batch_tokens);
+  g->cap = 0; /* va_bert_cuda_reserve sizes the scratch */
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaGetDeviceProperties(&g->prop, device));
   const size_t att_smem = precision == VA_BERT_FP32 ? attention_f32_smem(m->max_pos) : attention_mma_smem(m->max_pos, 2);
@@ -671,19 +702,8 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   }
   free(lo);
 
-  /* Scratch, zeroed once so that the padding rows a GEMM reads before anything wrote them are finite. */
-  const size_t es = elem_size(precision), cap = (size_t)g->cap;
-  void **bufs[] = {&g->x, &g->qkv, &g->ctx, &g->tmp, &g->ff};
-  const size_t bytes[] = {cap * H * es, cap * 3 * H * es, cap * H * es, cap * H * es, cap * F * es};
-  for (int i = 0; i < 5; i++) {
-    VA_CUDA(cudaMalloc(bufs[i], bytes[i]));
-    VA_CUDA(cudaMemset(*bufs[i], 0, bytes[i]));
-  }
-  const size_t in_ints = 2 * cap + (size_t)max_seqs + 1;
-  VA_CUDA(cudaMalloc(&g->d_in, in_ints * sizeof(int32_t)));
   VA_CUDA(cudaMalloc(&g->d_out, (size_t)max_seqs * H * sizeof(float)));
   for (int s = 0; s < 2; s++) {
-    VA_CUDA(cudaMallocHost(&g->h_in[s], in_ints * sizeof(int32_t)));
     VA_CUDA(cudaMallocHost(&g->h_out[s], (size_t)max_seqs * H * sizeof(float)));
     VA_CUDA(cudaEventCreate(&g->ev_start[s]));
     VA_CUDA(cudaEventCreate(&g->ev_end[s]));
@@ -694,8 +714,42 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   gemm_init(g, &g->op[OP_O], H, H, lp, lp);
   gemm_init(g, &g->op[OP_FF1], F, H, lp, lp);
   gemm_init(g, &g->op[OP_FF2], H, F, lp, lp);
-  VA_CUDA(cudaDeviceSynchronize());
+  va_bert_cuda_reserve(g, max_batch_tokens);
   return g;
+}
+
+extern "C" void va_bert_cuda_reserve(va_bert_cuda_t *g, int64_t max_batch_tokens) {
+  const int64_t cap = bucket_rows(max_batch_tokens > 0 ? max_batch_tokens : 1);
+  if (cap <= g->cap) return;
+  VA_CUDA(cudaSetDevice(g->device));
+  VA_CUDA(cudaStreamSynchronize(g->stream)); /* nothing in flight uses the old scratch */
+  /* Scratch, zeroed once so that the padding rows a GEMM reads before anything wrote them are finite. */
+  const size_t es = elem_size(g->precision), rows = (size_t)cap, H = (size_t)g->H, F = (size_t)g->F;
+  void **bufs[] = {&g->x, &g->qkv, &g->ctx, &g->tmp, &g->ff};
+  const size_t bytes[] = {rows * H * es, rows * 3 * H * es, rows * H * es, rows * H * es, rows * F * es};
+  for (int i = 0; i < 5; i++) {
+    VA_CUDA(cudaFree(*bufs[i]));
+    VA_CUDA(cudaMalloc(bufs[i], bytes[i]));
+    VA_CUDA(cudaMemset(*bufs[i], 0, bytes[i]));
+  }
+  const size_t in_ints = 2 * rows + (size_t)g->max_seqs + 1;
+  VA_CUDA(cudaFree(g->d_in));
+  VA_CUDA(cudaMalloc(&g->d_in, in_ints * sizeof(int32_t)));
+  for (int s = 0; s < 2; s++) {
+    VA_CUDA(cudaFreeHost(g->h_in[s]));
+    VA_CUDA(cudaMallocHost(&g->h_in[s], in_ints * sizeof(int32_t)));
+  }
+  g->cap = cap;
+  VA_CUDA(cudaDeviceSynchronize());
+}
+
+extern "C" void va_bert_cuda_warm_up(va_bert_cuda_t *g) {
+  const int32_t ids[2] = {0, 0};
+  const int lens[1] = {2};
+  if (g->nsub != g->ncol || g->dev_out) VA_FATAL("CUDA encoder: warm-up with a batch in flight or after the output went to the device");
+  float *out = (float *)va_malloc((size_t)g->H * sizeof(float), "warm-up output");
+  va_bert_cuda_encode(g, ids, lens, 1, out);
+  free(out);
 }
 
 extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
