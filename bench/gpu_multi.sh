@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # gpu_multi.sh: on a machine with several GPUs, from the repository root: the gpu-labelled tests (1 vs
-# 2 vs 4 GPUs, NCCL), then strong and weak scaling of compress with the CUDA backend (fp16) through
-# bench/scaling/run.py. Output under $OUT.
+# 2 vs 4 GPUs, NCCL), strong and weak scaling of compress with the CUDA backend (fp16) through
+# bench/scaling/run.py, then `vecanneal embed` (fp16, batch 256) on 1, 2, 4, ... GPUs over the test
+# corpus repeated EMBED_REPEAT times (default 128: about 2M lines, so that a rank's fixed costs --
+# model load, GPU set-up -- are a small part). mpirun gets --bind-to none, so every rank's tokenizer
+# has the node's cores (mpirun binds 2 ranks to a core each by default). The model directory (MODEL,
+# default .gpu-model) is carried with the call. Output under $OUT.
 #   bench/gpu_multi.sh [strong_n=8000000] [rows_per_gpu=2000000] [iterations=20]
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -11,12 +15,33 @@ B=${BUILD_DIR:-build-gpu}
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
 nvidia-smi topo -m 2>/dev/null | head -8
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
-(cd "$B" && ctest -L gpu --output-on-failure --timeout 600) > "$OUT/ctest_gpu.log" 2>&1
+MODEL=$(realpath "${MODEL:-.gpu-model}") EMBED_REPEAT=${EMBED_REPEAT:-128}
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+(cd "$B" && timeout 300 ctest -L gpu --output-on-failure --timeout 240) > "$OUT/ctest_gpu.log" 2>&1
 grep -E "Test +#|tests passed|tests failed|GPUs|differs|worst" "$OUT/ctest_gpu.log" | head -30
 ranks=1; p=2; while [ $p -le "$NGPU" ]; do ranks="$ranks,$p"; p=$((p * 2)); done
 python3 bench/scaling/run.py --vecanneal "$PWD/$B/vecanneal" --backend cuda --precision fp16 --ranks "$ranks" \
   --n "${1:-8000000}" --rows-per-rank "${2:-2000000}" --d 128 --k 1024 --iterations "${3:-20}" --repeats 1 --threads 4 \
-  --clusters 2000 --spread 0.5 --no-calibrate --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
+  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --no-install --timeout 200 --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
   --out "$OUT/scaling" --tag "h200x$NGPU" > "$OUT/scaling.log" 2>&1
 tail -25 "$OUT/scaling/REPORT.md" 2>/dev/null || tail -30 "$OUT/scaling.log"
+
+W=/tmp/embed-scaling; mkdir -p "$W"
+zcat tests/data/embed_corpus.txt.gz > "$W/c1.txt"
+for _ in $(seq "$EMBED_REPEAT"); do cat "$W/c1.txt"; done > "$W/corpus.txt"
+echo "gpus,lines,encode_lines_per_s,gpu_forward_lines_per_s,setup_wait_s,wall_s,lines_per_s_whole" > "$OUT/embed_scaling.csv"
+for p in ${ranks//,/ }; do
+  for rep in 1 2; do
+    s=$(date +%s.%N)
+    mpirun -n "$p" --bind-to none -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda --model "$MODEL" --weights fp16 --input "$W/corpus.txt" \
+      --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" --progress 0 > "$W/embed$p.log" 2>&1 || { tail -5 "$W/embed$p.log"; break; }
+    e=$(date +%s.%N)
+    python3 - "$W/e$p.json" "$p" "$s" "$e" >> "$OUT/embed_scaling.csv" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); wall = float(sys.argv[4]) - float(sys.argv[3])
+print(f"{sys.argv[2]},{m['lines']},{m['encode_lines_per_second']:.0f},{m['gpu_forward_lines_per_second']:.0f},"
+      f"{m['gpu_setup_wait_seconds_max']:.3f},{wall:.2f},{m['lines'] / wall:.0f}")
+PY
+  done
+done
+cat "$OUT/embed_scaling.csv"
