@@ -100,31 +100,48 @@ static double unit_rows_energy(const va_state_t *st, double *sum, int64_t *zero_
 /* Column sums of this rank's rows (sum[0..d)) and, with squares, of their squares (sum[d..2d)); with
  * center, each value is first replaced by (float)(x - center[t]) in place. Rows are summed in blocks
  * whose size depends on n alone, one block per thread at a time, and the blocks' sums added in block
- * order: the same bits for every thread count. Per column, so the inner loop vectorises over t. */
-static void column_sums(float *X, int64_t n, int64_t d, const double *center, int squares, int threads, double *sum) {
+ * order: the same bits for every thread count. Per column, so the inner loop vectorises over t. Rows
+ * read straight to the GPU (st->X NULL) are summed there, block by block the same way
+ * (va_cuda_block_column_sums), and the blocks added here: the same bits again. */
+static void column_sums(va_state_t *st, const double *center, int squares, double *sum) {
+  const int64_t n = st->n_local, d = st->d;
   const int64_t block = n / 256 > 4096 ? n / 256 : 4096, nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
   double *part = va_calloc((size_t)(nblocks > 0 ? nblocks : 1) * (size_t)w, sizeof(double), "column sums");
+  float *X = st->X;
+  if (X) {
 #ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(st->aopts.threads) schedule(dynamic, 1)
 #endif
-  for (int64_t b = 0; b < nblocks; b++) {
-    double *p = part + b * w;
-    const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
-    for (int64_t i = b * block; i < end; i++) {
-      float *x = X + i * d;
-      if (center)
-        for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
-      for (int64_t t = 0; t < d; t++) p[t] += x[t];
-      if (squares)
-        for (int64_t t = 0; t < d; t++) p[d + t] += (double)x[t] * x[t];
+    for (int64_t b = 0; b < nblocks; b++) {
+      double *p = part + b * w;
+      const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
+      for (int64_t i = b * block; i < end; i++) {
+        float *x = X + i * d;
+        if (center)
+          for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
+        for (int64_t t = 0; t < d; t++) p[t] += x[t];
+        if (squares)
+          for (int64_t t = 0; t < d; t++) p[d + t] += (double)x[t] * x[t];
+      }
     }
+  } else {
+#ifdef VECANNEAL_CUDA
+    va_cuda_block_column_sums((va_cuda_t *)st->be_ctx, block, center, squares, part);
+#else
+    VA_FATAL("column sums: no rows");
+#endif
   }
-  (void)threads;
   memset(sum, 0, (size_t)w * sizeof(double));
   for (int64_t b = 0; b < nblocks; b++)
     for (int64_t t = 0; t < w; t++) sum[t] += part[b * w + t];
   free(part);
 }
+
+#ifdef VECANNEAL_CUDA
+static void upload_chunk(const float *rows, int64_t local_row0, int64_t nrows, void *ctx) {
+  va_cuda_upload_rows((va_cuda_t *)ctx, rows, local_row0, nrows);
+}
+#endif
 
 /* Touches one byte per page of fresh memory from all of the rank's threads. The read into an untouched
  * shard spends most of its time in the kernel's page faults (zeroing each page), one thread at a time;
@@ -143,15 +160,23 @@ static void prefault(void *p, size_t bytes, int threads) {
 
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
- * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder:
- * va_cuda_adopt_unit_rows, the same arithmetic: hence the column sums there are one running sum per
- * column over the rows in order, as column_sums_kernel adds them). Returns the energy of the best
- * single anchor. */
+ * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder or read straight
+ * there: va_cuda_adopt_unit_rows / va_cuda_unit_rows, the same arithmetic: hence the column sums here
+ * are one running sum per column over the rows in order, as column_sums_kernel adds them). Returns the
+ * energy of the best single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   const int64_t n = st->n_local, d = st->d;
   const int threads = st->aopts.threads;
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
   double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
+#ifdef VECANNEAL_CUDA
+  if (st->cosine && !st->X) { /* rows read straight to the GPU */
+    *zero_rows = va_cuda_unit_rows((va_cuda_t *)st->be_ctx, sum);
+    double e = unit_rows_energy(st, sum, zero_rows);
+    free(sum);
+    return e;
+  }
+#endif
   if (st->cosine) {
     int64_t zeros = 0;
 #ifdef VECANNEAL_OPENMP
@@ -172,14 +197,14 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
     return e;
   }
   *zero_rows = 0;
-  column_sums(st->X, n, d, NULL, 0, threads, sum);
+  column_sums(st, NULL, 0, sum);
   va_allreduce_sum_f64(sum, d);
   for (int64_t t = 0; t < d; t++) {
     int e;
     double m = frexp(sum[t] / (double)st->n, &e);
     st->center[t] = ldexp(nearbyint(ldexp(m, 16)), e - 16);
   }
-  column_sums(st->X, n, d, st->center, 1, threads, sum);
+  column_sums(st, st->center, 1, sum);
   va_allreduce_sum_f64(sum, 2 * d);
   double m2 = 0, total = 0;
   for (int64_t t = 0; t < d; t++) {
@@ -202,11 +227,13 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
 }
 
 /* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
- * out-of-core CUDA backend's pinned copy of the shard, made while X still exists. */
-static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned) {
+ * out-of-core CUDA backend's pinned copy of the shard, made while X still exists. shard_on_host 0: the
+ * rows go straight to the GPU through one read chunk. */
+static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned, int shard_on_host) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
-  double bytes = 32.0 * 1048576 + n * d * 4 + n * 12 + pinned;    /* process baseline, shard, assign, prev, r */
+  double shard = shard_on_host ? n * d * 4 : fmin(cfg->read_chunk_mb * 1048576.0, n * d * 4);
+  double bytes = 32.0 * 1048576 + shard + n * 12 + pinned;        /* process baseline, shard, assign, prev, r */
   bytes += n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
   bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors (+ fused-kernel panels), momentum, statistics */
@@ -428,12 +455,18 @@ int va_cmd_compress(int argc, char **argv) {
           va_config_enum_name("robust", cfg.robust), cfg.preset);
 
   backend_plan_t plan = plan_backend(&st, &cfg);
+  /* Resident CUDA rows from a file go straight to the GPU, chunk by chunk (no host shard), and are
+   * preprocessed there; streamed ones keep the host path (their pinned copy is made from the shard). */
+  const int direct = plan.cuda && !plan.chunk_rows && !embed_corpus;
+#ifdef VECANNEAL_CUDA
+  double attach_seconds = 0;
+#endif
   double pinned = 0;
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
 #endif
   if (cfg.memory_check) {
-    double need = host_bytes_needed(&cfg, &in, st.n_local, threads, pinned), avail = host_bytes_available();
+    double need = host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), avail = host_bytes_available();
     int short_of = avail >= 0 && need > avail;
     snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are available "
              "per rank there (%d ranks on the node); use more nodes or ranks, or set memory_check = off",
@@ -450,16 +483,32 @@ int va_cmd_compress(int argc, char **argv) {
     st.X = embedded.emb;
     goto shard_ready;
   }
-  double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
-  st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
-  if (!st.X) snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
-                      va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
-  VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
-  va_tick_t t = va_tick();
-  if (threads > 1) prefault(st.X, (size_t)shard_bytes, threads);
   int64_t bad_row = -1;
-  va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
-  va_tock(VA_PH_READ, t);
+  va_tick_t t;
+#ifdef VECANNEAL_CUDA
+  if (direct) {
+    /* Each chunk read goes up through the context's pinned buffers while the next one is read; the
+     * preprocessing then runs on the device. */
+    double t_attach0 = va_now();
+    backend = attach_backend(&st, &cfg, &plan);
+    va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
+    attach_seconds = va_now() - t_attach0;
+    t = va_tick();
+    va_input_read_chunks(&in, st.row0, st.n_local, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row, upload_chunk, st.be_ctx);
+    va_tock(VA_PH_READ, t);
+  } else
+#endif
+  {
+    double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
+    st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
+    if (!st.X) snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
+                        va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
+    VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
+    t = va_tick();
+    if (threads > 1) prefault(st.X, (size_t)shard_bytes, threads);
+    va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
+    va_tock(VA_PH_READ, t);
+  }
   int64_t first_bad = bad_row < 0 ? INT64_MAX : bad_row;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
   if (first_bad != INT64_MAX) {
@@ -482,6 +531,12 @@ shard_ready:
     free(sum);
     va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
             (double)st.n_local * (double)st.d * 8.0 / 1e9);
+#endif
+  } else if (direct) {
+#ifdef VECANNEAL_CUDA
+    st.total_var = preprocess(&st, &zero_rows); /* on the device */
+    va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
+    t_attach = va_now() - attach_seconds; /* the backend line counts the context made before the read */
 #endif
   } else {
     st.total_var = preprocess(&st, &zero_rows);

@@ -355,8 +355,20 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
     float *dst = c->X32 + (row0 + off) * c->dp;
     VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nr, cudaMemcpyHostToDevice, c->stream));
     VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
-    if (c->Xlp) convert_rows(c, dst, (char *)c->Xlp + (size_t)(row0 + off) * (size_t)c->dp * 2, nr * c->dp);
+    if (c->Xlp && !c->defer_convert) convert_rows(c, dst, (char *)c->Xlp + (size_t)(row0 + off) * (size_t)c->dp * 2, nr * c->dp);
   }
+}
+
+extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
+  if (c->chunk_rows) VA_FATAL("va_cuda_defer_conversion: the context streams its rows from the host");
+  c->defer_convert = 1;
+}
+
+extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
+  if (!c->defer_convert) return;
+  va_cuda_enter(c);
+  if (c->Xlp) convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
+  c->defer_convert = 0;
 }
 
 /* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------
@@ -384,28 +396,89 @@ __global__ void column_sums_kernel(const float *X, int64_t n, int64_t dp, int d,
   sums[t] = s;
 }
 
-extern "C" int64_t va_cuda_adopt_unit_rows(va_cuda_t *c, const float *drows, double *colsum_host) {
-  if (c->chunk_rows) VA_FATAL("va_cuda_adopt_unit_rows: the context streams its rows from the host");
-  va_cuda_enter(c);
+/* The rows in X32 made unit rows, their column sums to colsum_host; returns the zero rows. */
+static int64_t unit_rows_and_sums(va_cuda_t *c, double *colsum_host) {
   const int d = (int)c->d;
   unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8 + (size_t)d * 8);
   double *sums = NULL;
   dalloc(&sums, (size_t)d * 8, "column sums");
   VA_CUDA(cudaMemsetAsync(c->counter, 0, 8, c->stream));
   if (c->n > 0) {
-    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)d * 4, (size_t)d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
     unit_rows_kernel<<<grid_for(c->n, 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, c->counter);
     VA_LAUNCHED();
   }
   column_sums_kernel<<<(unsigned)((d + 127) / 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, sums);
   VA_LAUNCHED();
-  if (c->Xlp) convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
   VA_CUDA(cudaMemcpyAsync(h, c->counter, 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaMemcpyAsync(h + 1, sums, (size_t)d * 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
   memcpy(colsum_host, h + 1, (size_t)d * 8);
   dfree(&sums);
   return (int64_t)h[0];
+}
+
+extern "C" int64_t va_cuda_adopt_unit_rows(va_cuda_t *c, const float *drows, double *colsum_host) {
+  if (c->chunk_rows) VA_FATAL("va_cuda_adopt_unit_rows: the context streams its rows from the host");
+  va_cuda_enter(c);
+  if (c->n > 0)
+    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)c->d * 4, (size_t)c->d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
+  c->defer_convert = 1;
+  int64_t zeros = unit_rows_and_sums(c, colsum_host);
+  va_cuda_finish_rows(c);
+  return zeros;
+}
+
+extern "C" int64_t va_cuda_unit_rows(va_cuda_t *c, double *colsum_host) {
+  if (!c->defer_convert) VA_FATAL("va_cuda_unit_rows: the rows were converted on upload (va_cuda_defer_conversion first)");
+  va_cuda_enter(c);
+  return unit_rows_and_sums(c, colsum_host);
+}
+
+/* compress.c's column_sums for one block of rows per (block, column): the rows of block b in order, one
+ * running double sum per column (and of squares); with center, each value is first replaced by
+ * (float)(x - center[t]) in place. The same operations in the same order as the host's loop, so the
+ * same bits ((double)x * x is exact, so a fused multiply-add changes nothing). */
+__global__ void block_column_sums_kernel(float *X, int64_t n, int64_t dp, int d, int64_t block, const double *center, int squares, double *part) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t b = blockIdx.y;
+  if (t >= d) return;
+  const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
+  const double ct = center ? center[t] : 0.0;
+  double s = 0, s2 = 0;
+  for (int64_t i = b * block; i < end; i++) {
+    float *x = X + i * dp + t;
+    float v = *x;
+    if (center) {
+      v = (float)((double)v - ct);
+      *x = v;
+    }
+    s += v;
+    if (squares) s2 += (double)v * v;
+  }
+  const int64_t w = squares ? 2 * (int64_t)d : d;
+  part[b * w + t] = s;
+  if (squares) part[b * w + d + t] = s2;
+}
+
+extern "C" void va_cuda_block_column_sums(va_cuda_t *c, int64_t block, const double *center_host, int squares, double *part_host) {
+  if (!c->defer_convert) VA_FATAL("va_cuda_block_column_sums: the rows were converted on upload (va_cuda_defer_conversion first)");
+  va_cuda_enter(c);
+  const int d = (int)c->d;
+  const int64_t nblocks = (c->n + block - 1) / block, w = squares ? 2 * (int64_t)d : d;
+  if (nblocks <= 0) return;
+  if (nblocks > 65535) VA_FATAL("va_cuda_block_column_sums: %lld blocks", (long long)nblocks);
+  double *part = NULL, *center = NULL;
+  dalloc(&part, (size_t)(nblocks * w) * 8, "column sums");
+  if (center_host) {
+    dalloc(&center, (size_t)d * 8, "centre");
+    VA_CUDA(cudaMemcpyAsync(center, center_host, (size_t)d * 8, cudaMemcpyHostToDevice, c->stream));
+  }
+  block_column_sums_kernel<<<dim3((unsigned)((d + 127) / 128), (unsigned)nblocks), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, block, center, squares, part);
+  VA_LAUNCHED();
+  VA_CUDA(cudaMemcpyAsync(part_host, part, (size_t)(nblocks * w) * 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  dfree(&part);
+  dfree(&center);
 }
 
 extern "C" void va_cuda_free_device(void *dptr) {

@@ -126,6 +126,7 @@ struct va_cuda {
   cudaEvent_t staged[2];
   size_t pinned_bytes;
   int pin_next;
+  int defer_convert;           /* rows uploaded raw, preprocessed on the device, then va_cuda_finish_rows */
   void *h_buf;                 /* pinned scratch for results */
   size_t h_buf_bytes;
   int64_t *d_rows;             /* get_rows indices */

@@ -71,6 +71,16 @@ void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, 
  * zero), with their column sums (d doubles, in row order, as the host sums them) in colsum_host.
  * Returns the number of zero rows. Resident contexts only; waits. */
 int64_t va_cuda_adopt_unit_rows(va_cuda_t *ctx, const float *drows, double *colsum_host);
+/* Rows read straight to the device (compress: no host shard): after va_cuda_defer_conversion, uploads
+ * keep the float32 values until va_cuda_finish_rows makes the 16-bit copy, so that the preprocessing
+ * can run on the device in between, to compress.c's bits: va_cuda_block_column_sums (its column_sums,
+ * one block of `block` rows per entry of part_host: nblocks x d sums, or x 2d with the squares; with
+ * center_host, the rows are centred first) and va_cuda_unit_rows (as va_cuda_adopt_unit_rows, on the
+ * rows in place). Resident contexts only; both wait. */
+void va_cuda_defer_conversion(va_cuda_t *ctx);
+void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares, double *part_host);
+int64_t va_cuda_unit_rows(va_cuda_t *ctx, double *colsum_host);
+void va_cuda_finish_rows(va_cuda_t *ctx);
 /* Device memory from elsewhere in the process (va_bert_cuda_output_to_device): free it, copy it out. */
 void va_cuda_free_device(void *dptr);
 void va_cuda_copy_to_host(void *host, const void *dptr, size_t bytes);

@@ -808,6 +808,72 @@ static void adopt_case(int64_t n, int64_t d) {
   free(X); free(U); free(back); free(sum); free(gsum); free(rows); free(A); free(a1); free(a2);
 }
 
+/* Rows read straight to the device (compress: no host shard) and preprocessed there, against
+ * compress.c's host preprocessing: l2 block column sums (then centred, with squares) and cosine unit
+ * rows with their column sums, bit for bit, and the rows (read back in fp16) as the host's, rounded. */
+static void direct_case(int64_t n, int64_t d, int64_t block) {
+  const int64_t nblocks = (n + block - 1) / block;
+  float *X = make_rows(n, d, 0), *H = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
+  double *part = calloc((size_t)(nblocks * 2 * d), 8), *gpart = calloc((size_t)(nblocks * 2 * d), 8), *center = malloc((size_t)d * 8);
+  int64_t *rows = malloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++) rows[i] = i;
+  memcpy(H, X, (size_t)(n * d) * 4);
+  for (int64_t b = 0; b < nblocks; b++) /* compress.c column_sums, no centre */
+    for (int64_t i = b * block; i < n && i < (b + 1) * block; i++)
+      for (int64_t t = 0; t < d; t++) part[b * d + t] += H[i * d + t];
+  for (int64_t t = 0; t < d; t++) center[t] = part[t] / (double)block + 0.001 * (double)t;
+  va_cuda_t *c = va_cuda_create(0, n, d, 64, VA_CUDA_FP16);
+  va_cuda_defer_conversion(c);
+  for (int64_t r0 = 0; r0 < n; r0 += 1000) va_cuda_upload_rows(c, X + r0 * d, r0, n - r0 < 1000 ? n - r0 : 1000);
+  va_cuda_block_column_sums(c, block, NULL, 0, gpart);
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "direct: block column sums (n %lld d %lld) differ from the host's", (long long)n, (long long)d);
+  memset(part, 0, (size_t)(nblocks * 2 * d) * 8);
+  for (int64_t b = 0; b < nblocks; b++) /* compress.c column_sums, centred, with squares */
+    for (int64_t i = b * block; i < n && i < (b + 1) * block; i++) {
+      float *x = H + i * d;
+      for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
+      for (int64_t t = 0; t < d; t++) part[b * 2 * d + t] += x[t];
+      for (int64_t t = 0; t < d; t++) part[b * 2 * d + d + t] += (double)x[t] * x[t];
+    }
+  va_cuda_block_column_sums(c, block, center, 1, gpart);
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * 2 * d) * 8) == 0, "direct: centred column sums and squares differ from the host's");
+  va_cuda_finish_rows(c);
+  va_cuda_get_rows(c, rows, n, back);
+  float *H16 = rows_as_stored(H, n * d, VA_CUDA_FP16);
+  CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "direct: centred rows (in fp16) differ from the host's");
+  free(H16);
+  va_cuda_destroy(c);
+  /* cosine */
+  memcpy(H, X, (size_t)(n * d) * 4);
+  memset(H + 3 * d, 0, (size_t)d * 4);
+  memcpy(X + 3 * d, H + 3 * d, (size_t)d * 4);
+  double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
+  int64_t zero = 0;
+  for (int64_t i = 0; i < n; i++) { /* compress.c preprocess, cosine */
+    float *x = H + i * d;
+    double s2 = 0;
+    for (int64_t t = 0; t < d; t++) s2 += (double)x[t] * x[t];
+    if (s2 > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s2));
+    else zero++;
+    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
+  }
+  c = va_cuda_create(0, n, d, 64, VA_CUDA_BF16);
+  va_cuda_defer_conversion(c);
+  va_cuda_upload_rows(c, X, 0, n);
+  int64_t gz = va_cuda_unit_rows(c, gsum);
+  va_cuda_finish_rows(c);
+  va_cuda_get_rows(c, rows, n, back);
+  CHECK(gz == zero, "direct cosine: %lld zero rows, want %lld", (long long)gz, (long long)zero);
+  CHECK(memcmp(gsum, sum, (size_t)d * 8) == 0, "direct cosine: column sums differ from the host's");
+  H16 = rows_as_stored(H, n * d, VA_CUDA_BF16);
+  CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "direct cosine: unit rows (in bf16) differ from the host's");
+  free(H16);
+  va_cuda_destroy(c);
+  printf("  rows read straight to the device n %lld d %lld (%lld blocks): l2 block sums, centred sums and squares, cosine unit rows and sums as the host's\n",
+         (long long)n, (long long)d, (long long)nblocks);
+  free(X); free(H); free(back); free(part); free(gpart); free(center); free(rows); free(sum); free(gsum);
+}
+
 /* Farthest member per anchor with more anchors than the shared-memory maxima take (cuda_stats.cu
  * FARTHEST_SMEM_K): the global-atomics instance, exactly va_farthest_local on the GPU's a and r. */
 static void farthest_many_anchors(void) {
@@ -903,6 +969,8 @@ int main(int argc, char **argv) {
   farthest_init_case(10007, 128, 256, 0, 3);
   adopt_case(20011, 384);
   adopt_case(3001, 77);
+  direct_case(20011, 77, 4096); /* padded d, 5 blocks, the last one short */
+  direct_case(3001, 128, 4096); /* one short block */
   farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
   run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */
