@@ -138,9 +138,9 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
 }
 
 #ifdef VECANNEAL_CUDA
-static void upload_chunk(const float *rows, int64_t local_row0, int64_t nrows, void *ctx) {
-  va_cuda_upload_rows((va_cuda_t *)ctx, rows, local_row0, nrows);
-}
+/* The read of a resident GPU job: straight into the context's pinned staging buffers. */
+static float *staging_buffer(void *ctx) { return va_cuda_upload_buffer((va_cuda_t *)ctx); }
+static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) { va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows); }
 #endif
 
 /* Touches one byte per page of fresh memory from all of the rank's threads. The read into an untouched
@@ -228,11 +228,11 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
 
 /* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
  * out-of-core CUDA backend's pinned copy of the shard, made while X still exists. shard_on_host 0: the
- * rows go straight to the GPU through one read chunk. */
+ * rows go straight to the GPU through its two 32 MiB pinned staging buffers. */
 static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned, int shard_on_host) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
-  double shard = shard_on_host ? n * d * 4 : fmin(cfg->read_chunk_mb * 1048576.0, n * d * 4);
+  double shard = shard_on_host ? n * d * 4 : fmin(64.0 * 1048576, n * d * 4);
   double bytes = 32.0 * 1048576 + shard + n * 12 + pinned;        /* process baseline, shard, assign, prev, r */
   bytes += n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
@@ -487,14 +487,15 @@ int va_cmd_compress(int argc, char **argv) {
   va_tick_t t;
 #ifdef VECANNEAL_CUDA
   if (direct) {
-    /* Each chunk read goes up through the context's pinned buffers while the next one is read; the
-     * preprocessing then runs on the device. */
+    /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
+     * read into the other; the preprocessing then runs on the device. */
     double t_attach0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
     attach_seconds = va_now() - t_attach0;
     t = va_tick();
-    va_input_read_chunks(&in, st.row0, st.n_local, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row, upload_chunk, st.be_ctx);
+    va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled, st.be_ctx};
+    va_input_read_into(&in, st.row0, st.n_local, cfg.io, &bad_row, &sink);
     va_tock(VA_PH_READ, t);
   } else
 #endif

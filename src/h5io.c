@@ -280,10 +280,10 @@ static int64_t convert_to_f32(va_dtype_t t, const void *src, float *dst, int64_t
   return bad;
 }
 
-/* The one read loop: into out (in place for float32), or, with out NULL, through one float32 chunk
- * buffer handed to fn after each read. */
+/* The one read loop: into out (in place for float32), or, with out NULL, into the sink's buffers, one
+ * chunk of sink->rows rows each (in place for float32 again). */
 static void read_rows(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int64_t *bad_row,
-                      va_rows_fn fn, void *ctx) {
+                      const va_row_sink_t *sink) {
   int collective = va_io_collective(io_mode);
   char err[1024] = "";
   int rc = 0;
@@ -295,12 +295,12 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   hid_t mtype = VA_H5(mem_type_for(in->dtype));
   hid_t dxpl = transfer_plist(collective);
   int64_t row_bytes = in->d * in->elem_size;
-  int64_t chunk_rows = (int64_t)chunk_bytes / row_bytes;
+  int64_t chunk_rows = sink ? sink->rows : (int64_t)chunk_bytes / row_bytes;
   if (chunk_rows < 1) chunk_rows = 1;
   if (chunk_rows > count && count > 0) chunk_rows = count;
   /* float32 lands in place; other types go through one staging chunk (never a second shard copy). */
-  void *stage = in->dtype == VA_DT_F32 && out ? NULL : va_malloc((size_t)(chunk_rows * row_bytes), "read staging buffer");
-  float *chunk = !out ? (in->dtype == VA_DT_F32 ? stage : va_malloc((size_t)(chunk_rows * in->d) * sizeof(float), "read chunk")) : NULL;
+  void *stage = in->dtype == VA_DT_F32 ? NULL : va_malloc((size_t)(chunk_rows * row_bytes), "read staging buffer");
+  float none = 0; /* the destination of a collective round with no rows here */
   int64_t rounds = (count + chunk_rows - 1) / chunk_rows;
   if (collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
   *bad_row = -1;
@@ -317,7 +317,7 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
       VA_H5(H5Sselect_none(fspace));
       VA_H5(H5Sselect_none(mspace));
     }
-    float *dst = out ? out + r0 * in->d : chunk;
+    float *dst = out ? out + r0 * in->d : nr > 0 ? sink->buffer(sink->ctx) : &none;
     void *buf = stage ? stage : (void *)dst;
     if (H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0 && !rc) {
       snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
@@ -329,10 +329,9 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
       int64_t bad = convert_to_f32(in->dtype, buf, dst, nr * in->d);
       if (bad >= 0) *bad_row = start + r0 + bad / in->d;
     }
-    if (nr > 0 && !rc && fn) fn(dst, r0, nr, ctx);
+    if (nr > 0 && sink) sink->filled(sink->ctx, r0, nr); /* also after a failed read: the job stops after the loop */
     if (rc && !collective) break;
   }
-  if (chunk != stage) free(chunk);
   free(stage);
   H5Pclose(dxpl);
   H5Tclose(mtype);
@@ -343,12 +342,11 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
 }
 
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int64_t *bad_row) {
-  read_rows(in, start, count, out, chunk_bytes, io_mode, bad_row, NULL, NULL);
+  read_rows(in, start, count, out, chunk_bytes, io_mode, bad_row, NULL);
 }
 
-void va_input_read_chunks(const va_input_t *in, int64_t start, int64_t count, size_t chunk_bytes, int io_mode, int64_t *bad_row, va_rows_fn fn,
-                          void *ctx) {
-  read_rows(in, start, count, NULL, chunk_bytes, io_mode, bad_row, fn, ctx);
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int64_t *bad_row, const va_row_sink_t *sink) {
+  read_rows(in, start, count, NULL, 0, io_mode, bad_row, sink);
 }
 
 /* --- writing ------------------------------------------------------------------------------------ */

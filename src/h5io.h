@@ -37,11 +37,16 @@ void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *co
  * (or -1) in *bad_row. Read failures (e.g. a truncated file) are agreed and exit with VA_EXIT_INPUT. */
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
                    int io_mode, int64_t *bad_row);
-/* The same read, through one float32 buffer of at most chunk_bytes (the shard is never whole on the
- * host): fn(rows, local_row0, nrows, ctx) after each chunk (rows valid until it returns). */
-typedef void (*va_rows_fn)(const float *rows, int64_t local_row0, int64_t nrows, void *ctx);
-void va_input_read_chunks(const va_input_t *in, int64_t start, int64_t count, size_t chunk_bytes, int io_mode, int64_t *bad_row, va_rows_fn fn,
-                          void *ctx);
+/* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
+ * `rows` rows, each read into buffer(ctx) (rows x d float32, free to overwrite) and announced with
+ * filled(ctx, local_row0, nrows) before the next buffer is asked for. */
+typedef struct {
+  int64_t rows;
+  float *(*buffer)(void *ctx);
+  void (*filled)(void *ctx, int64_t local_row0, int64_t nrows);
+  void *ctx;
+} va_row_sink_t;
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int64_t *bad_row, const va_row_sink_t *sink);
 /* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
 int va_io_collective(int io_mode);
 

@@ -319,6 +319,45 @@ static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) {
   VA_LAUNCHED();
 }
 
+/* The two pinned staging buffers, made at the first upload. Pinning costs about 0.3 ms per MB (22 ms for
+ * the two 32 MB buffers on an H200 machine, a tenth of a small job's start): a small shard gets buffers
+ * of half its size. */
+static void make_staging(va_cuda_t *c) {
+  if (c->pinned[0]) return;
+  const size_t rowb = (size_t)c->d * 4, half = (size_t)((c->n + 1) / 2) * rowb;
+  c->pinned_bytes = half < PIN_BYTES ? (half > rowb ? half : rowb) : PIN_BYTES;
+  for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
+}
+
+extern "C" int64_t va_cuda_upload_buffer_rows(va_cuda_t *c) {
+  if (c->chunk_rows) VA_FATAL("va_cuda_upload_buffer_rows: the context streams its rows from the host");
+  va_cuda_enter(c);
+  make_staging(c);
+  return (int64_t)(c->pinned_bytes / ((size_t)c->d * 4));
+}
+
+extern "C" float *va_cuda_upload_buffer(va_cuda_t *c) {
+  va_cuda_enter(c);
+  make_staging(c);
+  VA_CUDA(cudaEventSynchronize(c->staged[c->pin_next])); /* the last transfer out of this buffer is done */
+  return c->pinned[c->pin_next];
+}
+
+extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrows) {
+  if (nrows <= 0) return;
+  if (row0 < 0 || row0 + nrows > c->n || nrows * c->d * 4 > (int64_t)c->pinned_bytes)
+    VA_FATAL("va_cuda_upload_buffered: rows [%lld, %lld) of %lld local rows, %zu-byte buffer", (long long)row0, (long long)(row0 + nrows), (long long)c->n,
+             c->pinned_bytes);
+  va_cuda_enter(c);
+  const size_t rowb = (size_t)c->d * 4;
+  const int b = c->pin_next;
+  c->pin_next ^= 1;
+  float *dst = c->X32 + row0 * c->dp;
+  VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
+  if (c->Xlp && !c->defer_convert) convert_rows(c, dst, (char *)c->Xlp + (size_t)row0 * (size_t)c->dp * 2, nrows * c->dp);
+}
+
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
   if (row0 < 0 || row0 + nrows > c->n)
@@ -337,25 +376,12 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
     }
     return;
   }
-  if (!c->pinned[0]) {
-    /* Pinning costs about 0.3 ms per MB (22 ms for the two 32 MB buffers on an H200 machine, a tenth of
-     * a small job's start): a small shard gets buffers of half its size. */
-    size_t half = (size_t)((c->n + 1) / 2) * rowb;
-    c->pinned_bytes = half < PIN_BYTES ? (half > rowb ? half : rowb) : PIN_BYTES;
-    for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
-  }
-  int64_t per = (int64_t)(c->pinned_bytes / rowb);
+  const int64_t per = va_cuda_upload_buffer_rows(c);
   if (per < 1) VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
   for (int64_t off = 0; off < nrows; off += per) {
-    int64_t nr = nrows - off < per ? nrows - off : per;
-    int b = c->pin_next;
-    c->pin_next ^= 1;
-    VA_CUDA(cudaEventSynchronize(c->staged[b])); /* the last transfer out of this buffer is done */
-    memcpy(c->pinned[b], rows + off * c->d, (size_t)nr * rowb);
-    float *dst = c->X32 + (row0 + off) * c->dp;
-    VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nr, cudaMemcpyHostToDevice, c->stream));
-    VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
-    if (c->Xlp && !c->defer_convert) convert_rows(c, dst, (char *)c->Xlp + (size_t)(row0 + off) * (size_t)c->dp * 2, nr * c->dp);
+    const int64_t nr = nrows - off < per ? nrows - off : per;
+    memcpy(va_cuda_upload_buffer(c), rows + off * c->d, (size_t)nr * rowb);
+    va_cuda_upload_buffered(c, row0 + off, nr);
   }
 }
 

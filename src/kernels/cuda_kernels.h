@@ -66,6 +66,12 @@ int va_cuda_assign_variant(const va_cuda_t *ctx);
  * pinned buffers: the call returns once `rows` has been copied out, while the transfer to the device
  * (and the conversion to the product precision) still runs, so the caller's next read overlaps it. */
 void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
+/* The same through the caller's hands (compress reads the file straight into the staging buffers):
+ * rows per buffer; the next buffer, once its last transfer is done (rows x d floats, row-major); then
+ * queue its first nrows rows as rows [local_row0, local_row0 + nrows). Resident contexts only. */
+int64_t va_cuda_upload_buffer_rows(va_cuda_t *ctx);
+float *va_cuda_upload_buffer(va_cuda_t *ctx);
+void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
 /* All rows from device memory of this context's GPU (n_local x d floats, row-major; e.g. the embedder's
  * vectors), made unit rows exactly as compress's host preprocessing for cosine does (zero rows stay
  * zero), with their column sums (d doubles, in row order, as the host sums them) in colsum_host.
