@@ -265,13 +265,29 @@ static hid_t mem_type_for(va_dtype_t t) {
   return -1;
 }
 
+/* float16 input goes through a table of all 65536 values (256 KiB, built at the first float16 read):
+ * one load per value instead of va_half_to_float's branches, 0.3-0.4 s per 128M values on an H100
+ * machine's core. The same floats. */
+static const float *half_table(void) {
+  static float *table = NULL;
+  if (!table) {
+    table = va_malloc(65536 * sizeof(float), "float16 table");
+    for (uint32_t h = 0; h < 65536; h++) table[h] = va_half_to_float((uint16_t)h);
+  }
+  return table;
+}
+
 /* Converts nvals staged values to float32; returns the index of the first non-finite value or -1. */
 static int64_t convert_to_f32(va_dtype_t t, const void *src, float *dst, int64_t nvals) {
   int64_t bad = -1;
   switch (t) {
     case VA_DT_F32: if (src != dst) memcpy(dst, src, (size_t)nvals * 4); break;
     case VA_DT_F64: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const double *)src)[i]; break;
-    case VA_DT_F16: for (int64_t i = 0; i < nvals; i++) dst[i] = va_half_to_float(((const uint16_t *)src)[i]); break;
+    case VA_DT_F16: {
+      const float *table = half_table();
+      for (int64_t i = 0; i < nvals; i++) dst[i] = table[((const uint16_t *)src)[i]];
+      break;
+    }
     case VA_DT_U8: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const uint8_t *)src)[i]; return -1;
     case VA_DT_I8: for (int64_t i = 0; i < nvals; i++) dst[i] = (float)((const int8_t *)src)[i]; return -1;
   }
