@@ -761,6 +761,21 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   free(X); free(X16); free(ref); free(got); free(A);
 }
 
+/* compress.c's host preprocessing for cosine, in place: unit rows (zero rows stay zero and are
+ * counted, the return value) and their column sums added to sum in row order. */
+static int64_t host_unit_rows(float *X, int64_t n, int64_t d, double *sum) {
+  int64_t zero = 0;
+  for (int64_t i = 0; i < n; i++) {
+    float *x = X + i * d;
+    double s = 0;
+    for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+    if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+    else zero++;
+    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
+  }
+  return zero;
+}
+
 /* Rows adopted from device memory as unit rows (compress --embed's hand-over) against compress.c's host
  * preprocessing for cosine: the rows (read back) and column sums bit for bit, the zero-row count, and
  * an fp16 assign pass equal to that of a context uploaded from the host-normalised rows. */
@@ -768,16 +783,8 @@ static void adopt_case(int64_t n, int64_t d) {
   float *X = make_rows(n, d, 0), *U = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
   memset(X + 5 * d, 0, (size_t)d * 4); /* a zero row stays zero and is counted */
   double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
-  int64_t zero = 0;
   memcpy(U, X, (size_t)(n * d) * 4);
-  for (int64_t i = 0; i < n; i++) { /* compress.c preprocess, cosine */
-    float *x = U + i * d;
-    double s = 0;
-    for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
-    if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
-    else zero++;
-    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
-  }
+  const int64_t zero = host_unit_rows(U, n, d, sum);
   float *dX = NULL;
   CHECK(cudaMalloc((void **)&dX, (size_t)(n * d) * 4) == cudaSuccess, "cudaMalloc");
   CHECK(cudaMemcpy(dX, X, (size_t)(n * d) * 4, cudaMemcpyHostToDevice) == cudaSuccess, "cudaMemcpy");
@@ -848,15 +855,7 @@ static void direct_case(int64_t n, int64_t d, int64_t block) {
   memset(H + 3 * d, 0, (size_t)d * 4);
   memcpy(X + 3 * d, H + 3 * d, (size_t)d * 4);
   double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
-  int64_t zero = 0;
-  for (int64_t i = 0; i < n; i++) { /* compress.c preprocess, cosine */
-    float *x = H + i * d;
-    double s2 = 0;
-    for (int64_t t = 0; t < d; t++) s2 += (double)x[t] * x[t];
-    if (s2 > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s2));
-    else zero++;
-    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
-  }
+  const int64_t zero = host_unit_rows(H, n, d, sum);
   c = va_cuda_create(0, n, d, 64, VA_CUDA_BF16);
   va_cuda_defer_conversion(c);
   va_cuda_upload_rows(c, X, 0, n);
