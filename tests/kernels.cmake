@@ -9,3 +9,13 @@ target_link_libraries(test_maintenance PRIVATE vecanneal_core)
 add_test(NAME maintenance_cpu COMMAND test_maintenance)
 set_tests_properties(maintenance_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
+# The read into caller-handed buffers (a resident GPU job's read into pinned staging) against the
+# whole-shard read, on 1-4 ranks (collective transfers where the HDF5 is parallel).
+add_executable(test_read ${VA_TEST_DIR}/unit/test_read.c)
+target_link_libraries(test_read PRIVATE vecanneal_core)
+foreach(p 1 2 3 4)
+  add_test(NAME read_into_np${p} COMMAND ${VA_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${p} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_read> ${MPIEXEC_POSTFLAGS})
+  set_tests_properties(read_into_np${p} PROPERTIES LABELS "cpu;mpi" TIMEOUT 120
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+endforeach()

@@ -1,0 +1,129 @@
+/* test_read.c: the sharded HDF5 read into buffers a caller hands out (va_input_read_into, how a
+ * resident GPU job reads its rows straight into pinned staging) against the whole-shard read
+ * (va_input_read): every row of the rank's block delivered once, in order, with the same floats, and
+ * the same first NaN/Inf row, for float32 and float16 data, independent and (parallel HDF5) collective
+ * transfers, and buffers of several sizes, on however many ranks mpirun gives (CTest: 1, 2, 3 and 4).
+ * Rank 0 writes the file; a row count that does not divide evenly leaves the ranks unequal blocks. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "h5io.h"
+#include "util.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      failures++;                                                                        \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", va_proc.rank, __FILE__, __LINE__);        \
+      fprintf(stderr, __VA_ARGS__);                                                      \
+      fprintf(stderr, "\n");                                                             \
+    }                                                                                    \
+  } while (0)
+
+/* A sink that copies each delivered chunk to its place in a shard-sized array and checks the order. */
+typedef struct {
+  float *buf, *shard;
+  int64_t d, next_row, calls, errors;
+} sink_state_t;
+
+static float *sink_buffer(void *ctx) {
+  sink_state_t *s = ctx;
+  for (int64_t e = 0; e < (int64_t)s->d * 64; e++) s->buf[e] = NAN; /* a value the read must overwrite */
+  return s->buf;
+}
+
+static void sink_filled(void *ctx, int64_t local_row0, int64_t nrows) {
+  sink_state_t *s = ctx;
+  if (local_row0 != s->next_row) s->errors++;
+  memcpy(s->shard + local_row0 * s->d, s->buf, (size_t)(nrows * s->d) * sizeof(float));
+  s->next_row = local_row0 + nrows;
+  s->calls++;
+}
+
+static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t nan_row) {
+  if (va_proc.rank != 0) return;
+  float *X = malloc((size_t)(n * d) * sizeof(float));
+  for (int64_t i = 0; i < n * d; i++) X[i] = (float)sin(0.37 * (double)i) * 3.0f + (float)(i % 7) * 0.125f;
+  if (nan_row >= 0) X[nan_row * d + d / 2] = NAN;
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t dims[2] = {(hsize_t)n, (hsize_t)d};
+  hid_t sp = H5Screate_simple(2, dims, NULL);
+  hid_t ftype = half ? va_h5_half_type() : H5Tcopy(H5T_IEEE_F32LE);
+  hid_t ds = H5Dcreate2(f, "/train", ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (half) {
+    uint16_t *h = malloc((size_t)(n * d) * sizeof(uint16_t));
+    for (int64_t i = 0; i < n * d; i++) h[i] = va_float_to_half(X[i]);
+    H5Dwrite(ds, ftype, H5S_ALL, H5S_ALL, H5P_DEFAULT, h);
+    free(h);
+  } else {
+    H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, X);
+  }
+  H5Dclose(ds);
+  H5Tclose(ftype);
+  H5Sclose(sp);
+  H5Fclose(f);
+  free(X);
+}
+
+static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t nan_row, int io, int64_t sink_rows) {
+  char spec[VA_PATH_MAX + 16];
+  snprintf(spec, sizeof spec, "%s:/train", path);
+  va_input_t in;
+  va_input_open(spec, &in);
+  int64_t row0, count;
+  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
+  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  int64_t bad_whole = -1, bad_into = -1;
+  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, &bad_whole); /* 5-row chunks */
+  sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
+  va_row_sink_t sink = {sink_rows, sink_buffer, sink_filled, &s};
+  va_input_read_into(&in, row0, count, io, &bad_into, &sink);
+  const char *what = half ? "float16" : "float32";
+  CHECK(s.errors == 0, "%s io %d buffers of %lld rows: chunks out of order", what, io, (long long)sink_rows);
+  CHECK(s.next_row == count, "%s io %d buffers of %lld rows: %lld of %lld rows delivered", what, io, (long long)sink_rows, (long long)s.next_row,
+        (long long)count);
+  CHECK(s.calls == (count + sink_rows - 1) / sink_rows, "%s: %lld buffers filled for %lld rows of %lld", what, (long long)s.calls, (long long)count,
+        (long long)sink_rows);
+  /* Rows from the NaN row on may differ once it is found (both reads stop checking); compare up to it. */
+  int64_t upto = nan_row >= row0 && nan_row < row0 + count ? nan_row - row0 : count;
+  CHECK(memcmp(whole, got, (size_t)(upto * d) * sizeof(float)) == 0, "%s io %d buffers of %lld rows: other floats than the whole-shard read", what, io,
+        (long long)sink_rows);
+  CHECK(bad_whole == bad_into, "%s io %d: first bad row %lld vs %lld", what, io, (long long)bad_whole, (long long)bad_into);
+  int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : -1;
+  CHECK(bad_into == want_bad, "%s io %d: first bad row %lld, want %lld", what, io, (long long)bad_into, (long long)want_bad);
+  free(s.buf);
+  free(whole);
+  free(got);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  va_proc_init();
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char path[VA_PATH_MAX];
+  snprintf(path, sizeof path, "%s/va_test_read_%d.h5", dir, (int)getpid());
+  VA_MPI(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
+  const int64_t n = 1003, d = 37;
+  for (int half = 0; half < 2; half++)
+    for (int with_nan = 0; with_nan < 2; with_nan++) {
+      const int64_t nan_row = with_nan ? 611 : -1;
+      write_file(path, n, d, half, nan_row);
+      VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+      const int ios[] = {VA_IO_INDEPENDENT, VA_IO_COLLECTIVE};
+      const int64_t sink_rows[] = {1, 7, 64};
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++) read_case(path, n, d, half, nan_row, ios[a], sink_rows[b]);
+      VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+  if (va_proc.rank == 0) remove(path);
+  int total = 0;
+  VA_MPI(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  if (va_proc.rank == 0) printf("%s: %d failure(s) over %d rank(s) (float32 and float16, with and without a NaN row, independent and %s reads)\n",
+                                total ? "FAILED" : "PASSED", total, va_proc.nranks, va_io_collective(VA_IO_COLLECTIVE) ? "collective" : "(serial HDF5) independent");
+  MPI_Finalize();
+  return total ? 1 : 0;
+}
