@@ -458,9 +458,7 @@ int va_cmd_compress(int argc, char **argv) {
   /* Resident CUDA rows from a file go straight to the GPU, chunk by chunk (no host shard), and are
    * preprocessed there; streamed ones keep the host path (their pinned copy is made from the shard). */
   const int direct = plan.cuda && !plan.chunk_rows && !embed_corpus;
-#ifdef VECANNEAL_CUDA
-  double attach_seconds = 0;
-#endif
+  double backend_seconds = 0; /* the init line's "backend": attaching it (before the read for direct rows) */
   double pinned = 0;
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
@@ -489,10 +487,10 @@ int va_cmd_compress(int argc, char **argv) {
   if (direct) {
     /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
      * read into the other; the preprocessing then runs on the device. */
-    double t_attach0 = va_now();
+    double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
-    attach_seconds = va_now() - t_attach0;
+    backend_seconds = va_now() - t0;
     t = va_tick();
     va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled, st.be_ctx};
     va_input_read_into(&in, st.row0, st.n_local, cfg.io, &bad_row, &sink);
@@ -519,9 +517,9 @@ int va_cmd_compress(int argc, char **argv) {
 shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
-  double t_attach = va_now();
   if (adopt) {
 #ifdef VECANNEAL_CUDA
+    double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
     st.center = va_calloc((size_t)st.d, sizeof(double), "centre");
     double *sum = va_calloc((size_t)st.d, sizeof(double), "column sums");
@@ -532,17 +530,18 @@ shard_ready:
     free(sum);
     va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
             (double)st.n_local * (double)st.d * 8.0 / 1e9);
+    backend_seconds = va_now() - t0;
 #endif
   } else if (direct) {
 #ifdef VECANNEAL_CUDA
     st.total_var = preprocess(&st, &zero_rows); /* on the device */
     va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
-    t_attach = va_now() - attach_seconds; /* the backend line counts the context made before the read */
 #endif
   } else {
     st.total_var = preprocess(&st, &zero_rows);
-    t_attach = va_now();
+    double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
+    backend_seconds = va_now() - t0;
   }
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
   double t_anchors = va_now();
@@ -565,7 +564,7 @@ shard_ready:
   st.checkpoint_fn = write_checkpoint;
   st.checkpoint_ctx = &ckpt;
   va_log0("read %.2f s, init %.2f s (backend %.3f s, anchors %.3f s (%s), warm-up %.3f s)\n", va_phase_total(VA_PH_READ),
-          va_phase_total(VA_PH_INIT), t_anchors - t_attach, t_warm - t_anchors, resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
+          va_phase_total(VA_PH_INIT), backend_seconds, t_warm - t_anchors, resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
   double t_loop = va_now();
   /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before, they

@@ -141,7 +141,7 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   int64_t d = st->d, k = st->k;
   const int trials = 2 + (int)log((double)k);
   double *best = va_malloc((size_t)m * sizeof(double), "kmeans++"), total = 0, *trial_pot = va_malloc((size_t)trials * sizeof(double), "kmeans++");
-  float *cn = va_malloc((size_t)m * sizeof(float), "kmeans++"), *dist = va_malloc((size_t)((trials + 1) * m) * sizeof(float), "kmeans++");
+  float *cn = va_malloc((size_t)m * sizeof(float), "kmeans++"), *dist = va_malloc((size_t)(trials * m) * sizeof(float), "kmeans++");
   int64_t *picks = va_malloc((size_t)trials * sizeof(int64_t), "kmeans++");
   va_row_norms(C, m, d, cn);
   for (int64_t i = 0; i < m; i++) total += w[i];
@@ -170,7 +170,7 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
 #pragma omp parallel for num_threads(st->aopts.threads < trials ? st->aopts.threads : trials) schedule(static, 1)
 #endif
     for (int t = 0; t < trials; t++) {
-      float *trial = dist + (int64_t)(t + 1) * m;
+      float *trial = dist + (int64_t)t * m;
       candidate_distances(C, cn, m, d, picks[t], st->cosine, trial);
       double np = 0;
       for (int64_t i = 0; i < m; i++) np += w[i] * (trial[i] < best[i] ? trial[i] : best[i]);
@@ -180,7 +180,7 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
     for (int t = 1; t < trials; t++)
       if (trial_pot[t] < trial_pot[chosen]) chosen = t;
     memcpy(out + q * d, C + picks[chosen] * d, (size_t)d * sizeof(float));
-    const float *kept = dist + (int64_t)(chosen + 1) * m;
+    const float *kept = dist + (int64_t)chosen * m;
     for (int64_t i = 0; i < m; i++)
       if (kept[i] < best[i]) best[i] = kept[i];
   }
