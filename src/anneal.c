@@ -216,10 +216,10 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   va_tick_t t = va_tick();
   /* with the statistics: the changed rows, and the stop flag (every rank learns of a stop signal in the
    * same iteration) */
-  const double extra[2] = {(double)changed_local, va_stop_requested()};
+  const double extra[VA_ITER_EXTRAS] = {(double)changed_local, va_stop_requested()};
   /* A backend that owns the anchors moves them inside stats (it has the sums); the host does it below. */
   const va_update_t upd = {va_eta(c->lr, st->T), c->momentum, c->max_step};
-  st->be->stats(st, &rule, extra, 2, &upd, st->acc);
+  st->be->stats(st, &rule, extra, VA_ITER_EXTRAS, &upd, st->acc);
   if (st->be->owns_anchors) st->anchors_stale = 1;
   va_tock(VA_PH_REDUCE, t);
   free(delta);

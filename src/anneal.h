@@ -9,6 +9,10 @@
 #include "config.h"
 #include "kernels/assign.h"
 
+/* Values reduced with each iteration's statistics (after the k x VA_STATS_W(d) sums): the changed rows
+ * and the stop flag. */
+#define VA_ITER_EXTRAS 2
+
 typedef struct va_state {
   const va_config_t *cfg;
   int64_t n, d, n_local, row0;

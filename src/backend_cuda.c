@@ -150,7 +150,7 @@ int va_cuda_pick_device(int requested) {
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
   va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows);
   /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy).
-   * st->X NULL: the caller puts them in from device memory (va_cuda_adopt_unit_rows). */
+   * st->X NULL: the caller puts them in (read straight to the GPU, or va_cuda_adopt_rows). */
   const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;
   for (int64_t r0 = 0; st->X && r0 < st->n_local; r0 += chunk) {
     int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;
@@ -163,6 +163,7 @@ void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t c
 void va_backend_cuda_warm_up(va_state_t *st) {
   va_cuda_warm_up(ctx_of(st), st->cosine);
   gpu_push_prev(st);
+  va_comm_ready(st->k * VA_STATS_W(st->d) + VA_ITER_EXTRAS); /* gpu_stats' count in an iteration */
 }
 
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {

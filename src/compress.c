@@ -160,37 +160,34 @@ static void prefault(void *p, size_t bytes, int threads) {
 
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
- * every rank count. cosine: unit rows (on the GPU for rows handed over by the embedder or read straight
- * there: va_cuda_adopt_unit_rows / va_cuda_unit_rows, the same arithmetic: hence the column sums here
- * are one running sum per column over the rows in order, as column_sums_kernel adds them). Returns the
- * energy of the best single anchor. */
+ * every rank count. cosine: unit rows. Rows on the GPU (st->X NULL: read straight there, or handed over
+ * by the embedder) are preprocessed there with the same arithmetic (va_cuda_unit_rows,
+ * va_cuda_block_column_sums). Returns the energy of the best single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   const int64_t n = st->n_local, d = st->d;
   const int threads = st->aopts.threads;
+  (void)threads; /* without OpenMP */
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
   double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
-#ifdef VECANNEAL_CUDA
-  if (st->cosine && !st->X) { /* rows read straight to the GPU */
-    *zero_rows = va_cuda_unit_rows((va_cuda_t *)st->be_ctx, sum);
-    double e = unit_rows_energy(st, sum, zero_rows);
-    free(sum);
-    return e;
-  }
-#endif
   if (st->cosine) {
     int64_t zeros = 0;
+    if (!st->X) {
+#ifdef VECANNEAL_CUDA
+      zeros = va_cuda_unit_rows((va_cuda_t *)st->be_ctx);
+#endif
+    } else {
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : zeros)
 #endif
-    for (int64_t i = 0; i < n; i++) {
-      float *x = st->X + i * d;
-      double s = 0;
-      for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
-      if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
-      else zeros++;
+      for (int64_t i = 0; i < n; i++) {
+        float *x = st->X + i * d;
+        double s = 0;
+        for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+        if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+        else zeros++;
+      }
     }
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t t = 0; t < d; t++) sum[t] += st->X[i * d + t];
+    column_sums(st, NULL, 0, sum);
     *zero_rows = zeros;
     double e = unit_rows_energy(st, sum, zero_rows);
     free(sum);
@@ -477,8 +474,22 @@ int va_cmd_compress(int argc, char **argv) {
      * they come to the host. Every rank decides alike (the same plan; every rank's encoder ran on a GPU). */
     adopt = embedded.demb && plan.cuda && !plan.chunk_rows && st.cosine && plan.device == embedded.device;
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &adopt, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (!adopt) va_embedded_to_host(&embedded);
-    st.X = embedded.emb;
+    if (adopt) {
+#ifdef VECANNEAL_CUDA
+      double t0 = va_now();
+      backend = attach_backend(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
+      va_cuda_adopt_rows((va_cuda_t *)st.be_ctx, embedded.demb);
+      va_cuda_sync((va_cuda_t *)st.be_ctx);
+      va_cuda_free_device(embedded.demb);
+      embedded.demb = NULL;
+      backend_seconds = va_now() - t0;
+      va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
+              (double)st.n_local * (double)st.d * 8.0 / 1e9);
+#endif
+    } else {
+      va_embedded_to_host(&embedded);
+      st.X = embedded.emb;
+    }
     goto shard_ready;
   }
   int64_t bad_row = -1;
@@ -517,22 +528,7 @@ int va_cmd_compress(int argc, char **argv) {
 shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
-  if (adopt) {
-#ifdef VECANNEAL_CUDA
-    double t0 = va_now();
-    backend = attach_backend(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
-    st.center = va_calloc((size_t)st.d, sizeof(double), "centre");
-    double *sum = va_calloc((size_t)st.d, sizeof(double), "column sums");
-    zero_rows = va_cuda_adopt_unit_rows((va_cuda_t *)st.be_ctx, embedded.demb, sum);
-    va_cuda_free_device(embedded.demb);
-    embedded.demb = NULL;
-    st.total_var = unit_rows_energy(&st, sum, &zero_rows);
-    free(sum);
-    va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
-            (double)st.n_local * (double)st.d * 8.0 / 1e9);
-    backend_seconds = va_now() - t0;
-#endif
-  } else if (direct) {
+  if (direct || adopt) {
 #ifdef VECANNEAL_CUDA
     st.total_var = preprocess(&st, &zero_rows); /* on the device */
     va_cuda_finish_rows((va_cuda_t *)st.be_ctx);

@@ -28,19 +28,25 @@ void va_comm_finalize(void) {
   dev_bytes = 0;
 }
 
-static void nccl_allreduce(void *buf, int64_t count, size_t elem, int type, int op) {
-  size_t bytes = (size_t)count * elem;
+/* The communicator's device buffer, grown to at least bytes. */
+static void *device_buffer(size_t bytes) {
   if (bytes > dev_bytes) {
     if (dev_buf) cudaFree(dev_buf);
     cudaError_t e = cudaMalloc(&dev_buf, bytes);
     if (e != cudaSuccess) VA_FATAL("cudaMalloc(%zu) for the NCCL staging buffer failed: %s", bytes, cudaGetErrorString(e));
     dev_bytes = bytes;
   }
+  return dev_buf;
+}
+
+static void nccl_allreduce(void *buf, int64_t count, size_t elem, int type, int op) {
+  size_t bytes = (size_t)count * elem;
+  void *d = device_buffer(bytes);
   cudaStream_t s = (cudaStream_t)va_nccl_stream(nccl);
-  cudaError_t e = cudaMemcpyAsync(dev_buf, buf, bytes, cudaMemcpyHostToDevice, s);
+  cudaError_t e = cudaMemcpyAsync(d, buf, bytes, cudaMemcpyHostToDevice, s);
   if (e != cudaSuccess) VA_FATAL("cudaMemcpyAsync (to device) failed: %s", cudaGetErrorString(e));
-  va_nccl_allreduce(nccl, dev_buf, count, type, op, NULL);
-  e = cudaMemcpyAsync(buf, dev_buf, bytes, cudaMemcpyDeviceToHost, s);
+  va_nccl_allreduce(nccl, d, count, type, op, NULL);
+  e = cudaMemcpyAsync(buf, d, bytes, cudaMemcpyDeviceToHost, s);
   if (e != cudaSuccess) VA_FATAL("cudaMemcpyAsync (to host) failed: %s", cudaGetErrorString(e));
   va_nccl_wait(nccl);
 }
@@ -63,6 +69,23 @@ int va_allreduce_sum_f64_device(double *dbuf, int64_t count) {
   (void)dbuf; (void)count;
 #endif
   return 0;
+}
+
+void va_comm_ready(int64_t count) {
+  if (va_proc.nranks == 1) return;
+#ifdef VECANNEAL_NCCL
+  if (nccl && count > 0) {
+    void *d = device_buffer((size_t)count * sizeof(double));
+    cudaError_t e = cudaMemsetAsync(d, 0, (size_t)count * sizeof(double), (cudaStream_t)va_nccl_stream(nccl));
+    if (e != cudaSuccess) VA_FATAL("cudaMemsetAsync failed: %s", cudaGetErrorString(e));
+    va_nccl_allreduce(nccl, d, count, VA_NCCL_F64, VA_NCCL_SUM, NULL);
+    va_nccl_wait(nccl);
+    return;
+  }
+#else
+  (void)count;
+#endif
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 static void allreduce(void *buf, int64_t count, MPI_Datatype type, size_t elem, MPI_Op op, int nccl_type, int nccl_op) {

@@ -16,6 +16,11 @@ struct va_nccl;
 /* From now on the calls below reduce through this NCCL communicator (CUDA backend). */
 void va_comm_use_nccl(struct va_nccl *c);
 #endif
+/* Collective, untimed, before the loop: the ranks leave it together, so that one rank's longer start
+ * (its GPU's warm-up) is not waited for inside the first iteration; with NCCL, through one allreduce of
+ * count zero doubles on a device buffer (the loop's statistics size), which also takes NCCL's first-use
+ * costs for that size out of the loop. */
+void va_comm_ready(int64_t count);
 /* Collective: releases the NCCL communicator, if any. */
 void va_comm_finalize(void);
 void va_allreduce_sum_f32(float *buf, int64_t count);

@@ -397,10 +397,16 @@ extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
   c->defer_convert = 0;
 }
 
-/* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------
- * As compress.c's host preprocessing for cosine, to the bit: one thread per row sums the squares in
- * double in column order and divides in double (IEEE on both sides); one thread per column sums the
- * unit rows in row order. */
+/* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------ */
+extern "C" void va_cuda_adopt_rows(va_cuda_t *c, const float *drows) {
+  va_cuda_defer_conversion(c);
+  va_cuda_enter(c);
+  if (c->n > 0)
+    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)c->d * 4, (size_t)c->d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
+}
+
+/* As compress.c's host preprocessing for cosine, to the bit: one thread per row sums the squares in
+ * double in column order and divides in double (IEEE on both sides). */
 __global__ void unit_rows_kernel(float *X, int64_t n, int64_t dp, int d, unsigned long long *zero_rows) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     float *x = X + i * dp;
@@ -414,50 +420,19 @@ __global__ void unit_rows_kernel(float *X, int64_t n, int64_t dp, int d, unsigne
     }
   }
 }
-__global__ void column_sums_kernel(const float *X, int64_t n, int64_t dp, int d, double *sums) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= d) return;
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += X[i * dp + t];
-  sums[t] = s;
-}
 
-/* The rows in X32 made unit rows, their column sums to colsum_host; returns the zero rows. */
-static int64_t unit_rows_and_sums(va_cuda_t *c, double *colsum_host) {
-  const int d = (int)c->d;
-  unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8 + (size_t)d * 8);
-  double *sums = NULL;
-  dalloc(&sums, (size_t)d * 8, "column sums");
-  VA_CUDA(cudaMemsetAsync(c->counter, 0, 8, c->stream));
-  if (c->n > 0) {
-    unit_rows_kernel<<<grid_for(c->n, 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, c->counter);
-    VA_LAUNCHED();
-  }
-  column_sums_kernel<<<(unsigned)((d + 127) / 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, sums);
-  VA_LAUNCHED();
-  VA_CUDA(cudaMemcpyAsync(h, c->counter, 8, cudaMemcpyDeviceToHost, c->stream));
-  VA_CUDA(cudaMemcpyAsync(h + 1, sums, (size_t)d * 8, cudaMemcpyDeviceToHost, c->stream));
-  VA_CUDA(cudaStreamSynchronize(c->stream));
-  memcpy(colsum_host, h + 1, (size_t)d * 8);
-  dfree(&sums);
-  return (int64_t)h[0];
-}
-
-extern "C" int64_t va_cuda_adopt_unit_rows(va_cuda_t *c, const float *drows, double *colsum_host) {
-  if (c->chunk_rows) VA_FATAL("va_cuda_adopt_unit_rows: the context streams its rows from the host");
-  va_cuda_enter(c);
-  if (c->n > 0)
-    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)c->d * 4, (size_t)c->d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
-  c->defer_convert = 1;
-  int64_t zeros = unit_rows_and_sums(c, colsum_host);
-  va_cuda_finish_rows(c);
-  return zeros;
-}
-
-extern "C" int64_t va_cuda_unit_rows(va_cuda_t *c, double *colsum_host) {
+extern "C" int64_t va_cuda_unit_rows(va_cuda_t *c) {
   if (!c->defer_convert) VA_FATAL("va_cuda_unit_rows: the rows were converted on upload (va_cuda_defer_conversion first)");
   va_cuda_enter(c);
-  return unit_rows_and_sums(c, colsum_host);
+  unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8);
+  VA_CUDA(cudaMemsetAsync(c->counter, 0, 8, c->stream));
+  if (c->n > 0) {
+    unit_rows_kernel<<<grid_for(c->n, 128), 128, 0, c->stream>>>(c->X32, c->n, c->dp, (int)c->d, c->counter);
+    VA_LAUNCHED();
+  }
+  VA_CUDA(cudaMemcpyAsync(h, c->counter, 8, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  return (int64_t)h[0];
 }
 
 /* compress.c's column_sums for one block of rows per (block, column): the rows of block b in order, one

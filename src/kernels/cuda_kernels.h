@@ -72,20 +72,19 @@ void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, 
 int64_t va_cuda_upload_buffer_rows(va_cuda_t *ctx);
 float *va_cuda_upload_buffer(va_cuda_t *ctx);
 void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
-/* All rows from device memory of this context's GPU (n_local x d floats, row-major; e.g. the embedder's
- * vectors), made unit rows exactly as compress's host preprocessing for cosine does (zero rows stay
- * zero), with their column sums (d doubles, in row order, as the host sums them) in colsum_host.
- * Returns the number of zero rows. Resident contexts only; waits. */
-int64_t va_cuda_adopt_unit_rows(va_cuda_t *ctx, const float *drows, double *colsum_host);
-/* Rows read straight to the device (compress: no host shard): after va_cuda_defer_conversion, uploads
- * keep the float32 values until va_cuda_finish_rows makes the 16-bit copy, so that the preprocessing
- * can run on the device in between, to compress.c's bits: va_cuda_block_column_sums (its column_sums,
- * one block of `block` rows per entry of part_host: nblocks x d sums, or x 2d with the squares; with
- * center_host, the rows are centred first) and va_cuda_unit_rows (as va_cuda_adopt_unit_rows, on the
- * rows in place). Resident contexts only; both wait. */
+/* Rows kept on the device for preprocessing there, to compress.c's bits (compress: no host shard):
+ * after va_cuda_defer_conversion, uploads keep the float32 values until va_cuda_finish_rows makes the
+ * 16-bit copy, so that the preprocessing can run on the device in between: va_cuda_block_column_sums
+ * (compress.c's column_sums, one block of `block` rows per entry of part_host: nblocks x d sums, or
+ * x 2d with the squares; with center_host, the rows are centred first) and va_cuda_unit_rows (unit
+ * rows in place as compress.c makes them for cosine, zero rows left zero; returns their count).
+ * va_cuda_adopt_rows instead takes all rows from device memory of this context's GPU (n_local x d
+ * floats, row-major: the embedder's vectors), conversion deferred likewise. Resident contexts only;
+ * the sums and the unit rows wait. */
 void va_cuda_defer_conversion(va_cuda_t *ctx);
+void va_cuda_adopt_rows(va_cuda_t *ctx, const float *drows);
 void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares, double *part_host);
-int64_t va_cuda_unit_rows(va_cuda_t *ctx, double *colsum_host);
+int64_t va_cuda_unit_rows(va_cuda_t *ctx);
 void va_cuda_finish_rows(va_cuda_t *ctx);
 /* Device memory from elsewhere in the process (va_bert_cuda_output_to_device): free it, copy it out. */
 void va_cuda_free_device(void *dptr);

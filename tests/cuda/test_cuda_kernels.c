@@ -761,9 +761,9 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   free(X); free(X16); free(ref); free(got); free(A);
 }
 
-/* compress.c's host preprocessing for cosine, in place: unit rows (zero rows stay zero and are
- * counted, the return value) and their column sums added to sum in row order. */
-static int64_t host_unit_rows(float *X, int64_t n, int64_t d, double *sum) {
+/* compress.c's host preprocessing for cosine, in place: unit rows; zero rows stay zero and are
+ * counted (the return value). */
+static int64_t host_unit_rows(float *X, int64_t n, int64_t d) {
   int64_t zero = 0;
   for (int64_t i = 0; i < n; i++) {
     float *x = X + i * d;
@@ -771,53 +771,29 @@ static int64_t host_unit_rows(float *X, int64_t n, int64_t d, double *sum) {
     for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
     if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
     else zero++;
-    for (int64_t t = 0; t < d; t++) sum[t] += x[t];
   }
   return zero;
 }
 
-/* Rows adopted from device memory as unit rows (compress --embed's hand-over) against compress.c's host
- * preprocessing for cosine: the rows (read back) and column sums bit for bit, the zero-row count, and
- * an fp16 assign pass equal to that of a context uploaded from the host-normalised rows. */
-static void adopt_case(int64_t n, int64_t d) {
-  float *X = make_rows(n, d, 0), *U = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
-  memset(X + 5 * d, 0, (size_t)d * 4); /* a zero row stays zero and is counted */
-  double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
-  memcpy(U, X, (size_t)(n * d) * 4);
-  const int64_t zero = host_unit_rows(U, n, d, sum);
-  float *dX = NULL;
-  CHECK(cudaMalloc((void **)&dX, (size_t)(n * d) * 4) == cudaSuccess, "cudaMalloc");
-  CHECK(cudaMemcpy(dX, X, (size_t)(n * d) * 4, cudaMemcpyHostToDevice) == cudaSuccess, "cudaMemcpy");
-  va_cuda_t *ga = va_cuda_create(0, n, d, 64, VA_CUDA_FP16), *gh = va_cuda_create(0, n, d, 64, VA_CUDA_FP16);
-  int64_t gz = va_cuda_adopt_unit_rows(ga, dX, gsum);
-  va_cuda_free_device(dX);
-  va_cuda_upload_rows(gh, U, 0, n);
-  int64_t *rows = malloc((size_t)n * 8);
-  for (int64_t i = 0; i < n; i++) rows[i] = i;
-  va_cuda_get_rows(ga, rows, n, back);
-  CHECK(gz == zero, "adopt: %lld zero rows, want %lld", (long long)gz, (long long)zero);
-  float *U16 = rows_as_stored(U, n * d, VA_CUDA_FP16);
-  CHECK(memcmp(back, U16, (size_t)(n * d) * 4) == 0, "adopt: unit rows (in fp16) differ from the host's");
-  free(U16);
-  CHECK(memcmp(gsum, sum, (size_t)d * 8) == 0, "adopt: column sums differ from the host's");
-  float *A = make_anchors(U, n, d, 64, 1, 0.05);
-  uint32_t *a1 = malloc((size_t)n * 4), *a2 = malloc((size_t)n * 4);
-  va_cuda_set_anchors(ga, A, NULL, 64);
-  va_cuda_set_anchors(gh, A, NULL, 64);
-  va_cuda_assign(ga, 1);
-  va_cuda_assign(gh, 1);
-  va_cuda_download(ga, a1, NULL);
-  va_cuda_download(gh, a2, NULL);
-  CHECK(memcmp(a1, a2, (size_t)n * 4) == 0, "adopt: the fp16 assign pass differs from the uploaded rows'");
-  va_cuda_destroy(ga);
-  va_cuda_destroy(gh);
-  printf("  adopted unit rows n %lld d %lld: rows, column sums, zero rows and an fp16 pass as the host's\n", (long long)n, (long long)d);
-  free(X); free(U); free(back); free(sum); free(gsum); free(rows); free(A); free(a1); free(a2);
+/* compress.c's column_sums on the host, in place: per block of `block` rows in row order, each value
+ * first replaced by (float)(x - center[t]) with center; part gets nblocks x d sums (x 2d with squares). */
+static void host_block_sums(float *X, int64_t n, int64_t d, int64_t block, const double *center, int squares, double *part) {
+  const int64_t nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
+  memset(part, 0, (size_t)(nblocks * w) * 8);
+  for (int64_t b = 0; b < nblocks; b++)
+    for (int64_t i = b * block; i < n && i < (b + 1) * block; i++) {
+      float *x = X + i * d;
+      if (center)
+        for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
+      for (int64_t t = 0; t < d; t++) part[b * w + t] += x[t];
+      if (squares)
+        for (int64_t t = 0; t < d; t++) part[b * w + d + t] += (double)(x[t]) * x[t];
+    }
 }
 
-/* Rows read straight to the device (compress: no host shard) and preprocessed there, against
- * compress.c's host preprocessing: l2 block column sums (then centred, with squares) and cosine unit
- * rows with their column sums, bit for bit, and the rows (read back in fp16) as the host's, rounded. */
+/* l2 rows read straight to the device (compress: no host shard) and preprocessed there, against
+ * compress.c's host preprocessing: block column sums, then centred with squares, bit for bit, and the
+ * centred rows (read back in fp16) as the host's, rounded. */
 static void direct_case(int64_t n, int64_t d, int64_t block) {
   const int64_t nblocks = (n + block - 1) / block;
   float *X = make_rows(n, d, 0), *H = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
@@ -825,23 +801,14 @@ static void direct_case(int64_t n, int64_t d, int64_t block) {
   int64_t *rows = malloc((size_t)n * 8);
   for (int64_t i = 0; i < n; i++) rows[i] = i;
   memcpy(H, X, (size_t)(n * d) * 4);
-  for (int64_t b = 0; b < nblocks; b++) /* compress.c column_sums, no centre */
-    for (int64_t i = b * block; i < n && i < (b + 1) * block; i++)
-      for (int64_t t = 0; t < d; t++) part[b * d + t] += H[i * d + t];
+  host_block_sums(H, n, d, block, NULL, 0, part);
   for (int64_t t = 0; t < d; t++) center[t] = part[t] / (double)block + 0.001 * (double)t;
   va_cuda_t *c = va_cuda_create(0, n, d, 64, VA_CUDA_FP16);
   va_cuda_defer_conversion(c);
   for (int64_t r0 = 0; r0 < n; r0 += 1000) va_cuda_upload_rows(c, X + r0 * d, r0, n - r0 < 1000 ? n - r0 : 1000);
   va_cuda_block_column_sums(c, block, NULL, 0, gpart);
   CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "direct: block column sums (n %lld d %lld) differ from the host's", (long long)n, (long long)d);
-  memset(part, 0, (size_t)(nblocks * 2 * d) * 8);
-  for (int64_t b = 0; b < nblocks; b++) /* compress.c column_sums, centred, with squares */
-    for (int64_t i = b * block; i < n && i < (b + 1) * block; i++) {
-      float *x = H + i * d;
-      for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
-      for (int64_t t = 0; t < d; t++) part[b * 2 * d + t] += x[t];
-      for (int64_t t = 0; t < d; t++) part[b * 2 * d + d + t] += (double)x[t] * x[t];
-    }
+  host_block_sums(H, n, d, block, center, 1, part);
   va_cuda_block_column_sums(c, block, center, 1, gpart);
   CHECK(memcmp(gpart, part, (size_t)(nblocks * 2 * d) * 8) == 0, "direct: centred column sums and squares differ from the host's");
   va_cuda_finish_rows(c);
@@ -850,27 +817,62 @@ static void direct_case(int64_t n, int64_t d, int64_t block) {
   CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "direct: centred rows (in fp16) differ from the host's");
   free(H16);
   va_cuda_destroy(c);
-  /* cosine */
+  printf("  l2 rows read straight to the device n %lld d %lld (%lld blocks): block sums, centred sums and squares, rows as the host's\n",
+         (long long)n, (long long)d, (long long)nblocks);
+  free(X); free(H); free(back); free(part); free(gpart); free(center); free(rows);
+}
+
+/* Cosine rows preprocessed on the device, read straight there (uploaded) or adopted from device memory
+ * (compress --embed's hand-over), against compress.c's host arithmetic: unit rows, zero-row count and
+ * block column sums bit for bit, the rows read back in prec as the host's rounded, and an assign pass
+ * equal to that of a context uploaded from the host's unit rows. */
+static void cosine_case(int64_t n, int64_t d, int64_t block, int adopt, int prec) {
+  const int64_t nblocks = (n + block - 1) / block;
+  const char *how = adopt ? "adopted" : "uploaded";
+  float *X = make_rows(n, d, 0), *H = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
+  memset(X + 5 * d, 0, (size_t)d * 4); /* a zero row stays zero and is counted */
+  double *part = calloc((size_t)(nblocks * d), 8), *gpart = calloc((size_t)(nblocks * d), 8);
+  int64_t *rows = malloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++) rows[i] = i;
   memcpy(H, X, (size_t)(n * d) * 4);
-  memset(H + 3 * d, 0, (size_t)d * 4);
-  memcpy(X + 3 * d, H + 3 * d, (size_t)d * 4);
-  double *sum = calloc((size_t)d, 8), *gsum = calloc((size_t)d, 8);
-  const int64_t zero = host_unit_rows(H, n, d, sum);
-  c = va_cuda_create(0, n, d, 64, VA_CUDA_BF16);
-  va_cuda_defer_conversion(c);
-  va_cuda_upload_rows(c, X, 0, n);
-  int64_t gz = va_cuda_unit_rows(c, gsum);
+  const int64_t zero = host_unit_rows(H, n, d);
+  host_block_sums(H, n, d, block, NULL, 0, part);
+  va_cuda_t *c = va_cuda_create(0, n, d, 64, prec), *ch = va_cuda_create(0, n, d, 64, prec);
+  if (adopt) {
+    float *dX = NULL;
+    CHECK(cudaMalloc((void **)&dX, (size_t)(n * d) * 4) == cudaSuccess, "cudaMalloc");
+    CHECK(cudaMemcpy(dX, X, (size_t)(n * d) * 4, cudaMemcpyHostToDevice) == cudaSuccess, "cudaMemcpy");
+    va_cuda_adopt_rows(c, dX);
+    va_cuda_sync(c);
+    va_cuda_free_device(dX);
+  } else {
+    va_cuda_defer_conversion(c);
+    va_cuda_upload_rows(c, X, 0, n);
+  }
+  const int64_t gz = va_cuda_unit_rows(c);
+  va_cuda_block_column_sums(c, block, NULL, 0, gpart);
   va_cuda_finish_rows(c);
   va_cuda_get_rows(c, rows, n, back);
-  CHECK(gz == zero, "direct cosine: %lld zero rows, want %lld", (long long)gz, (long long)zero);
-  CHECK(memcmp(gsum, sum, (size_t)d * 8) == 0, "direct cosine: column sums differ from the host's");
-  H16 = rows_as_stored(H, n * d, VA_CUDA_BF16);
-  CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "direct cosine: unit rows (in bf16) differ from the host's");
+  CHECK(gz == zero, "cosine %s: %lld zero rows, want %lld", how, (long long)gz, (long long)zero);
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "cosine %s: block column sums differ from the host's", how);
+  float *H16 = rows_as_stored(H, n * d, prec);
+  CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "cosine %s: unit rows (as stored) differ from the host's", how);
   free(H16);
+  va_cuda_upload_rows(ch, H, 0, n);
+  float *A = make_anchors(H, n, d, 64, 1, 0.05);
+  uint32_t *a1 = malloc((size_t)n * 4), *a2 = malloc((size_t)n * 4);
+  va_cuda_set_anchors(c, A, NULL, 64);
+  va_cuda_set_anchors(ch, A, NULL, 64);
+  va_cuda_assign(c, 1);
+  va_cuda_assign(ch, 1);
+  va_cuda_download(c, a1, NULL);
+  va_cuda_download(ch, a2, NULL);
+  CHECK(memcmp(a1, a2, (size_t)n * 4) == 0, "cosine %s: the assign pass differs from that of the host's unit rows", how);
   va_cuda_destroy(c);
-  printf("  rows read straight to the device n %lld d %lld (%lld blocks): l2 block sums, centred sums and squares, cosine unit rows and sums as the host's\n",
+  va_cuda_destroy(ch);
+  printf("  cosine rows %s n %lld d %lld (%lld blocks): unit rows, zero rows, block sums and an assign pass as the host's\n", how,
          (long long)n, (long long)d, (long long)nblocks);
-  free(X); free(H); free(back); free(part); free(gpart); free(center); free(rows); free(sum); free(gsum);
+  free(X); free(H); free(back); free(part); free(gpart); free(rows); free(A); free(a1); free(a2);
 }
 
 /* Farthest member per anchor with more anchors than the shared-memory maxima take (cuda_stats.cu
@@ -966,10 +968,11 @@ int main(int argc, char **argv) {
   tiny_and_empty();
   farthest_many_anchors();
   farthest_init_case(10007, 128, 256, 0, 3);
-  adopt_case(20011, 384);
-  adopt_case(3001, 77);
   direct_case(20011, 77, 4096); /* padded d, 5 blocks, the last one short */
   direct_case(3001, 128, 4096); /* one short block */
+  cosine_case(20011, 384, 4096, 1, VA_CUDA_FP16); /* the embedder's width */
+  cosine_case(3001, 77, 4096, 1, VA_CUDA_FP16);
+  cosine_case(20011, 77, 4096, 0, VA_CUDA_BF16);
   farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
   run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */
