@@ -97,17 +97,29 @@ static double unit_rows_energy(const va_state_t *st, double *sum, int64_t *zero_
   return 1.0 - sqrt(s2);
 }
 
+/* The rank's rows where the host preprocesses them: the shard (st->X), or a streamed GPU context's
+ * pinned copy, *ld floats apart; NULL when they are on the GPU (preprocessed there). */
+static float *host_rows(va_state_t *st, int64_t *ld) {
+  *ld = st->d;
+  if (st->X) return st->X;
+#ifdef VECANNEAL_CUDA
+  if (st->be_ctx && va_cuda_stream_rows((va_cuda_t *)st->be_ctx) > 0) return va_cuda_stream_host_rows((va_cuda_t *)st->be_ctx, ld);
+#endif
+  return NULL;
+}
+
 /* Column sums of this rank's rows (sum[0..d)) and, with squares, of their squares (sum[d..2d)); with
  * center, each value is first replaced by (float)(x - center[t]) in place. Rows are summed in blocks
  * whose size depends on n alone, one block per thread at a time, and the blocks' sums added in block
  * order: the same bits for every thread count. Per column, so the inner loop vectorises over t. Rows
- * read straight to the GPU (st->X NULL) are summed there, block by block the same way
- * (va_cuda_block_column_sums), and the blocks added here: the same bits again. */
+ * on the GPU are summed there, block by block the same way (va_cuda_block_column_sums), and the blocks
+ * added here: the same bits again. */
 static void column_sums(va_state_t *st, const double *center, int squares, double *sum) {
   const int64_t n = st->n_local, d = st->d;
   const int64_t block = n / 256 > 4096 ? n / 256 : 4096, nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
   double *part = va_calloc((size_t)(nblocks > 0 ? nblocks : 1) * (size_t)w, sizeof(double), "column sums");
-  float *X = st->X;
+  int64_t ld;
+  float *X = host_rows(st, &ld);
   if (X) {
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(st->aopts.threads) schedule(dynamic, 1)
@@ -116,7 +128,7 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
       double *p = part + b * w;
       const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
       for (int64_t i = b * block; i < end; i++) {
-        float *x = X + i * d;
+        float *x = X + i * ld;
         if (center)
           for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
         for (int64_t t = 0; t < d; t++) p[t] += x[t];
@@ -160,9 +172,10 @@ static void prefault(void *p, size_t bytes, int threads) {
 
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
- * every rank count. cosine: unit rows. Rows on the GPU (st->X NULL: read straight there, or handed over
- * by the embedder) are preprocessed there with the same arithmetic (va_cuda_unit_rows,
- * va_cuda_block_column_sums). Returns the energy of the best single anchor. */
+ * every rank count. cosine: unit rows. Rows on the GPU (read straight there, or handed over by the
+ * embedder) are preprocessed there with the same arithmetic (va_cuda_unit_rows,
+ * va_cuda_block_column_sums); streamed rows in their pinned host copy. Returns the energy of the best
+ * single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   const int64_t n = st->n_local, d = st->d;
   const int threads = st->aopts.threads;
@@ -170,8 +183,9 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
   double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
   if (st->cosine) {
-    int64_t zeros = 0;
-    if (!st->X) {
+    int64_t zeros = 0, ld;
+    float *X = host_rows(st, &ld);
+    if (!X) {
 #ifdef VECANNEAL_CUDA
       zeros = va_cuda_unit_rows((va_cuda_t *)st->be_ctx);
 #endif
@@ -180,7 +194,7 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : zeros)
 #endif
       for (int64_t i = 0; i < n; i++) {
-        float *x = st->X + i * d;
+        float *x = X + i * ld;
         double s = 0;
         for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
         if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
@@ -452,9 +466,10 @@ int va_cmd_compress(int argc, char **argv) {
           va_config_enum_name("robust", cfg.robust), cfg.preset);
 
   backend_plan_t plan = plan_backend(&st, &cfg);
-  /* Resident CUDA rows from a file go straight to the GPU, chunk by chunk (no host shard), and are
-   * preprocessed there; streamed ones keep the host path (their pinned copy is made from the shard). */
-  const int direct = plan.cuda && !plan.chunk_rows && !embed_corpus;
+  /* CUDA rows from a file skip the host shard: read chunk by chunk into the context's pinned staging
+   * buffers, they go straight to the GPU and are preprocessed there (resident), or into the context's
+   * pinned host copy, preprocessed in place (streamed). */
+  const int direct = plan.cuda && !embed_corpus;
   double backend_seconds = 0; /* the init line's "backend": attaching it (before the read for direct rows) */
   double pinned = 0;
 #ifdef VECANNEAL_CUDA
@@ -497,7 +512,7 @@ int va_cmd_compress(int argc, char **argv) {
 #ifdef VECANNEAL_CUDA
   if (direct) {
     /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
-     * read into the other; the preprocessing then runs on the device. */
+     * read into the other (streamed: it is copied into the context's pinned host copy). */
     double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
@@ -530,7 +545,7 @@ shard_ready:
   int64_t zero_rows = 0;
   if (direct || adopt) {
 #ifdef VECANNEAL_CUDA
-    st.total_var = preprocess(&st, &zero_rows); /* on the device */
+    st.total_var = preprocess(&st, &zero_rows); /* on the device (streamed: in the pinned host copy) */
     va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
 #endif
   } else {

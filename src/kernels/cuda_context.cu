@@ -330,7 +330,6 @@ static void make_staging(va_cuda_t *c) {
 }
 
 extern "C" int64_t va_cuda_upload_buffer_rows(va_cuda_t *c) {
-  if (c->chunk_rows) VA_FATAL("va_cuda_upload_buffer_rows: the context streams its rows from the host");
   va_cuda_enter(c);
   make_staging(c);
   return (int64_t)(c->pinned_bytes / ((size_t)c->d * 4));
@@ -343,6 +342,27 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c) {
   return c->pinned[c->pin_next];
 }
 
+/* A streamed context's rows [row0, row0 + nrows) into its pinned host copy, padded as the device rows
+ * are; no copy may read it meanwhile, and the chunk buffers no longer hold what it says. (fp16 range:
+ * flagged when a pass converts the chunk.) */
+static void host_copy_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
+  VA_CUDA(cudaStreamSynchronize(c->copy_stream));
+  c->held[0] = c->held[1] = -1;
+  for (int64_t i = 0; i < nrows; i++) {
+    float *dst = c->Xh + (row0 + i) * c->dp;
+    memcpy(dst, rows + i * c->d, (size_t)c->d * 4);
+    memset(dst + c->d, 0, (size_t)(c->dp - c->d) * 4);
+  }
+}
+
+extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
+  if (!c->chunk_rows) VA_FATAL("va_cuda_stream_host_rows: the context's rows live on the device");
+  VA_CUDA(cudaStreamSynchronize(c->copy_stream));
+  c->held[0] = c->held[1] = -1;
+  *ld = c->dp;
+  return c->Xh;
+}
+
 extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
   if (row0 < 0 || row0 + nrows > c->n || nrows * c->d * 4 > (int64_t)c->pinned_bytes)
@@ -352,6 +372,10 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
   const size_t rowb = (size_t)c->d * 4;
   const int b = c->pin_next;
   c->pin_next ^= 1;
+  if (c->chunk_rows) {
+    host_copy_rows(c, c->pinned[b], row0, nrows);
+    return;
+  }
   float *dst = c->X32 + row0 * c->dp;
   VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
@@ -365,15 +389,7 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
   va_cuda_enter(c);
   size_t rowb = (size_t)c->d * 4;
   if (c->chunk_rows) {
-    /* Into the pinned host copy, padded as the device rows are; no copy may read it meanwhile, and the
-     * chunk buffers no longer hold what it says. (fp16 range: flagged when a pass converts the chunk.) */
-    VA_CUDA(cudaStreamSynchronize(c->copy_stream));
-    c->held[0] = c->held[1] = -1;
-    for (int64_t i = 0; i < nrows; i++) {
-      float *dst = c->Xh + (row0 + i) * c->dp;
-      memcpy(dst, rows + i * c->d, rowb);
-      memset(dst + c->d, 0, (size_t)(c->dp - c->d) * 4);
-    }
+    host_copy_rows(c, rows, row0, nrows);
     return;
   }
   const int64_t per = va_cuda_upload_buffer_rows(c);
@@ -386,8 +402,7 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
 }
 
 extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
-  if (c->chunk_rows) VA_FATAL("va_cuda_defer_conversion: the context streams its rows from the host");
-  c->defer_convert = 1;
+  if (!c->chunk_rows) c->defer_convert = 1; /* streamed rows are converted chunk by chunk in every pass */
 }
 
 extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
@@ -399,6 +414,7 @@ extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
 
 /* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------ */
 extern "C" void va_cuda_adopt_rows(va_cuda_t *c, const float *drows) {
+  if (c->chunk_rows) VA_FATAL("va_cuda_adopt_rows: the context streams its rows from the host");
   va_cuda_defer_conversion(c);
   va_cuda_enter(c);
   if (c->n > 0)

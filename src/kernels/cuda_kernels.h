@@ -68,7 +68,8 @@ int va_cuda_assign_variant(const va_cuda_t *ctx);
 void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
 /* The same through the caller's hands (compress reads the file straight into the staging buffers):
  * rows per buffer; the next buffer, once its last transfer is done (rows x d floats, row-major); then
- * queue its first nrows rows as rows [local_row0, local_row0 + nrows). Resident contexts only. */
+ * queue its first nrows rows as rows [local_row0, local_row0 + nrows) (streamed: copied into the pinned
+ * host copy before the call returns). */
 int64_t va_cuda_upload_buffer_rows(va_cuda_t *ctx);
 float *va_cuda_upload_buffer(va_cuda_t *ctx);
 void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
@@ -79,9 +80,12 @@ void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
  * x 2d with the squares; with center_host, the rows are centred first) and va_cuda_unit_rows (unit
  * rows in place as compress.c makes them for cosine, zero rows left zero; returns their count).
  * va_cuda_adopt_rows instead takes all rows from device memory of this context's GPU (n_local x d
- * floats, row-major: the embedder's vectors), conversion deferred likewise. Resident contexts only;
- * the sums and the unit rows wait. */
+ * floats, row-major: the embedder's vectors), conversion deferred likewise. Deferring does nothing
+ * on a streamed context; the others are for resident contexts only; the sums and the unit rows wait. */
 void va_cuda_defer_conversion(va_cuda_t *ctx);
+/* A streamed context's pinned host copy of its rows, for preprocessing them there in place (n_local
+ * rows of d floats, *ld floats apart; the padding columns stay zero). No pass may be running. */
+float *va_cuda_stream_host_rows(va_cuda_t *ctx, int64_t *ld);
 void va_cuda_adopt_rows(va_cuda_t *ctx, const float *drows);
 void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares, double *part_host);
 int64_t va_cuda_unit_rows(va_cuda_t *ctx);

@@ -585,7 +585,21 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     int64_t cut1 = n / 3, cut2 = n / 3 + n / 4; /* three uneven pieces, last first */
     va_cuda_upload_rows(S, X + cut2 * d, cut2, n - cut2);
     va_cuda_upload_rows(S, X, 0, cut1);
-    va_cuda_upload_rows(S, X + cut1 * d, cut1, cut2 - cut1);
+    const int64_t per = va_cuda_upload_buffer_rows(S); /* the middle piece through the staging buffers (compress's read) */
+    for (int64_t r0 = cut1; r0 < cut2; r0 += per) {
+      const int64_t nr = cut2 - r0 < per ? cut2 - r0 : per;
+      memcpy(va_cuda_upload_buffer(S), X + r0 * d, (size_t)(nr * d) * 4);
+      va_cuda_upload_buffered(S, r0, nr);
+    }
+    int64_t ld = 0, bad_rows = 0;
+    const float *H = va_cuda_stream_host_rows(S, &ld); /* where compress preprocesses streamed rows */
+    for (int64_t i = 0; i < n; i++) {
+      int bad = memcmp(H + i * ld, X + i * d, (size_t)d * 4) != 0;
+      for (int64_t t = d; t < ld; t++) bad |= H[i * ld + t] != 0.0f;
+      bad_rows += bad;
+    }
+    CHECK(ld >= d && bad_rows == 0, "%s: %lld rows of the pinned host copy (row stride %lld) are not the rows given, zero padded", tag,
+          (long long)bad_rows, (long long)ld);
     va_cuda_set_anchors(R, A, NULL, k);
     va_cuda_set_anchors(S, A, NULL, k);
     check_assign(S, Xs, n, d, A, k, 0, prec, ca, cr, sa, sr, tag); /* poisoned first: every row written */
