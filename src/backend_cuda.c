@@ -166,6 +166,8 @@ void va_backend_cuda_warm_up(va_state_t *st) {
   va_comm_ready(st->k * VA_STATS_W(st->d) + VA_ITER_EXTRAS); /* gpu_stats' count in an iteration */
 }
 
+int va_cuda_bus_id(int device, char *buf, int len) { return cudaDeviceGetPCIBusId(buf, len, device) != cudaSuccess; }
+
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {
   if (cudaSetDevice(device) != cudaSuccess) return 1;
   return cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess;

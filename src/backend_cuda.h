@@ -14,6 +14,9 @@ extern const va_backend_t va_backend_cuda;
 /* The device of this rank: `requested` if >= 0 (and visible), else node-local rank modulo the visible
  * devices; -1 when there is none. */
 int va_cuda_pick_device(int requested);
+/* A device's PCI bus id ("0000:3c:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES numbers it);
+ * non-zero when it cannot be read. */
+int va_cuda_bus_id(int device, char *buf, int len);
 /* Free and total bytes of a device's memory; non-zero when they cannot be read. */
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes);
 /* Creates the device context for st (rows from st->X, uploaded now, or copied to pinned host memory

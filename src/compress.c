@@ -287,6 +287,31 @@ static int choose_threads(const va_config_t *cfg) {
   return t > 0 ? t : 1;
 }
 
+#if defined(VECANNEAL_CUDA) && defined(VECANNEAL_NCCL)
+/* Collective. NCCL takes one GPU per rank (two ranks on one GPU: "Duplicate GPU detected", fatal on
+ * every rank at the communicator's creation), so a shared GPU has to be found before. GPUs are told
+ * apart by host and PCI bus id, so ranks that each see only their own GPU as device 0 (srun
+ * --gpus-per-task=1) do not look alike. Returns 1 on a rank whose GPU a lower rank uses too, with the
+ * message in err. */
+static int shares_gpu(int dev, char *err, size_t len) {
+  typedef struct { char host[64], bus[32]; } gpu_id_t;
+  gpu_id_t me;
+  memset(&me, 0, sizeof me);
+  snprintf(me.host, sizeof me.host, "%s", va_proc.host);
+  if (va_cuda_bus_id(dev, me.bus, (int)sizeof me.bus)) snprintf(me.bus, sizeof me.bus, "device %d", dev);
+  gpu_id_t *all = va_malloc((size_t)va_proc.nranks * sizeof *all, "GPU ids");
+  VA_MPI(MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD));
+  int other = -1;
+  for (int r = 0; r < va_proc.rank && other < 0; r++)
+    if (!strcmp(all[r].host, me.host) && !strcmp(all[r].bus, me.bus)) other = r;
+  free(all);
+  snprintf(err, len, "ranks %d and %d on %s both use the GPU at %s, but NCCL needs one GPU per rank: start at most as many ranks "
+           "per node as it has GPUs (and leave 'device' unset), or set gpu_collectives = mpi to let ranks share a GPU",
+           other, va_proc.rank, va_proc.host, me.bus);
+  return other >= 0;
+}
+#endif
+
 /* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows. */
 typedef struct { int cuda, device; int64_t chunk_rows; } backend_plan_t;
 
@@ -295,7 +320,8 @@ typedef struct { int cuda, device; int64_t chunk_rows; } backend_plan_t;
  * this build has it, every rank sees a device and the largest shard's product (rows x k x d) reaches
  * gpu_min_work. The rows stream from pinned host memory when gpu_stream = on, or (auto) when some
  * rank's would not fit its GPU (then every rank streams); a job that does not fit even so stops
- * (backend cuda) or stays on the CPU (auto). Prints the auto decisions on rank 0. */
+ * (backend cuda) or stays on the CPU (auto), and so does one whose ranks would share a GPU under NCCL.
+ * Prints the auto decisions on rank 0. */
 static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg) {
   backend_plan_t plan = {0, -1, 0};
 #ifdef VECANNEAL_CUDA
@@ -316,6 +342,18 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
     VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
   }
   if (!all_have) return plan;
+#ifdef VECANNEAL_NCCL
+  if (va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL) {
+    char err[512];
+    int shared = shares_gpu(dev, err, sizeof err), any_shared = shared;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (any_shared && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(shared ? VA_EXIT_USAGE : 0, err);
+    if (any_shared) {
+      va_log0("backend auto: ranks share a GPU, which NCCL does not allow (gpu_collectives = mpi does): staying on the CPU\n");
+      return plan;
+    }
+  }
+#endif
   size_t free_b = 0, total_b = 0;
   double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
   if (avail >= 0 && cfg->gpu_mem_limit_mb > 0) avail = fmin(avail, cfg->gpu_mem_limit_mb * 1048576.0);

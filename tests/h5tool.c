@@ -3,7 +3,8 @@
  *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical
  *   h5tool close A B RTOL [FRAC]    exit 0 iff at most FRAC (default 0) of the assignments differ and
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
- *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata) or a
+ *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata, damaged: a
+ *                                   checksummed chunk overwritten, found only by the read) or a
  *                                   valid 64 x 8 one of another type (f64, u8, i8), or huge (1 TiB declared) */
 #include <hdf5.h>
 #include <math.h>
@@ -123,6 +124,36 @@ static int cmd_make_bad(const char *out, const char *kind) {
     H5Pset_chunk(pl, 2, chunk);
     hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
     H5Dclose(d); H5Pclose(pl); H5Sclose(s);
+  }
+  else if (!strcmp(kind, "damaged")) {
+    /* 4096 x 16 in chunks of 256 rows with Fletcher-32 checksums; chunk 9 (rows 2304..2559: not the
+     * first rank's on 2 or 3 ranks) gets 8 bytes overwritten after the file is closed, so the file opens
+     * and the read of those rows fails. */
+    enum { R = 4096, C = 16 };
+    static float v[R * C];
+    for (int i = 0; i < R * C; i++) v[i] = (float)((i * 37) % 1001) * 0.01f;
+    hsize_t dims[2] = {R, C}, chunk[2] = {256, C};
+    hid_t s = H5Screate_simple(2, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, 2, chunk);
+    H5Pset_fletcher32(pl);
+    hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t csize = 0, coff[2];
+    unsigned mask = 0;
+    if (H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 || H5Dget_chunk_info(d, s, 9, coff, &mask, &addr, &csize) < 0 ||
+        coff[0] != 9 * 256 || csize < 1024) {
+      fprintf(stderr, "damaged: writing or locating chunk 9 failed\n");
+      return 2;
+    }
+    H5Dclose(d); H5Pclose(pl); H5Sclose(s);
+    H5Fclose(f);
+    FILE *raw = fopen(out, "r+b");
+    const unsigned char junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    if (!raw || fseek(raw, (long)addr + 512, SEEK_SET) || fwrite(junk, 1, sizeof junk, raw) != sizeof junk || fclose(raw)) {
+      fprintf(stderr, "damaged: cannot overwrite %s\n", out);
+      return 2;
+    }
+    return 0;
   }
   else if (!strcmp(kind, "f64")) { double v[512]; for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25; write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v); }
   else if (!strcmp(kind, "u8")) { unsigned char v[512]; for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20); write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v); }

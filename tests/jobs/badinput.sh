@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 P=3
 good=$WORK/good.h5
 run_np 1 gen --out "$good" --n 500 --d 8 --clusters 4 > /dev/null || fail "gen"
-for kind in 1d int32 nan inf empty nodata huge; do "$TOOL" make-bad "$WORK/$kind.h5" $kind || fail "make-bad $kind"; done
+for kind in 1d int32 nan inf empty nodata huge damaged; do "$TOOL" make-bad "$WORK/$kind.h5" $kind || fail "make-bad $kind"; done
 run_np 1 gen --out "$WORK/big.h5" --n 20000 --d 32 > /dev/null || fail "gen big"
 cp "$WORK/big.h5" "$WORK/trunc.h5" && truncate -s $(( $(stat -c %s "$WORK/big.h5") / 2 )) "$WORK/trunc.h5"
 printf 'lr = banana\n' > "$WORK/nonsense.ini"
@@ -40,6 +40,7 @@ expect 3 "NaN or Inf"        --input "$WORK/inf.h5:/train" --anchors 4
 expect 3 "empty"             --input "$WORK/empty.h5:/train" --anchors 4
 expect 3 "no data"           --input "$WORK/nodata.h5:/train" --anchors 4
 expect 3 "truncated"         --input "$WORK/trunc.h5:/train" --anchors 4
+expect 3 "damaged"           --input "$WORK/damaged.h5:/train" --anchors 4
 expect 5 "GiB are available" --input "$WORK/huge.h5:/train" --anchors 4
 expect 2 "more than"         --input "$good:/train" --anchors 501
 expect 2 "outside"           --input "$good:/train" --anchors 0
@@ -49,7 +50,9 @@ expect 2 "expected 'key"     --input "$good:/train" --anchors 4 --config "$WORK/
 expect 2 "not one of"        --input "$good:/train" --anchors 4 --set robust=median
 expect 2 "cannot open config" --input "$good:/train" --anchors 4 --config "$WORK/none.ini"
 expect 2 "unknown argument"  --input "$good:/train" --anchors 4 --bogus
-expect 2 "CUDA"              --input "$good:/train" --anchors 4 --backend cuda
+# backend cuda that cannot run: no CUDA in the build, no device, or (on a GPU machine) the ranks all on
+# device 0, which NCCL refuses
+expect 2 "CUDA\|GPU"         --input "$good:/train" --anchors 4 --backend cuda --set device=0
 # Unwritable output: a directory that does not exist.
 VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" compress --input "$good:/train" --anchors 4 --out /nonexistent/dir/index.h5 > /dev/null 2> "$WORK/case.stderr"
 rc=$?

@@ -116,4 +116,35 @@ VECANNEAL_FAULT_STOP_AFTER=7 timeout 120 mpirun -n 1 -x VECANNEAL_FAULT_STOP_AFT
 [ $? -eq 75 ] || fail "gpu stop (streamed)"
 run_np 1 "${common[@]}" --backend cuda "${stream[@]}" --out "$WORK/rs.h5" --resume "$WORK/rs.h5.ckpt.h5" > /dev/null || fail "gpu resume (streamed)"
 "$TOOL" same "$WORK/rs.h5" "$WORK/s_tf32.h5" || fail "gpu resume (streamed) differs"
+# Bad rows on the GPU read paths (straight to the device; streamed into the pinned copy), 2 ranks
+# (sharing a GPU: MPI sums): NaN (rank 0's rows), Inf (rank 1's), a damaged chunk (rank 1's rows: the
+# read fails half-way, the GPU context already made) and a truncated file (refused at open) stop every
+# rank with exit 3 and one message from rank 0, and leave no index behind.
+for f in nan inf damaged; do "$TOOL" make-bad "$WORK/$f.h5" $f || fail "make-bad $f"; done
+cp "$data" "$WORK/trunc.h5" && truncate -s $(( $(stat -c %s "$data") / 2 )) "$WORK/trunc.h5"
+for f in nan inf damaged trunc; do
+  for s in off on; do
+    rm -f "$WORK/bad.h5"*
+    VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n 2 --oversubscribe -x VECANNEAL_TRACE_EXIT -x NCCL_NVLS_ENABLE "$BIN" compress --input "$WORK/$f.h5:/train" \
+      --anchors 4 --backend cuda --set gpu_min_work=0 --set gpu_collectives=mpi --set gpu_stream=$s --out "$WORK/bad.h5" > "$WORK/bad.log" 2>&1
+    rc=$?
+    echo "bad input $f, gpu_stream $s: rc $rc, $(grep 'vecanneal: error:' "$WORK/bad.log" | head -1)"
+    [ $rc -eq 3 ] && [ "$(grep -c 'vecanneal: error:' "$WORK/bad.log")" -eq 1 ] && [ "$(grep -c 'exits with code 3' "$WORK/bad.log")" -eq 2 ] ||
+      { cat "$WORK/bad.log"; fail "bad input $f (gpu_stream $s): want exit 3 on both ranks and one message"; }
+    ! ls "$WORK/bad.h5"* > /dev/null 2>&1 || fail "bad input $f (gpu_stream $s) left $(ls "$WORK/bad.h5"*)"
+  done
+done
+# Two ranks on one GPU with NCCL (device = 0 for both): one message from rank 0, exit 2 on both ranks,
+# before anything is read or written.
+rm -f "$WORK/bad.h5"*
+VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n 2 --oversubscribe -x VECANNEAL_TRACE_EXIT -x NCCL_NVLS_ENABLE "$BIN" "${common[@]}" --backend cuda \
+  --set device=0 --out "$WORK/bad.h5" > "$WORK/bad.log" 2>&1
+rc=$?
+echo "two ranks on GPU 0 with NCCL: rc $rc, $(grep 'vecanneal: error:' "$WORK/bad.log" | head -1)"
+[ $rc -eq 2 ] && [ "$(grep -c 'vecanneal: error:' "$WORK/bad.log")" -eq 1 ] && [ "$(grep -c 'exits with code 2' "$WORK/bad.log")" -eq 2 ] &&
+  grep -q "one GPU per rank" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "two ranks on one GPU with NCCL: want exit 2 and one message"; }
+! ls "$WORK/bad.h5"* > /dev/null 2>&1 || fail "two ranks on one GPU left $(ls "$WORK/bad.h5"*)"
+# backend auto stays on the CPU then, and says why
+run_np 2 "${common[@]}" --backend auto --set device=0 --out "$WORK/shared.h5" > "$WORK/shared.log" 2>&1 || { cat "$WORK/shared.log"; fail "auto, two ranks on GPU 0"; }
+grep -q "ranks share a GPU" "$WORK/shared.log" && grep -q "^backend cpu" "$WORK/shared.log" || { cat "$WORK/shared.log"; fail "auto with a shared GPU did not stay on the CPU"; }
 echo "PASS: gpu backend"
