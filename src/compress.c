@@ -178,8 +178,6 @@ static void prefault(void *p, size_t bytes, int threads) {
  * single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   const int64_t n = st->n_local, d = st->d;
-  const int threads = st->aopts.threads;
-  (void)threads; /* without OpenMP */
   st->center = va_calloc((size_t)d, sizeof(double), "centre");
   double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
   if (st->cosine) {
@@ -191,7 +189,7 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
 #endif
     } else {
 #ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : zeros)
+#pragma omp parallel for num_threads(st->aopts.threads) schedule(static) reduction(+ : zeros)
 #endif
       for (int64_t i = 0; i < n; i++) {
         float *x = X + i * ld;
@@ -238,8 +236,8 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
 }
 
 /* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
- * out-of-core CUDA backend's pinned copy of the shard, made while X still exists. shard_on_host 0: the
- * rows go straight to the GPU through its two 32 MiB pinned staging buffers. */
+ * out-of-core CUDA backend's pinned copy of the shard. shard_on_host 0: the rows are read through the
+ * GPU context's two 32 MiB pinned staging buffers (to the GPU, or into that pinned copy). */
 static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned, int shard_on_host) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);

@@ -342,25 +342,25 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c) {
   return c->pinned[c->pin_next];
 }
 
-/* A streamed context's rows [row0, row0 + nrows) into its pinned host copy, padded as the device rows
- * are; no copy may read it meanwhile, and the chunk buffers no longer hold what it says. (fp16 range:
- * flagged when a pass converts the chunk.) */
-static void host_copy_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
-  VA_CUDA(cudaStreamSynchronize(c->copy_stream));
-  c->held[0] = c->held[1] = -1;
-  for (int64_t i = 0; i < nrows; i++) {
-    float *dst = c->Xh + (row0 + i) * c->dp;
-    memcpy(dst, rows + i * c->d, (size_t)c->d * 4);
-    memset(dst + c->d, 0, (size_t)(c->dp - c->d) * 4);
-  }
-}
-
+/* A streamed context's pinned host copy, to be written: no copy may read it meanwhile, and the chunk
+ * buffers no longer hold what it says. (fp16 range: flagged when a pass converts the chunk.) */
 extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
   if (!c->chunk_rows) VA_FATAL("va_cuda_stream_host_rows: the context's rows live on the device");
   VA_CUDA(cudaStreamSynchronize(c->copy_stream));
   c->held[0] = c->held[1] = -1;
   *ld = c->dp;
   return c->Xh;
+}
+
+/* Rows [row0, row0 + nrows) into a streamed context's pinned host copy, padded as the device rows are. */
+static void host_copy_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
+  int64_t ld;
+  float *Xh = va_cuda_stream_host_rows(c, &ld);
+  for (int64_t i = 0; i < nrows; i++) {
+    float *dst = Xh + (row0 + i) * ld;
+    memcpy(dst, rows + i * c->d, (size_t)c->d * 4);
+    memset(dst + c->d, 0, (size_t)(ld - c->d) * 4);
+  }
 }
 
 extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrows) {

@@ -1,5 +1,5 @@
 /* test_read.c: the sharded HDF5 read into buffers a caller hands out (va_input_read_into, how a
- * resident GPU job reads its rows straight into pinned staging) against the whole-shard read
+ * CUDA job reads its rows straight into pinned staging) against the whole-shard read
  * (va_input_read): every row of the rank's block delivered once, in order, with the same floats, and
  * the same first NaN/Inf row, for float32 and float16 data, independent and (parallel HDF5) collective
  * transfers, and buffers of several sizes, on however many ranks mpirun gives (CTest: 1, 2, 3 and 4).
