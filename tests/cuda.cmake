@@ -17,10 +17,13 @@ if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
   if(VECANNEAL_HAVE_NCCL)
     add_executable(test_nccl ${VA_TEST_DIR}/cuda/test_nccl.c)
     target_link_libraries(test_nccl PRIVATE vecanneal_core)
-    # Two ranks, one GPU each: skipped (77) on machines with fewer than two devices.
-    add_test(NAME cuda_nccl_allreduce
-             COMMAND ${VA_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_nccl> ${MPIEXEC_POSTFLAGS})
-    set_tests_properties(cuda_nccl_allreduce PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;NCCL_NVLS_ENABLE=0")
+    # 1, 2, 3 and 4 ranks, one GPU each: a run is skipped (77) where the node has fewer devices than
+    # ranks, so a one-GPU machine still runs the wrapper through a one-rank communicator.
+    foreach(ranks 1 2 3 4)
+      add_test(NAME cuda_nccl_allreduce_${ranks}
+               COMMAND ${VA_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_nccl> ${MPIEXEC_POSTFLAGS})
+      set_tests_properties(cuda_nccl_allreduce_${ranks} PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300
+        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;NCCL_NVLS_ENABLE=0")
+    endforeach()
   endif()
 endif()
