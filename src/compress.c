@@ -150,8 +150,8 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
 }
 
 #ifdef VECANNEAL_CUDA
-/* The read of a resident GPU job: straight into the context's pinned staging buffers. */
-static float *staging_buffer(void *ctx) { return va_cuda_upload_buffer((va_cuda_t *)ctx); }
+/* The read of a GPU job: into the context's pinned staging buffers (resident) or straight into its pinned host copy (streamed, unpadded rows). */
+static float *staging_buffer(void *ctx, int64_t local_row0) { return va_cuda_upload_buffer((va_cuda_t *)ctx, local_row0); }
 static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) { va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows); }
 #endif
 

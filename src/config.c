@@ -71,7 +71,7 @@ static const key_def_t KEYS[] = {
   {"tile_rows", K_INT, F(tile_rows), "0", 0, 1 << 24, NULL, "rows per assign tile; 0 = auto (a tile of distances stays in cache)"},
   {"cpu_assign", K_ENUM, F(cpu_assign), "auto", 0, 0, "auto|sgemm|fused", "cpu: assign kernel; fused = AVX2/FMA (AVX-512 where present) dot products folded into the argmin in registers (no distance tiles); auto = fused where the processor has AVX2 and FMA, else sgemm tiles"},
   {"progress_every", K_INT, F(progress_every), "1", 0, 1e9, NULL, "print a progress line every this many iterations; 0 = none"},
-  {"read_chunk_mb", K_DOUBLE, F(read_chunk_mb), "64", 1, 65536, NULL, "HDF5 read chunk per rank in MiB (staging buffer size; a CUDA job reads into its two 32 MiB pinned buffers instead)"},
+  {"read_chunk_mb", K_DOUBLE, F(read_chunk_mb), "64", 1, 65536, NULL, "HDF5 read chunk per rank in MiB (staging buffer size; a CUDA job reads into its own 32 MiB buffers, or straight into its pinned copy when streaming, instead)"},
   {"io", K_ENUM, F(io), "auto", 0, 0, "auto|collective|independent", "HDF5 transfer: collective MPI-IO (parallel HDF5) or independent (serial HDF5 fallback); auto picks collective when available"},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])

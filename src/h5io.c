@@ -333,7 +333,7 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
       VA_H5(H5Sselect_none(fspace));
       VA_H5(H5Sselect_none(mspace));
     }
-    float *dst = out ? out + r0 * in->d : nr > 0 ? sink->buffer(sink->ctx) : &none;
+    float *dst = out ? out + r0 * in->d : nr > 0 ? sink->buffer(sink->ctx, r0) : &none;
     void *buf = stage ? stage : (void *)dst;
     if (H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0 && !rc) {
       snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",

@@ -38,11 +38,12 @@ void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *co
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
                    int io_mode, int64_t *bad_row);
 /* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
- * `rows` rows, each read into buffer(ctx) (rows x d float32, free to overwrite) and announced with
- * filled(ctx, local_row0, nrows) before the next buffer is asked for. */
+ * `rows` rows, in row order, each read into buffer(ctx, local_row0) (room for its rows x d float32,
+ * free to overwrite) and announced with filled(ctx, local_row0, nrows) before the next buffer is asked
+ * for. */
 typedef struct {
   int64_t rows;
-  float *(*buffer)(void *ctx);
+  float *(*buffer)(void *ctx, int64_t local_row0);
   void (*filled)(void *ctx, int64_t local_row0, int64_t nrows);
   void *ctx;
 } va_row_sink_t;

@@ -236,7 +236,8 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp); dfree(&c->slot); dfree(&c->cent);
   dfree(&c->d_rows); dfree(&c->d_rows_out);
   for (int b = 0; b < 2; b++) {
-    if (c->pinned[b]) VA_CUDA(cudaFreeHost(c->pinned[b]));
+    if (c->pinned[b] && !c->chunk_rows) VA_CUDA(cudaFreeHost(c->pinned[b]));
+    if (c->chunk_rows) free(c->pinned[b]); /* pageable there (make_staging) */
     VA_CUDA(cudaEventDestroy(c->staged[b]));
   }
   if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
@@ -321,12 +322,15 @@ static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) {
 
 /* The two pinned staging buffers, made at the first upload. Pinning costs about 0.3 ms per MB (22 ms for
  * the two 32 MB buffers on an H200 machine, a tenth of a small job's start): a small shard gets buffers
- * of half its size. */
+ * of half its size. A streamed context's rows only go from host to host on their way into its pinned
+ * copy: straight there when its rows need no padding (va_cuda_upload_buffer), else through one pageable
+ * buffer, never pinned. */
 static void make_staging(va_cuda_t *c) {
-  if (c->pinned[0]) return;
+  if (c->pinned_bytes) return;
   const size_t rowb = (size_t)c->d * 4, half = (size_t)((c->n + 1) / 2) * rowb;
   c->pinned_bytes = half < PIN_BYTES ? (half > rowb ? half : rowb) : PIN_BYTES;
-  for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
+  if (!c->chunk_rows) for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
+  else if (c->dp != c->d) c->pinned[0] = (float *)va_malloc(c->pinned_bytes, "row staging buffer");
 }
 
 extern "C" int64_t va_cuda_upload_buffer_rows(va_cuda_t *c) {
@@ -335,11 +339,17 @@ extern "C" int64_t va_cuda_upload_buffer_rows(va_cuda_t *c) {
   return (int64_t)(c->pinned_bytes / ((size_t)c->d * 4));
 }
 
-extern "C" float *va_cuda_upload_buffer(va_cuda_t *c) {
+extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
+  if (row0 < 0 || row0 >= c->n) VA_FATAL("va_cuda_upload_buffer: row %lld of %lld local rows", (long long)row0, (long long)c->n);
   va_cuda_enter(c);
   make_staging(c);
+  if (c->chunk_rows) {
+    int64_t ld;
+    float *Xh = va_cuda_stream_host_rows(c, &ld);
+    return c->handed = c->pinned[0] ? c->pinned[0] : Xh + row0 * ld;
+  }
   VA_CUDA(cudaEventSynchronize(c->staged[c->pin_next])); /* the last transfer out of this buffer is done */
-  return c->pinned[c->pin_next];
+  return c->handed = c->pinned[c->pin_next];
 }
 
 /* A streamed context's pinned host copy, to be written: no copy may read it meanwhile, and the chunk
@@ -369,13 +379,17 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
     VA_FATAL("va_cuda_upload_buffered: rows [%lld, %lld) of %lld local rows, %zu-byte buffer", (long long)row0, (long long)(row0 + nrows), (long long)c->n,
              c->pinned_bytes);
   va_cuda_enter(c);
+  const float *handed = c->handed;
+  c->handed = NULL;
+  if (!handed) VA_FATAL("va_cuda_upload_buffered: no buffer handed out (va_cuda_upload_buffer)");
+  if (c->chunk_rows) {
+    if (handed == c->pinned[0]) host_copy_rows(c, handed, row0, nrows); /* padded rows */
+    else if (handed != c->Xh + row0 * c->dp) VA_FATAL("va_cuda_upload_buffered: rows from %lld announced in a buffer handed out for others", (long long)row0);
+    return;
+  }
   const size_t rowb = (size_t)c->d * 4;
   const int b = c->pin_next;
   c->pin_next ^= 1;
-  if (c->chunk_rows) {
-    host_copy_rows(c, c->pinned[b], row0, nrows);
-    return;
-  }
   float *dst = c->X32 + row0 * c->dp;
   VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
@@ -396,7 +410,7 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
   if (per < 1) VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
   for (int64_t off = 0; off < nrows; off += per) {
     const int64_t nr = nrows - off < per ? nrows - off : per;
-    memcpy(va_cuda_upload_buffer(c), rows + off * c->d, (size_t)nr * rowb);
+    memcpy(va_cuda_upload_buffer(c, row0 + off), rows + off * c->d, (size_t)nr * rowb);
     va_cuda_upload_buffered(c, row0 + off, nr);
   }
 }

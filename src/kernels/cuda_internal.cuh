@@ -121,8 +121,9 @@ struct va_cuda {
   cudaEvent_t anchors_staged;
   float *A_stage;              /* k_cap x dp, then k_cap indices: replaced anchor rows on their way into A32 */
   float *norms_in;             /* k_cap: norms given by the caller */
-  /* host staging */
+  /* host staging (streamed contexts: at most pinned[0], pageable, for padded rows; make_staging) */
   float *pinned[2];
+  float *handed;               /* the buffer va_cuda_upload_buffer gave out, until va_cuda_upload_buffered */
   cudaEvent_t staged[2];
   size_t pinned_bytes;
   int pin_next;

@@ -67,11 +67,13 @@ int va_cuda_assign_variant(const va_cuda_t *ctx);
  * (and the conversion to the product precision) still runs, so the caller's next read overlaps it. */
 void va_cuda_upload_rows(va_cuda_t *ctx, const float *rows, int64_t local_row0, int64_t nrows);
 /* The same through the caller's hands (compress reads the file straight into the staging buffers):
- * rows per buffer; the next buffer, once its last transfer is done (rows x d floats, row-major); then
- * queue its first nrows rows as rows [local_row0, local_row0 + nrows) (streamed: copied into the pinned
- * host copy before the call returns). */
+ * rows per buffer; the buffer for rows from local_row0 on (row-major, d floats a row; room for rows
+ * per buffer or up to the last local row, whichever is fewer): the next staging buffer once its last
+ * transfer is done, or, streamed with d a multiple of 32, the context's pinned host copy at that row
+ * (the read lands in place); then queue its first nrows rows as rows [local_row0, local_row0 + nrows)
+ * (streamed: in the pinned host copy before the call returns). */
 int64_t va_cuda_upload_buffer_rows(va_cuda_t *ctx);
-float *va_cuda_upload_buffer(va_cuda_t *ctx);
+float *va_cuda_upload_buffer(va_cuda_t *ctx, int64_t local_row0);
 void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
 /* Rows kept on the device for preprocessing there, to compress.c's bits (compress: no host shard):
  * after va_cuda_defer_conversion, uploads keep the float32 values until va_cuda_finish_rows makes the

@@ -585,14 +585,18 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     int64_t cut1 = n / 3, cut2 = n / 3 + n / 4; /* three uneven pieces, last first */
     va_cuda_upload_rows(S, X + cut2 * d, cut2, n - cut2);
     va_cuda_upload_rows(S, X, 0, cut1);
-    const int64_t per = va_cuda_upload_buffer_rows(S); /* the middle piece through the staging buffers (compress's read) */
-    for (int64_t r0 = cut1; r0 < cut2; r0 += per) {
+    const int64_t per = va_cuda_upload_buffer_rows(S); /* the middle piece as compress reads it: in place (d 128), else staged */
+    int64_t ld = 0, bad_rows = 0, in_place = 0, pieces = 0;
+    const float *H = va_cuda_stream_host_rows(S, &ld); /* where compress preprocesses streamed rows */
+    for (int64_t r0 = cut1; r0 < cut2; r0 += per, pieces++) {
       const int64_t nr = cut2 - r0 < per ? cut2 - r0 : per;
-      memcpy(va_cuda_upload_buffer(S), X + r0 * d, (size_t)(nr * d) * 4);
+      float *buf = va_cuda_upload_buffer(S, r0);
+      in_place += buf == H + r0 * ld;
+      memcpy(buf, X + r0 * d, (size_t)(nr * d) * 4);
       va_cuda_upload_buffered(S, r0, nr);
     }
-    int64_t ld = 0, bad_rows = 0;
-    const float *H = va_cuda_stream_host_rows(S, &ld); /* where compress preprocesses streamed rows */
+    CHECK(in_place == (ld == d ? pieces : 0), "%s: %lld of %lld buffers handed out in the pinned copy (row stride %lld, d %lld)", tag,
+          (long long)in_place, (long long)pieces, (long long)ld, (long long)d);
     for (int64_t i = 0; i < n; i++) {
       int bad = memcmp(H + i * ld, X + i * d, (size_t)d * 4) != 0;
       for (int64_t t = d; t < ld; t++) bad |= H[i * ld + t] != 0.0f;

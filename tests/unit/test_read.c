@@ -24,14 +24,16 @@ static int failures;
     }                                                                                    \
   } while (0)
 
-/* A sink that copies each delivered chunk to its place in a shard-sized array and checks the order. */
+/* A sink that copies each delivered chunk to its place in a shard-sized array and checks the order (of
+ * the rows each buffer is asked for, and of those announced). */
 typedef struct {
   float *buf, *shard;
   int64_t d, next_row, calls, errors;
 } sink_state_t;
 
-static float *sink_buffer(void *ctx) {
+static float *sink_buffer(void *ctx, int64_t local_row0) {
   sink_state_t *s = ctx;
+  if (local_row0 != s->next_row) s->errors++; /* a buffer asked for other rows than come next */
   for (int64_t e = 0; e < (int64_t)s->d * 64; e++) s->buf[e] = NAN; /* a value the read must overwrite */
   return s->buf;
 }
