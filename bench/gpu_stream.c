@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
   printf("csv:precision,mode,pass,ms,rows_GB_per_s,h2d_GB_per_s,fraction_of_h2d\n");
   for (int q = 0; q < 2; q++) {
     int prec = precs[q];
-    va_cuda_t *ctx[2] = {va_cuda_create(0, n, d, k, prec), va_cuda_create_streamed(0, n, d, k, prec, chunk)};
+    va_cuda_t *ctx[2] = {va_cuda_create(0, n, d, k, prec), va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count())};
     for (int m = 0; m < 2; m++) {
       for (int64_t r0 = 0; r0 < n; r0 += up) va_cuda_upload_rows(ctx[m], X + r0 * d, r0, n - r0 < up ? n - r0 : up);
       va_cuda_set_anchors(ctx[m], A, NULL, k);

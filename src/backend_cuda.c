@@ -148,7 +148,8 @@ int va_cuda_pick_device(int requested) {
 }
 
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
-  va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows);
+  va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows,
+                                         st->aopts.threads);
   /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy).
    * st->X NULL: the caller puts them in (read straight to the GPU, or va_cuda_adopt_rows). */
   const int64_t chunk = (int64_t)(64 << 20) / (st->d * 4) > 0 ? (int64_t)(64 << 20) / (st->d * 4) : 1;

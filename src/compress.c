@@ -155,21 +155,6 @@ static float *staging_buffer(void *ctx, int64_t local_row0) { return va_cuda_upl
 static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) { va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows); }
 #endif
 
-/* Touches one byte per page of fresh memory from all of the rank's threads. The read into an untouched
- * shard spends most of its time in the kernel's page faults (zeroing each page), one thread at a time;
- * faults on different pages run in parallel, so taking them all first on every thread leaves the read
- * a plain copy. */
-static void prefault(void *p, size_t bytes, int threads) {
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  volatile char *c = p;
-  const int64_t pages = (int64_t)((bytes + page - 1) / page);
-#ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static)
-#endif
-  for (int64_t i = 0; i < pages; i++) c[(size_t)i * page] = 0;
-  (void)threads;
-}
-
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
  * every rank count. cosine: unit rows. Rows on the GPU (read straight there, or handed over by the
@@ -566,7 +551,7 @@ int va_cmd_compress(int argc, char **argv) {
                         va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
     VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
     t = va_tick();
-    if (threads > 1) prefault(st.X, (size_t)shard_bytes, threads);
+    if (threads > 1) va_prefault(st.X, (size_t)shard_bytes, threads);
     va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
     va_tock(VA_PH_READ, t);
   }

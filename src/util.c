@@ -81,6 +81,17 @@ void *va_malloc(size_t bytes, const char *what) {
   return p;
 }
 
+void va_prefault(void *p, size_t bytes, int threads) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  volatile char *c = p;
+  const int64_t pages = (int64_t)((bytes + page - 1) / page);
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static)
+#endif
+  for (int64_t i = 0; i < pages; i++) c[(size_t)i * page] = 0;
+  (void)threads;
+}
+
 void *va_calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
   if (!p) VA_FATAL("out of memory allocating %zu x %zu bytes for %s", count, size, what);

@@ -46,6 +46,11 @@ const char *va_h5_last_error(void);
 
 void *va_malloc(size_t bytes, const char *what);
 void *va_calloc(size_t count, size_t size, const char *what);
+/* Touches one byte per page of fresh memory from `threads` threads. A single thread filling a large
+ * buffer spends most of its time in the kernel's page faults (zeroing each page), one at a time;
+ * faults on different pages run in parallel, so taking them all first on every thread leaves the
+ * filling a plain copy. */
+void va_prefault(void *p, size_t bytes, int threads);
 
 /* Collective: every rank passes its own status (0 = fine). Returns the largest code. When non-zero,
  * rank 0 prints the message of the lowest failing rank, once. */

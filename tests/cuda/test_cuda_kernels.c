@@ -578,7 +578,7 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     snprintf(tag, sizeof tag, "%s streamed", pname[prec]);
     float *Xs = rows_as_stored(X, n * d, prec);
     va_assign_cpu(Xs, n, d, A, anorm, k, 0, &opts, ca, cr);
-    va_cuda_t *R = va_cuda_create(0, n, d, k, prec), *S = va_cuda_create_streamed(0, n, d, k, prec, chunk);
+    va_cuda_t *R = va_cuda_create(0, n, d, k, prec), *S = va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count());
     CHECK(va_cuda_stream_rows(S) > 0 && va_cuda_stream_rows(S) <= chunk && va_cuda_stream_rows(R) == 0, "%s: chunk rows %lld",
           tag, (long long)va_cuda_stream_rows(S));
     va_cuda_upload_rows(R, X, 0, n);
@@ -771,7 +771,7 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   for (int64_t q = 0; q < k; q++) bad += got[q] != ref[q] || memcmp(A + q * d, X16 + ref[q] * d, (size_t)d * 4) != 0;
   CHECK(bad == 0, "farthest init (%s, %d contexts): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", parts, bad, (long long)k);
   /* streamed rows: refused, init.c's loop runs instead */
-  ctx = va_cuda_create_streamed(0, n, d, k, VA_CUDA_TF32, 256);
+  ctx = va_cuda_create_streamed(0, n, d, k, VA_CUDA_TF32, 256, va_cpu_count());
   CHECK(!va_cuda_farthest_init_begin(ctx, k, 0, n), "farthest init accepted a streamed context");
   va_cuda_destroy(ctx);
   printf("  farthest init n %lld d %lld k %lld %s: one context and %d parts, same rows as the host loop\n", (long long)n,
@@ -936,7 +936,7 @@ static void tiny_and_empty(void) {
       float *Xs = rows_as_stored(X, n * d, prec);
       va_assign_ref(Xs, n, d, A, k, 0, ca, cr);
       free(Xs);
-      va_cuda_t *ctx = va_cuda_create_streamed(0, n, d, 1, prec, chunk);
+      va_cuda_t *ctx = va_cuda_create_streamed(0, n, d, 1, prec, chunk, va_cpu_count());
       va_cuda_upload_rows(ctx, X, 0, n);
       va_cuda_set_anchors(ctx, A, NULL, k);
       int64_t ch = va_cuda_assign(ctx, 0);
@@ -948,7 +948,7 @@ static void tiny_and_empty(void) {
       va_cuda_destroy(ctx);
     }
   for (int64_t chunk = 0; chunk <= 256; chunk += 256) {
-    va_cuda_t *ctx = va_cuda_create_streamed(0, 0, 8, 4, 1, chunk);
+    va_cuda_t *ctx = va_cuda_create_streamed(0, 0, 8, 4, 1, chunk, va_cpu_count());
     float A8[32] = {0};
     va_cuda_set_anchors(ctx, A8, NULL, 4);
     CHECK(va_cuda_assign(ctx, 0) == 0, "empty: rows changed");
