@@ -792,8 +792,17 @@ extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   return (int64_t)c->h_counter[0];
 }
 
+static void deferred_pass(va_cuda_t *c, int want_r) {
+  const int variant = va_cuda_assign_variant(c);
+  const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
+  assign_args a = {c->cosine_last, variant, part};
+  va_cuda_each_rows(c, assign_rows, &a);
+  c->r_pending = part == VA_ASSIGN_PART_ARGMIN;
+}
+
 /* No wait: the count goes into the next statistics call (put_count_kernel), r into its pass or
- * va_cuda_ensure_r; the fp16 overflow flag comes back with the statistics' scalars. */
+ * va_cuda_ensure_r; the fp16 overflow flag comes back with the statistics' scalars. Streamed rows
+ * without want_r: the pass itself is left to the statistics pass (assign_owed). */
 extern "C" void va_cuda_assign_deferred(va_cuda_t *c, int cosine, int want_r) {
   va_cuda_enter(c);
   VA_CUDA(cudaMemsetAsync(c->counter, 0, sizeof(unsigned long long), c->stream));
@@ -802,11 +811,14 @@ extern "C" void va_cuda_assign_deferred(va_cuda_t *c, int cosine, int want_r) {
   c->cosine_last = cosine;
   if (c->n <= 0) return;
   check_ready(c);
-  const int variant = va_cuda_assign_variant(c);
-  const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
-  assign_args a = {cosine, variant, part};
-  va_cuda_each_rows(c, assign_rows, &a);
-  c->r_pending = part == VA_ASSIGN_PART_ARGMIN;
+  if (c->chunk_rows && !want_r) c->assign_owed = 1;
+  else deferred_pass(c, want_r);
+}
+
+void va_cuda_settle_assign(va_cuda_t *c) {
+  if (!c->assign_owed) return;
+  c->assign_owed = 0;
+  deferred_pass(c, 0);
 }
 
 void va_cuda_ensure_r(va_cuda_t *c) {

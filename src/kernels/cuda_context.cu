@@ -27,7 +27,10 @@ extern "C" int va_cuda_device_count(void) {
   return n;
 }
 
-void va_cuda_enter(const va_cuda_t *ctx) { VA_CUDA(cudaSetDevice(ctx->device)); }
+void va_cuda_enter(va_cuda_t *ctx) {
+  VA_CUDA(cudaSetDevice(ctx->device));
+  if (ctx->assign_owed) va_cuda_settle_assign(ctx);
+}
 
 template <typename P> static void dalloc(P **p, size_t bytes, const char *what) {
   cudaError_t e = cudaMalloc((void **)p, bytes ? bytes : 16);
@@ -365,6 +368,7 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
  * buffers no longer hold what it says. (fp16 range: flagged when a pass converts the chunk.) */
 extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
   if (!c->chunk_rows) VA_FATAL("va_cuda_stream_host_rows: the context's rows live on the device");
+  va_cuda_enter(c);
   VA_CUDA(cudaStreamSynchronize(c->copy_stream));
   c->held[0] = c->held[1] = -1;
   *ld = c->dp;

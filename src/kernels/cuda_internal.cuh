@@ -84,6 +84,10 @@ struct va_cuda {
   /* deferred assign pass (va_cuda_assign_deferred): its count still to go into the statistics; r[] not
    * yet computed (the statistics pass or va_cuda_ensure_r does it); the metric it ranked by */
   int count_pending, r_pending, cosine_last;
+  /* streamed, r not wanted first (rule not trim): the deferred pass is left owed and runs chunk by chunk
+   * inside the next statistics pass, so the rows are copied up once an iteration instead of twice; any
+   * other entry into the context runs it on its own first (va_cuda_enter) */
+  int assign_owed;
   /* the scalar columns of the statistics on their way to the host (va_cuda_queue_scalars) */
   double *scal, *h_scal;       /* device, pinned: 3 k_cap + (d + 3) + 1 */
   int64_t scal_cap, scal_k, scal_nx;
@@ -174,7 +178,9 @@ __device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, doub
 }
 
 /* Internal entry points across the .cu files. */
-void va_cuda_enter(const va_cuda_t *ctx);
+/* Every entry point starts here: the context's device current, and a streamed assign pass still owed
+ * (assign_owed) run, so that nothing sees a[], r[] or the count before it or changes what it reads. */
+void va_cuda_enter(va_cuda_t *ctx);
 void *va_cuda_host_scratch(va_cuda_t *ctx, size_t bytes);
 void va_cuda_ensure_segments(va_cuda_t *ctx, int64_t nseg);
 int va_cuda_fused_config(const va_cuda_t *ctx);
@@ -184,4 +190,6 @@ enum { VA_ASSIGN_PART_ALL = 0, VA_ASSIGN_PART_PRODUCTS = 1, VA_ASSIGN_PART_ARGMI
 void va_cuda_assign_launch(va_cuda_t *ctx, const va_cuda_rows_t *v, int cosine, int variant, int part);
 /* r[] of every row for the current a[] when a deferred assign pass left it owed (r_pending). */
 void va_cuda_ensure_r(va_cuda_t *ctx);
+/* The owed assign pass (assign_owed) on its own, as va_cuda_assign_deferred would have run it. */
+void va_cuda_settle_assign(va_cuda_t *ctx);
 #endif

@@ -580,11 +580,18 @@ __global__ void put_count_kernel(const unsigned long long *counter, double *acc)
 struct stats_args {
   rule_dev ru;
   int compute_r; /* r computed in the pass (seg_partial_kernel CR) */
+  /* the owed assign pass, chunk by chunk before the chunk's statistics (assign: 1); its r kernel too
+   * when r is neither computed by its kernel (part ALL) nor in the statistics pass */
+  int assign, assign_part, assign_variant, assign_r;
 };
 
 static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   const stats_args &sa = *(const stats_args *)arg;
   const rule_dev &ru = sa.ru;
+  if (sa.assign) {
+    va_cuda_assign_launch(c, v, c->cosine_last, sa.assign_variant, sa.assign_part);
+    if (sa.assign_r) va_cuda_assign_launch(c, v, c->cosine_last, sa.assign_variant, VA_ASSIGN_PART_R);
+  }
   if (c->stats_variant == VA_CUDA_STATS_ATOMIC) {
     int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
     if (blocks > 132 * 64) blocks = 132 * 64;
@@ -597,13 +604,24 @@ static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
 }
 
 /* c->acc (k x W) <- the statistics; no rows: zeros. r still owed by a deferred assign pass is computed in
- * the pass where it can be (sorted reduction, rule none or huber, d small enough), else first. */
-static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
+ * the pass where it can be (sorted reduction, rule none or huber, d small enough), else first. With
+ * assign_owed (streamed rows), the assign pass runs inside this one, chunk by chunk, the same kernels
+ * in the same order as on its own (va_cuda_settle_assign, then this pass): the same bits. */
+static void stats_launch(va_cuda_t *c, const rule_dev &ru, int assign_owed) {
   int64_t W = VA_STATS_W(c->d);
   va_cuda_ensure_segments(c, c->k);
-  stats_args sa = {ru, 0};
-  if (c->r_pending) {
-    sa.compute_r = c->stats_variant == VA_CUDA_STATS_SORT && ru.mode != VA_ROBUST_TRIM && c->dp <= CR_MAX_DP;
+  stats_args sa = {ru, 0, 0, 0, 0, 0};
+  const int r_here = c->stats_variant == VA_CUDA_STATS_SORT && ru.mode != VA_ROBUST_TRIM && c->dp <= CR_MAX_DP;
+  if (assign_owed) {
+    sa.assign = 1;
+    sa.assign_variant = va_cuda_assign_variant(c);
+    const int argmin_only = sa.assign_variant == VA_CUDA_ASSIGN_FUSED;
+    sa.assign_part = argmin_only ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
+    sa.compute_r = argmin_only && r_here;
+    sa.assign_r = argmin_only && !r_here;
+    c->r_pending = 0;
+  } else if (c->r_pending) {
+    sa.compute_r = r_here;
     if (!sa.compute_r) va_cuda_ensure_r(c);
     c->r_pending = 0;
   }
@@ -614,13 +632,15 @@ static void stats_launch(va_cuda_t *c, const rule_dev &ru) {
 extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rule, const double *x, int64_t nx) {
   int64_t kw = c->k * VA_STATS_W(c->d);
   if (nx < 0 || nx > VA_STATS_W(c->d)) VA_FATAL("va_cuda_stats_device: %lld extra values", (long long)nx);
+  const int assign_owed = c->assign_owed; /* this pass runs it (not va_cuda_enter) */
+  c->assign_owed = 0;
   va_cuda_enter(c);
   va_cuda_ensure_segments(c, c->k); /* may reallocate acc: before anything is written into it */
   VA_CUDA(cudaEventSynchronize(c->up_done)); /* the upload buffer is free again */
   rule_dev ru = upload_rule(c, rule);
   if (nx > 0) upload_staged(c, c->acc + kw, x, (size_t)nx * 8, (size_t)c->k * 12);
   VA_CUDA(cudaEventRecord(c->up_done, c->stream));
-  stats_launch(c, ru); /* writes acc[0, kw) only */
+  stats_launch(c, ru, assign_owed); /* writes acc[0, kw) only */
   if (c->count_pending && nx > 0) {
     put_count_kernel<<<1, 1, 0, c->stream>>>(c->counter, c->acc + kw);
     VA_LAUNCHED();
@@ -807,7 +827,7 @@ extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule,
   VA_CUDA(cudaEventRecord(c->up_done, c->stream));
   return time_reps(c, warmup, reps, min_ms, [&] {
     c->r_pending = compute_r; /* as a deferred pass leaves it (the rows' a[] and r[] stay valid) */
-    stats_launch(c, ru);
+    stats_launch(c, ru, 0);
   });
 }
 

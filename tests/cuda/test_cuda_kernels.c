@@ -559,6 +559,49 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
   }
 }
 
+/* Out-of-core: a deferred assign pass without r wanted first runs chunk by chunk inside the next
+ * statistics pass (the rows copied up once an iteration instead of twice). Against the same pass run
+ * on its own first (any other entry into the context does that: here va_cuda_sync), for both
+ * statistics variants and rules none and huber: a[], r[] and the changed count bit for bit, the
+ * statistics too with the sorted reduction (the atomic one adds in no fixed order: within 1e-12 as
+ * streamed against resident), and (more than two chunks) fewer bytes copied. */
+static void owed_pass_case(va_cuda_t *S, const float *A, const float *A2, int64_t n, int64_t d, int64_t k, double xmax, const char *tag) {
+  const int64_t kw = k * VA_STATS_W(d), chunks = (n + va_cuda_stream_rows(S) - 1) / va_cuda_stream_rows(S);
+  double *delta = malloc((size_t)k * 8), *acc[2] = {malloc((size_t)(kw + 1) * 8), malloc((size_t)(kw + 1) * 8)}, bytes[2];
+  uint32_t *a[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
+  float *r[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
+  for (int64_t j = 0; j < k; j++) delta[j] = j % 5 == 4 ? 0.0 : 0.3;
+  va_stats_rule_t none = {.mode = VA_ROBUST_NONE}, huber = {.mode = VA_ROBUST_HUBER, .huber_delta = delta};
+  const double x[1] = {-1.0}; /* replaced by the changed count */
+  for (int v = 0; v < 2; v++)
+    for (int ri = 0; ri < 2; ri++) {
+      char t2[160];
+      snprintf(t2, sizeof t2, "%s owed pass %s %s", tag, ri ? "huber" : "none", v ? "atomic" : "sort");
+      va_cuda_set_stats_variant(S, v);
+      for (int inside = 0; inside < 2; inside++) {
+        va_cuda_set_anchors(S, A, NULL, k);
+        va_cuda_assign(S, 0);
+        va_cuda_set_anchors(S, A2, NULL, k);
+        const double b0 = va_cuda_streamed_bytes(S);
+        va_cuda_assign_deferred(S, 0, 0);
+        if (!inside) va_cuda_sync(S);
+        va_cuda_fetch_f64(S, va_cuda_stats_device(S, ri ? &huber : &none, x, 1), kw + 1, acc[inside]);
+        bytes[inside] = va_cuda_streamed_bytes(S) - b0;
+        va_cuda_download(S, a[inside], r[inside]);
+      }
+      CHECK(acc[0][kw] == acc[1][kw], "%s: changed count %.0f, on its own %.0f", t2, acc[1][kw], acc[0][kw]);
+      if (v == VA_CUDA_STATS_SORT) CHECK(memcmp(acc[0], acc[1], (size_t)kw * 8) == 0, "%s: statistics differ from the pass run on its own", t2);
+      else check_acc_tol(acc[1], acc[0], k, d, xmax, 1e-12, t2);
+      CHECK(memcmp(a[0], a[1], (size_t)n * 4) == 0 && memcmp(r[0], r[1], (size_t)n * 4) == 0, "%s: a[] or r[] differ from the pass run on its own", t2);
+      CHECK(acc[1][kw] > 0, "%s: no row changed its anchor, so the pass was not compared", t2);
+      if (chunks > 2)
+        CHECK(bytes[1] < 0.75 * bytes[0], "%s: %.0f bytes copied up with the pass inside the statistics, %.0f on its own", t2, bytes[1], bytes[0]);
+    }
+  printf("  %-34s owed assign pass inside the statistics pass: as on its own, %s\n", tag, chunks > 2 ? "fewer bytes copied" : "(at most two chunks: copied once)");
+  va_cuda_set_stats_variant(S, VA_CUDA_STATS_SORT);
+  free(delta); free(acc[0]); free(acc[1]); free(a[0]); free(a[1]); free(r[0]); free(r[1]);
+}
+
 /* Out-of-core: a context streaming its rows in chunks of `chunk` rows against a resident one (see the
  * tolerances at the top). fp32 runs the GEMM path, tf32 and fp16 the fused one. */
 static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
@@ -681,6 +724,7 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
     if (prec != VA_CUDA_FP32) check_reductions(S, Xs, n, d, k, 0, sa, sr, tag);
     printf("  %-34s %.1f MB of rows copied to the device\n", tag, va_cuda_streamed_bytes(S) / 1e6);
+    owed_pass_case(S, A, A2, n, d, k, xmax, tag);
     va_cuda_destroy(R);
     va_cuda_destroy(S);
     free(Xs);
