@@ -106,7 +106,9 @@ int64_t va_cuda_assign(va_cuda_t *ctx, int cosine);
  * and the next va_cuda_stats_device puts it in place of its first appended value. want_r = 0 lets the
  * fused kernels leave r[] to that statistics pass when its rule is none or huber (it reads the rows and
  * computes r from them, one pass over the rows less); whatever reads r before (farthest, histogram,
- * download, a trim rule) computes it first. */
+ * download, a trim rule) computes it first. Streamed rows with want_r = 0: the whole pass waits for
+ * that statistics pass and runs inside it, chunk by chunk (one copy of the rows); any other call on
+ * the context runs it on its own first. */
 void va_cuda_assign_deferred(va_cuda_t *ctx, int cosine, int want_r);
 /* a[] from the host (n_local entries): the assignment the next pass counts its changes against
  * (e.g. restored after a side pass with other anchors). Entries must be < k or UINT32_MAX. */
