@@ -128,7 +128,7 @@ run() {
   if [ $rc -ne 0 ] && [ "$saved" -eq 0 ]; then
     tail -40 "$OUT/$t.log"; echo "FAIL: fuzz_$t failed without saving an input (log: $OUT/$t.log)"; return 1
   fi
-  local f verdict ours=0 theirs=0
+  local f verdict ours=0 theirs=0 unrepro=0
   for f in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-*; do
     [ -f "$f" ] || continue
     # An oom input is replayed with room above the malloc limit, so that the allocation that passes it is
@@ -137,6 +137,19 @@ run() {
     local ropts=("${FOPTS[@]}")
     case $f in */oom-*) ropts=("${ropts[@]/-rss_limit_mb=2560/-rss_limit_mb=8192}") ;; esac
     (cd "$art" && "$bin" "${ropts[@]}" "$f") > "$f.report" 2>&1
+    local rc_replay=$? tries=1
+    # An input that crashed inside a fork job (after other inputs in the same process) may not crash on
+    # its own: seen once in CI, a use-after-free at the memcpy interceptor pc of libhdf5's known faults,
+    # in a job whose earlier inputs hit those faults. With no stack it cannot be classified, fixed or
+    # committed as a regression input, so it is kept and reported, not counted as ours.
+    while [ $rc_replay -eq 0 ] && [ $tries -lt 4 ]; do
+      (cd "$art" && "$bin" "${ropts[@]}" "$f") > "$f.report" 2>&1; rc_replay=$?; tries=$((tries + 1))
+    done
+    if [ $rc_replay -eq 0 ]; then
+      unrepro=$((unrepro + 1)); mkdir -p "$art/unreproduced"; mv "$f" "$f.report" "$art/unreproduced/"
+      echo "  not reproduced on its own ($tries replays; it crashed after other inputs in its fork job): $(basename "$f")"
+      continue
+    fi
     verdict=$(python3 "$HERE/classify_crash.py" < "$f.report")
     case $verdict in
       hdf5*) theirs=$((theirs + 1)); mkdir -p "$art/hdf5"; mv "$f" "$f.report" "$art/hdf5/"
@@ -146,7 +159,7 @@ run() {
          grep -v -E "^(INFO|MS:|#[0-9]+ +(NEW|REDUCE|pulse))" "$f.report" | head -40 ;;
     esac
   done
-  echo "$t: $ours finding(s) in our code, $theirs fault(s) inside libhdf5"
+  echo "$t: $ours finding(s) in our code, $theirs fault(s) inside libhdf5, $unrepro not reproduced on their own"
   if [ $ours -gt 0 ]; then
     echo "FAIL: fuzz_$t found a problem; inputs and reports in $art/."
     echo "Reproduce: $bin <input>; once fixed, commit the input as tests/fuzz/regressions/$t/<name>."
