@@ -150,7 +150,8 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
 }
 
 #ifdef VECANNEAL_CUDA
-/* The read of a GPU job: into the context's pinned staging buffers (resident) or straight into its pinned host copy (streamed, unpadded rows). */
+/* The read of a GPU job: into the context's pinned staging buffers (resident), or into its pinned host
+ * copy (streamed: in place, or through one pageable buffer when the copy's rows are padded). */
 static float *staging_buffer(void *ctx, int64_t local_row0) { return va_cuda_upload_buffer((va_cuda_t *)ctx, local_row0); }
 static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) { va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows); }
 #endif
@@ -222,7 +223,8 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
 
 /* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
  * out-of-core CUDA backend's pinned copy of the shard. shard_on_host 0: the rows are read through the
- * GPU context's two 32 MiB pinned staging buffers (to the GPU, or into that pinned copy). */
+ * GPU context's staging buffers (two of 32 MiB pinned to the GPU; into that pinned copy in place or
+ * through one of 32 MiB): up to 64 MiB counted. */
 static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned, int shard_on_host) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
@@ -533,7 +535,7 @@ int va_cmd_compress(int argc, char **argv) {
 #ifdef VECANNEAL_CUDA
   if (direct) {
     /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
-     * read into the other (streamed: it is copied into the context's pinned host copy). */
+     * read into the other (streamed: it lands in the context's pinned host copy). */
     double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);

@@ -248,8 +248,8 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp); dfree(&c->slot); dfree(&c->cent);
   dfree(&c->d_rows); dfree(&c->d_rows_out);
   for (int b = 0; b < 2; b++) {
-    if (c->pinned[b] && !c->chunk_rows) VA_CUDA(cudaFreeHost(c->pinned[b]));
     if (c->chunk_rows) free(c->pinned[b]); /* pageable there (make_staging) */
+    else if (c->pinned[b]) VA_CUDA(cudaFreeHost(c->pinned[b]));
     VA_CUDA(cudaEventDestroy(c->staged[b]));
   }
   if (c->h_buf) VA_CUDA(cudaFreeHost(c->h_buf));
@@ -358,10 +358,10 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
   if (c->chunk_rows) {
     int64_t ld;
     float *Xh = va_cuda_stream_host_rows(c, &ld);
-    return c->handed = c->pinned[0] ? c->pinned[0] : Xh + row0 * ld;
+    return c->pinned[0] ? c->pinned[0] : Xh + row0 * ld;
   }
   VA_CUDA(cudaEventSynchronize(c->staged[c->pin_next])); /* the last transfer out of this buffer is done */
-  return c->handed = c->pinned[c->pin_next];
+  return c->pinned[c->pin_next];
 }
 
 /* A streamed context's pinned host copy, to be written: no copy may read it meanwhile, and the chunk
@@ -392,12 +392,8 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
     VA_FATAL("va_cuda_upload_buffered: rows [%lld, %lld) of %lld local rows, %zu-byte buffer", (long long)row0, (long long)(row0 + nrows), (long long)c->n,
              c->pinned_bytes);
   va_cuda_enter(c);
-  const float *handed = c->handed;
-  c->handed = NULL;
-  if (!handed) VA_FATAL("va_cuda_upload_buffered: no buffer handed out (va_cuda_upload_buffer)");
   if (c->chunk_rows) {
-    if (handed == c->pinned[0]) host_copy_rows(c, handed, row0, nrows); /* padded rows */
-    else if (handed != c->Xh + row0 * c->dp) VA_FATAL("va_cuda_upload_buffered: rows from %lld announced in a buffer handed out for others", (long long)row0);
+    if (c->pinned[0]) host_copy_rows(c, c->pinned[0], row0, nrows); /* padded rows; else read in place */
     return;
   }
   const size_t rowb = (size_t)c->d * 4;

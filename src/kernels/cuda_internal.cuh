@@ -127,7 +127,6 @@ struct va_cuda {
   float *norms_in;             /* k_cap: norms given by the caller */
   /* host staging (streamed contexts: at most pinned[0], pageable, for padded rows; make_staging) */
   float *pinned[2];
-  float *handed;               /* the buffer va_cuda_upload_buffer gave out, until va_cuda_upload_buffered */
   cudaEvent_t staged[2];
   size_t pinned_bytes;
   int pin_next;
