@@ -10,7 +10,7 @@ add_test(NAME maintenance_cpu COMMAND test_maintenance)
 set_tests_properties(maintenance_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 
-# The read into caller-handed buffers (a resident GPU job's read into pinned staging) against the
+# The read into caller-handed buffers (a GPU job's read into its staging buffers or pinned copy) against the
 # whole-shard read, on 1-4 ranks (collective transfers where the HDF5 is parallel).
 add_executable(test_read ${VA_TEST_DIR}/unit/test_read.c)
 target_link_libraries(test_read PRIVATE vecanneal_core)
