@@ -157,6 +157,7 @@ void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t c
     int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;
     va_cuda_upload_rows(g, st->X + r0 * st->d, r0, nr);
   }
+  if (st->X) va_cuda_finish_rows(g);
   st->be = &va_backend_cuda;
   st->be_ctx = g;
 }

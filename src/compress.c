@@ -297,8 +297,10 @@ static int shares_gpu(int dev, char *err, size_t len) {
 }
 #endif
 
-/* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows. */
-typedef struct { int cuda, device; int64_t chunk_rows; } backend_plan_t;
+/* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows;
+ * host_prep: the rows are read into host memory and preprocessed there (resident 16-bit rows whose
+ * float32 values do not fit beside them on the GPU for preprocessing there). */
+typedef struct { int cuda, device; int64_t chunk_rows; int host_prep; double free_bytes; } backend_plan_t;
 
 /* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
  * CUDA for every rank (never a mix: both would have to agree to the last bit). auto takes CUDA when
@@ -308,7 +310,7 @@ typedef struct { int cuda, device; int64_t chunk_rows; } backend_plan_t;
  * (backend cuda) or stays on the CPU (auto), and so does one whose ranks would share a GPU under NCCL.
  * Prints the auto decisions on rank 0. */
 static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg) {
-  backend_plan_t plan = {0, -1, 0};
+  backend_plan_t plan = {0, -1, 0, 0, 0};
 #ifdef VECANNEAL_CUDA
   double work = (double)st->n_local * (double)st->k * (double)st->d;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &work, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
@@ -366,10 +368,32 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   plan.cuda = 1;
   plan.device = dev;
   plan.chunk_rows = stream ? chunk_rows : 0;
+  plan.free_bytes = (double)free_b;
+  /* fp16/bf16 rows preprocessed on the GPU sit there in float32 as well until converted */
+  const double prep = (double)va_cuda_prep_bytes(st->n_local, st->d, cfg->precision, plan.chunk_rows);
+  plan.host_prep = prep > 0 && avail >= 0 && need + prep > 0.95 * avail;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &plan.host_prep, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (plan.host_prep)
+    va_log0("backend cuda: the rows fit the GPU in 16 bits but not beside their float32 values (rank 0: %.2f GiB more): "
+            "reading and preprocessing them on the host\n", prep / 1073741824.0);
 #else
   (void)st; (void)cfg;
 #endif
   return plan;
+}
+
+/* The GPU memory the job holds now, for the metrics: the drop in the device's free memory since the
+ * plan (the context's buffers and the cuBLAS and NCCL handles; another process on the same GPU would
+ * count too); 0 on the CPU backend. Taken where the job is fullest: the rows preprocessed on the GPU
+ * (fp16/bf16: in float32 beside the 16-bit rows), the rows uploaded, the loop's end. */
+static double gpu_memory_used(const backend_plan_t *plan) {
+#ifdef VECANNEAL_CUDA
+  size_t free_b = 0, total_b = 0;
+  if (plan->cuda && !va_cuda_memory(plan->device, &free_b, &total_b)) return fmax(0.0, plan->free_bytes - (double)free_b);
+#else
+  (void)plan;
+#endif
+  return 0;
 }
 
 /* After the read and the preprocessing: attaches the planned backend; prints it on rank 0. */
@@ -489,10 +513,11 @@ int va_cmd_compress(int argc, char **argv) {
           va_config_enum_name("robust", cfg.robust), cfg.preset);
 
   backend_plan_t plan = plan_backend(&st, &cfg);
+  struct { double loop, peak; } gpu_memory = {0, 0}; /* gpu_memory_used */
   /* CUDA rows from a file skip the host shard: read chunk by chunk into the context's pinned staging
    * buffers, they go straight to the GPU and are preprocessed there (resident), or into the context's
    * pinned host copy, preprocessed in place (streamed). */
-  const int direct = plan.cuda && !embed_corpus;
+  const int direct = plan.cuda && !plan.host_prep && !embed_corpus;
   double backend_seconds = 0; /* the init line's "backend": attaching it (before the read for direct rows) */
   double pinned = 0;
 #ifdef VECANNEAL_CUDA
@@ -510,7 +535,7 @@ int va_cmd_compress(int argc, char **argv) {
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
      * they come to the host. Every rank decides alike (the same plan; every rank's encoder ran on a GPU). */
-    adopt = embedded.demb && plan.cuda && !plan.chunk_rows && st.cosine && plan.device == embedded.device;
+    adopt = embedded.demb && plan.cuda && !plan.chunk_rows && !plan.host_prep && st.cosine && plan.device == embedded.device;
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &adopt, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (adopt) {
 #ifdef VECANNEAL_CUDA
@@ -569,6 +594,7 @@ shard_ready:
   if (direct || adopt) {
 #ifdef VECANNEAL_CUDA
     st.total_var = preprocess(&st, &zero_rows); /* on the device (streamed: in the pinned host copy) */
+    gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
     va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
 #endif
   } else {
@@ -576,6 +602,7 @@ shard_ready:
     double t0 = va_now();
     backend = attach_backend(&st, &cfg, &plan);
     backend_seconds = va_now() - t0;
+    gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
   }
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
   double t_anchors = va_now();
@@ -607,6 +634,8 @@ shard_ready:
   va_anneal(&st);
   va_install_stop_signals(VA_STOP_FINISH);
   double loop_seconds = va_now() - t_loop;
+  gpu_memory.loop = gpu_memory_used(&plan);
+  gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory.loop);
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
     va_state_free(&st);
@@ -636,7 +665,7 @@ shard_ready:
   va_log0("index written to %s\n", cfg.out);
   /* A finished job has no use for its checkpoint. */
   if (va_proc.rank == 0) remove(ckpt.path);
-  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend, 0, 0};
+  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend, 0, 0, gpu_memory.loop, gpu_memory.peak};
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) {
     sum.stream_chunk_bytes = (double)va_cuda_stream_host_bytes(va_cuda_stream_rows((va_cuda_t *)st.be_ctx), st.d);

@@ -43,6 +43,11 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   double bytes = 0, streamed = 0;
   VA_MPI(MPI_Reduce(&comm_bytes, &bytes, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&s->stream_copied_bytes, &streamed, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  const double gpu_mem[2] = {s->gpu_memory_loop_bytes, s->gpu_memory_peak_bytes};
+  double gmin[2], gmax[2], gsum[2];
+  VA_MPI(MPI_Reduce(gpu_mem, gmin, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(gpu_mem, gmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(gpu_mem, gsum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   if (va_proc.rank != 0 || !path || !path[0]) { free(all_rss); return; }
   char tmp[VA_PATH_MAX + 16];
   snprintf(tmp, sizeof tmp, "%s.partial", path);
@@ -68,6 +73,9 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   fprintf(f, "  \"ms_per_iteration\": %.6f,\n  \"rows_per_second\": %.1f,\n  \"allreduce_bytes_per_rank\": %.0f,\n", ms_iter, rows_s, bytes);
   if (s->stream_chunk_bytes > 0)
     fprintf(f, "  \"gpu_stream\": {\"chunk_bytes\": %.0f, \"copied_bytes_per_rank\": %.0f},\n", s->stream_chunk_bytes, streamed);
+  if (gmax[1] > 0)
+    fprintf(f, "  \"gpu_memory_bytes\": {\"loop\": {\"min\": %.0f, \"mean\": %.0f, \"max\": %.0f}, \"peak\": {\"min\": %.0f, \"mean\": %.0f, "
+            "\"max\": %.0f}},\n", gmin[0], gsum[0] / P, gmax[0], gmin[1], gsum[1] / P, gmax[1]);
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < VA_NPHASE; p++)
     fprintf(f, "    \"%s\": {\"min\": %.6f, \"mean\": %.6f, \"max\": %.6f}%s\n", va_phase_names[p], mn[p], sum[p] / P, mx[p],

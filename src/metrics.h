@@ -26,6 +26,9 @@ typedef struct {
   /* CUDA backend with out-of-core rows: bytes per chunk and rows copied host to device (this rank);
    * 0 otherwise */
   double stream_chunk_bytes, stream_copied_bytes;
+  /* CUDA backend: the GPU memory this rank's job held at the loop's end and at its fullest (compress.c
+   * gpu_memory_used); 0 otherwise */
+  double gpu_memory_loop_bytes, gpu_memory_peak_bytes;
 } va_run_summary_t;
 /* Collective: reduces phase times and peak memory over ranks; rank 0 writes path (if non-empty). */
 void va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg);

@@ -7,8 +7,8 @@
  *         rows sit either in shared memory (configuration 1, any d whose tiles fit) or, for d up to 128,
  *         as mma fragments in registers (2); on Hopper (sm_90) the rows-in-registers kernel on wgmma
  *         (3: cuda_assign_wgmma.cu, full rows of 64 or 128 elements). It writes a[] and counts the
- *         changed rows; then r_rows_kernel recomputes r for the winners in double from the float32 rows
- *         (a memory-bound pass).
+ *         changed rows; then r_rows_kernel recomputes r for the winners in double from the rows as
+ *         stored (a memory-bound pass).
  * Both rank by s * (x . a) - bias with s = 2, bias = ||a||^2 (l2) or s = 1, bias = 0 (cosine), i.e. the
  * largest wins; ties go to the lowest anchor; padding anchors carry bias = +inf. */
 #include <math.h>
@@ -25,14 +25,15 @@ static const int THREADS = 256;
 
 /* r for anchor j of row x: the exact distance in double, as va_row_distance; one warp, the sum
  * reduced by butterfly shuffles (a fixed order). */
-__device__ __forceinline__ float row_distance_warp(const float *__restrict__ x, const float *__restrict__ a, int d,
+template <typename T>
+__device__ __forceinline__ float row_distance_warp(const T *__restrict__ x, const float *__restrict__ a, int d,
                                                    int cosine, int lane) {
   double s = 0;
   if (cosine)
-    for (int t = lane; t < d; t += 32) s += (double)x[t] * (double)a[t];
+    for (int t = lane; t < d; t += 32) s += (double)row_value(x[t]) * (double)a[t];
   else
     for (int t = lane; t < d; t += 32) {
-      double df = (double)x[t] - (double)a[t];
+      double df = (double)row_value(x[t]) - (double)a[t];
       s += df * df;
     }
 #pragma unroll
@@ -66,9 +67,10 @@ __device__ __forceinline__ void add_block_changed(unsigned changed, unsigned lon
 
 /* --- GEMM path ----------------------------------------------------------------------------------- */
 /* Rows [row0, row0 + rows): C (rows x kp, row-major) holds x . a. One warp per row. */
+template <typename T>
 __global__ void __launch_bounds__(THREADS)
 argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restrict__ hb,
-                   int64_t row0, int64_t rows, const float *__restrict__ X32, const float *__restrict__ A32,
+                   int64_t row0, int64_t rows, const T *__restrict__ X, const float *__restrict__ A32,
                    int64_t dp, int d, int cosine, uint32_t *__restrict__ assign, float *__restrict__ r,
                    unsigned long long *counter) {
   const int lane = threadIdx.x & 31;
@@ -91,7 +93,7 @@ argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restr
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) better(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
     int64_t i = row0 + ii;
-    float rv = row_distance_warp(X32 + i * dp, A32 + (int64_t)bi * dp, d, cosine, lane);
+    float rv = row_distance_warp(X + i * dp, A32 + (int64_t)bi * dp, d, cosine, lane);
     if (lane == 0) {
       r[i] = rv;
       changed = assign[i] != (uint32_t)bi;
@@ -147,8 +149,10 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
                            c->C, CUDA_R_32F, (int)kp, comp, CUBLAS_GEMM_DEFAULT));
     if (gemm_only) continue;
     int64_t blocks = (rows + THREADS / 32 - 1) / (THREADS / 32);
-    argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->C, kp, hb, r0, rows, v->X32, c->A32, c->dp, (int)c->d,
-                                                                   cosine, c->assign + v->row0, c->r + v->row0, c->counter);
+    va_cuda_with_rows(c, v, [&](auto X) {
+      argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->C, kp, hb, r0, rows, X, c->A32, c->dp, (int)c->d, cosine,
+                                                                     c->assign + v->row0, c->r + v->row0, c->counter);
+    });
     VA_LAUNCHED();
   }
 }
@@ -165,14 +169,15 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
  * tiles of 32 (a lane each), staged through shared memory t-major (row stride 33: no bank conflicts
  * either way) in slices of DIRECT_TS of d; a row's value of x[t] is a broadcast read. */
 static const int DIRECT_TS = 128;
+template <typename T>
 __global__ void __launch_bounds__(THREADS)
-direct_assign_kernel(const float *__restrict__ X32, const float *__restrict__ A32, const float *__restrict__ hb_l2, int64_t rows,
+direct_assign_kernel(const T *__restrict__ X, const float *__restrict__ A32, const float *__restrict__ hb_l2, int64_t rows,
                      int64_t dp, int d, int64_t k, int cosine, uint32_t *__restrict__ assign, float *__restrict__ r,
                      unsigned long long *counter) {
   __shared__ float As[DIRECT_TS][33];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t i = (int64_t)blockIdx.x * (THREADS / 32) + warp;
-  const float *x = X32 + (i < rows ? i : 0) * dp;
+  const T *x = X + (i < rows ? i : 0) * dp;
   const float scale = cosine ? -1.0f : -2.0f;
   float best = INFINITY;
   int bi = 0;
@@ -187,7 +192,7 @@ direct_assign_kernel(const float *__restrict__ X32, const float *__restrict__ A3
         As[t][l] = (t < ts && j0 + l < k) ? A32[(j0 + l) * dp + t0 + t] : 0.0f;
       }
       __syncthreads();
-      for (int t = 0; t < ts; t++) dot = fmaf(__ldg(x + t0 + t), As[t][lane], dot);
+      for (int t = 0; t < ts; t++) dot = fmaf(row_value(x[t0 + t]), As[t][lane], dot);
     }
     if (j < k) {
       const float v = fmaf(scale, dot, cosine ? 0.0f : 2.0f * __ldg(hb_l2 + j));
@@ -211,8 +216,10 @@ direct_assign_kernel(const float *__restrict__ X32, const float *__restrict__ A3
 static void direct_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
   const int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
   if (blocks <= 0) return;
-  direct_assign_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->A32, c->bias_l2, v->n, c->dp, (int)c->d, c->k, cosine,
-                                                                   c->assign + v->row0, c->r + v->row0, c->counter);
+  va_cuda_with_rows(c, v, [&](auto X) {
+    direct_assign_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->A32, c->bias_l2, v->n, c->dp, (int)c->d, c->k, cosine,
+                                                                     c->assign + v->row0, c->r + v->row0, c->counter);
+  });
   VA_LAUNCHED();
 }
 
@@ -590,24 +597,26 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
 }
 
 /* --- r after the argmin ------------------------------------------------------------------------------
- * r[i] = the exact distance from row i to its anchor a[i], in double as va_row_distance, from the
- * float32 rows and anchors (both zero padded to dp: the padding adds 0). One warp per RPW rows: per
- * step each lane loads a float4 of each of its RPW rows and of their anchors (all in flight together),
- * accumulates them in double in order, and the warp's sums are reduced by butterfly shuffles. */
+ * r[i] = the exact distance from row i to its anchor a[i], in double as va_row_distance, from the rows
+ * as stored and the float32 anchors (both zero padded to dp: the padding adds 0). One warp per RPW
+ * rows: per step each lane loads four elements of each of its RPW rows and of their anchors (all in
+ * flight together), accumulates them in double in order, and the warp's sums are reduced by butterfly
+ * shuffles. */
 static const int R_RPW = 4;
+template <typename T>
 __global__ void __launch_bounds__(THREADS)
-r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, const uint32_t *__restrict__ assign,
+r_rows_kernel(const T *__restrict__ X, const float *__restrict__ A32, const uint32_t *__restrict__ assign,
               int64_t n, int dp, int cosine, float *__restrict__ r) {
   const int lane = threadIdx.x & 31;
   const int64_t i0 = ((int64_t)blockIdx.x * (THREADS / 32) + (threadIdx.x >> 5)) * R_RPW;
   if (i0 >= n) return; /* whole warps */
-  const float4 *xr[R_RPW];
+  const T *xr[R_RPW];
   int64_t i[R_RPW];
   double s[R_RPW];
 #pragma unroll
   for (int u = 0; u < R_RPW; u++) {
     i[u] = i0 + u < n ? i0 + u : n - 1; /* past n: a duplicate, computed, not written */
-    xr[u] = (const float4 *)(X32 + i[u] * dp);
+    xr[u] = X + i[u] * dp;
     s[u] = 0;
   }
   /* the first step's row loads go out before a[] is read (the anchor rows' addresses wait for it), so
@@ -617,7 +626,7 @@ r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, cons
   float4 xv[R_RPW];
   if (q < q4)
 #pragma unroll
-    for (int u = 0; u < R_RPW; u++) xv[u] = __ldcs(xr[u] + q);
+    for (int u = 0; u < R_RPW; u++) xv[u] = row_load4<true>(xr[u] + 4 * q);
   uint32_t j[R_RPW];
 #pragma unroll
   for (int u = 0; u < R_RPW; u++) j[u] = assign[i[u]];
@@ -633,7 +642,7 @@ r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, cons
     if (q - lane >= q4) break;
     if (q < q4)
 #pragma unroll
-      for (int u = 0; u < R_RPW; u++) xv[u] = __ldcs(xr[u] + q);
+      for (int u = 0; u < R_RPW; u++) xv[u] = row_load4<true>(xr[u] + 4 * q);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
@@ -652,7 +661,9 @@ r_rows_kernel(const float *__restrict__ X32, const float *__restrict__ A32, cons
 static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
   const int64_t per_block = (THREADS / 32) * R_RPW;
   unsigned blocks = (unsigned)((v->n + per_block - 1) / per_block);
-  r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(v->X32, c->A32, c->assign + v->row0, v->n, (int)c->dp, cosine, c->r + v->row0);
+  va_cuda_with_rows(c, v, [&](auto X) {
+    r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(X, c->A32, c->assign + v->row0, v->n, (int)c->dp, cosine, c->r + v->row0);
+  });
   VA_LAUNCHED();
 }
 

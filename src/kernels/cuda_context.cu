@@ -68,13 +68,21 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
   int64_t dp = padded_dim(d), npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
   int64_t kc = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
   int64_t view = chunk_rows > 0 ? chunk_for(n, chunk_rows) : npad;
-  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision)) /* two fp32 chunks, one 16-bit */
-                               : (size_t)npad * (size_t)dp * (4 + elem_lp(precision));
+  /* streamed: two fp32 chunks, one 16-bit; resident: the rows as stored, and at fp16/bf16 one staging
+   * buffer's rows in float32 (Xup) */
+  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision))
+                : elem_lp(precision) ? (size_t)npad * (size_t)dp * 2 + (PIN_BYTES / ((size_t)(d > 0 ? d : 1) * 4) + 1) * (size_t)dp * 4
+                                     : (size_t)npad * (size_t)dp * 4;
   rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
   size_t anchors = (size_t)kc * ((size_t)dp * (12 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 76);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
   size_t seg = ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
   return rows + anchors + gemm + seg;
+}
+
+extern "C" size_t va_cuda_prep_bytes(int64_t n, int64_t d, int precision, int64_t chunk_rows) {
+  if (chunk_rows > 0 || !elem_lp(precision)) return 0;
+  return (size_t)VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD) * (size_t)padded_dim(d) * 4;
 }
 
 __global__ void iota_kernel(uint32_t *v, int64_t n) {
@@ -187,11 +195,12 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
     }
   } else {
     size_t rows = (size_t)c->npad * (size_t)c->dp;
-    dalloc(&c->X32, rows * 4, "rows");
-    VA_CUDA(cudaMemsetAsync(c->X32, 0, rows * 4, c->stream));
     if (precision >= VA_CUDA_FP16) {
       dalloc(&c->Xlp, rows * 2, "rows (16-bit)");
       VA_CUDA(cudaMemsetAsync(c->Xlp, 0, rows * 2, c->stream));
+    } else {
+      dalloc(&c->X32, rows * 4, "rows");
+      VA_CUDA(cudaMemsetAsync(c->X32, 0, rows * 4, c->stream));
     }
   }
   dalloc(&c->overflow, sizeof(int), "flag");
@@ -242,7 +251,7 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   VA_CUDA(cudaEventDestroy(c->anchors_staged));
   VA_CUDA(cudaEventDestroy(c->scal_ready));
   VA_CUDA(cudaEventDestroy(c->up_done));
-  dfree(&c->X32); dfree(&c->Xlp); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
+  dfree(&c->X32); dfree(&c->Xlp); dfree(&c->Xup); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
   dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
   dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
   dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp); dfree(&c->slot); dfree(&c->cent);
@@ -308,22 +317,20 @@ template <> __device__ __forceinline__ __half from_float<__half>(float x) { retu
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
 /* The rows in 16 bits: dst[e] = src[e] rounded, for e in [0, count); flags a finite value that fp16 turns
- * into inf. The rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision), so the
- * float32 copy is rounded to them as well: every kernel, whichever copy it reads, sees the same rows, and
- * the statistics pass can read half the bytes (cuda_stats.cu). (The anchors' 16-bit copy, for the product
- * only, is anchors_derived_kernel's.) */
+ * into inf. The rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision): every
+ * kernel reads those (va_cuda_with_rows). (The anchors' 16-bit copy, for the product only, is
+ * anchors_derived_kernel's.) */
 template <typename T>
-__global__ void convert_kernel(float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
+__global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
     float x = src[e];
     T h = from_float<T>(x);
     if (isinf((float)h) && isfinite(x)) *overflow = 1;
     dst[e] = h;
-    src[e] = (float)h;
   }
 }
 
-static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) {
+static void convert_rows(va_cuda_t *c, const float *X32, void *Xlp, int64_t count) {
   if (count <= 0) return;
   if (c->precision == VA_CUDA_FP16)
     convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__half *)Xlp, count, c->overflow);
@@ -334,9 +341,10 @@ static void convert_rows(va_cuda_t *c, float *X32, void *Xlp, int64_t count) {
 
 /* The two pinned staging buffers, made at the first upload. Pinning costs about 0.3 ms per MB (22 ms for
  * the two 32 MB buffers on an H200 machine, a tenth of a small job's start): a small shard gets buffers
- * of half its size. A streamed context's rows only go from host to host on their way into its pinned
- * copy: straight there when its rows need no padding (va_cuda_upload_buffer), else through one pageable
- * buffer, never pinned. */
+ * of half its size. Resident 16-bit rows that need no preprocessing go up through one buffer's rows in
+ * float32 on the device (Xup), converted from there (the whole shard never sits there in float32). A
+ * streamed context's rows only go from host to host on their way into its pinned copy: straight there
+ * when its rows need no padding (va_cuda_upload_buffer), else through one pageable buffer, never pinned. */
 static void make_staging(va_cuda_t *c) {
   if (c->pinned_bytes) return;
   const size_t rowb = (size_t)c->d * 4, half = (size_t)((c->n + 1) / 2) * rowb;
@@ -399,10 +407,18 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
   const size_t rowb = (size_t)c->d * 4;
   const int b = c->pin_next;
   c->pin_next ^= 1;
-  float *dst = c->X32 + row0 * c->dp;
+  /* float32 rows: into place; 16-bit: into X32 while preprocessed on the device, else via Xup (the
+   * stream orders its reuse) */
+  const int via_up = c->Xlp && !c->defer_convert;
+  if (via_up && !c->Xup) { /* until va_cuda_finish_rows */
+    const size_t up = c->pinned_bytes / rowb * (size_t)c->dp * 4;
+    dalloc(&c->Xup, up, "row staging (float32)");
+    VA_CUDA(cudaMemsetAsync(c->Xup, 0, up, c->stream)); /* padding columns: never written by the copies */
+  }
+  float *dst = via_up ? c->Xup : c->X32 + row0 * c->dp;
   VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
-  if (c->Xlp && !c->defer_convert) convert_rows(c, dst, (char *)c->Xlp + (size_t)row0 * (size_t)c->dp * 2, nrows * c->dp);
+  if (via_up) convert_rows(c, dst, (char *)c->Xlp + (size_t)row0 * (size_t)c->dp * 2, nrows * c->dp);
 }
 
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
@@ -424,15 +440,27 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
   }
 }
 
+/* Rows to be preprocessed on the device: 16-bit rows are held in float32 (X32) until va_cuda_finish_rows
+ * (va_cuda_prep_bytes: the memory that takes). Streamed rows are preprocessed in their pinned host copy. */
 extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
-  if (!c->chunk_rows) c->defer_convert = 1; /* streamed rows are converted chunk by chunk in every pass */
+  if (c->chunk_rows || c->defer_convert) return;
+  va_cuda_enter(c);
+  if (c->Xlp) {
+    const size_t bytes = (size_t)c->npad * (size_t)c->dp * 4;
+    dalloc(&c->X32, bytes, "rows (float32, until converted)");
+    VA_CUDA(cudaMemsetAsync(c->X32, 0, bytes, c->stream));
+  }
+  c->defer_convert = 1;
 }
 
 extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
-  if (!c->defer_convert) return;
   va_cuda_enter(c);
-  if (c->Xlp) convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
+  if (c->defer_convert && c->Xlp) {
+    convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
+    dfree(&c->X32); /* cudaFree waits for the conversion */
+  }
   c->defer_convert = 0;
+  dfree(&c->Xup);
 }
 
 /* --- rows from device memory (compress --embed: the embedder's vectors never leave the GPU) ------------ */
@@ -549,8 +577,9 @@ static void fetch_chunk(va_cuda_t *c, int64_t q) {
  * stream waits for `copied`, the copy stream for `consumed`. The chunks come in the same order in every
  * pass, so reductions over them are reproducible. */
 void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
+  if (c->defer_convert) VA_FATAL("a pass over the rows before va_cuda_finish_rows");
   if (!c->chunk_rows) {
-    va_cuda_rows_t v = {c->X32, c->Xlp, 0, c->n};
+    const va_cuda_rows_t v = va_cuda_resident_rows(c);
     fn(c, &v, arg);
     return;
   }
@@ -562,7 +591,7 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
     VA_CUDA(cudaStreamWaitEvent(c->stream, c->copied[b], 0));
     int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
     if (c->Xclp) convert_rows(c, c->Xc[b], c->Xclp, nr * c->dp); /* every pass sees the 16-bit rows */
-    va_cuda_rows_t v = {c->Xc[b], c->Xclp, row0, nr};
+    va_cuda_rows_t v = {c->Xclp ? NULL : c->Xc[b], c->Xclp, row0, nr};
     fn(c, &v, arg);
     VA_CUDA(cudaEventRecord(c->consumed[b], c->stream));
   }
@@ -788,11 +817,12 @@ extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_h
 
 /* va_cuda_set_assign: cuda_set_assign.cu */
 
-__global__ void gather_kernel(const float *__restrict__ X, int64_t dp, int64_t d, const int64_t *__restrict__ rows,
+template <typename T>
+__global__ void gather_kernel(const T *__restrict__ X, int64_t dp, int64_t d, const int64_t *__restrict__ rows,
                               int64_t m, float *__restrict__ out) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * d; e += (int64_t)gridDim.x * blockDim.x) {
     int64_t q = e / d, t = e % d;
-    out[e] = X[rows[q] * dp + t];
+    out[e] = row_value(X[rows[q] * dp + t]);
   }
 }
 
@@ -823,7 +853,11 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
   va_cuda_enter(c);
   ensure_fetch_rows(c, m);
   VA_CUDA(cudaMemcpyAsync(c->d_rows, local_rows, (size_t)m * 8, cudaMemcpyHostToDevice, c->stream));
-  gather_kernel<<<grid_for(m * c->d, 256), 256, 0, c->stream>>>(c->X32, c->dp, c->d, c->d_rows, m, c->d_rows_out);
+  if (c->defer_convert) VA_FATAL("va_cuda_get_rows before va_cuda_finish_rows");
+  const va_cuda_rows_t v = va_cuda_resident_rows(c);
+  va_cuda_with_rows(c, &v, [&](auto X) {
+    gather_kernel<<<grid_for(m * c->d, 256), 256, 0, c->stream>>>(X, c->dp, c->d, c->d_rows, m, c->d_rows_out);
+  });
   VA_LAUNCHED();
   VA_CUDA(cudaMemcpyAsync(out, c->d_rows_out, (size_t)(m * c->d) * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));

@@ -18,16 +18,18 @@ __device__ __forceinline__ unsigned long long fpi_encode(float mind, uint32_t gl
 }
 
 /* One warp per row: mind[i] = min(mind[i], distance to anchor), then the block's largest key into *key. */
+template <typename T>
 __global__ void __launch_bounds__(FPI_THREADS)
-fpi_step_kernel(const float *__restrict__ X32, int64_t n, int dp, const float *__restrict__ anchor, int cosine,
+fpi_step_kernel(const T *__restrict__ X, int64_t n, int dp, const float *__restrict__ anchor, int cosine,
                 float *__restrict__ mind, uint32_t global_row0, unsigned long long *key) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t i = (int64_t)blockIdx.x * (FPI_THREADS / 32) + warp;
   unsigned long long best = 0;
   if (i < n) {
-    const float4 *x4 = (const float4 *)(X32 + i * dp), *a4 = (const float4 *)anchor;
+    const T *x = X + i * dp;
+    const float4 *a4 = (const float4 *)anchor;
     double s = 0;
-    for (int q = lane; q < dp / 4; q += 32) s = dist_acc4(__ldcs(x4 + q), __ldg(a4 + q), cosine, s);
+    for (int q = lane; q < dp / 4; q += 32) s = dist_acc4(row_load4<true>(x + 4 * q), __ldg(a4 + q), cosine, s);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (cosine) { s = 1.0 - s; s = s > 0 ? s : 0; }
@@ -46,10 +48,11 @@ fpi_step_kernel(const float *__restrict__ X32, int64_t n, int dp, const float *_
 }
 
 /* anchor <- the local row named by *key (one rank: always local). */
-__global__ void fpi_pick_kernel(const float *__restrict__ X32, int64_t n, int dp, uint32_t global_row0,
+template <typename T>
+__global__ void fpi_pick_kernel(const T *__restrict__ X, int64_t n, int dp, uint32_t global_row0,
                                 const unsigned long long *__restrict__ key, float *__restrict__ anchor) {
   const int64_t row = (int64_t)(0xFFFFFFFFu - (uint32_t)(*key & 0xFFFFFFFFull)) - (int64_t)global_row0;
-  for (int t = threadIdx.x; t < dp; t += blockDim.x) anchor[t] = row >= 0 && row < n ? X32[row * dp + t] : 0.0f;
+  for (int t = threadIdx.x; t < dp; t += blockDim.x) anchor[t] = row >= 0 && row < n ? row_value(X[row * dp + t]) : 0.0f;
 }
 
 __global__ void fpi_fill_kernel(float *mind, int64_t n, float v) {
@@ -78,7 +81,10 @@ extern "C" int va_cuda_farthest_init_begin(va_cuda_t *c, int64_t k, int64_t glob
 
 extern "C" void va_cuda_farthest_init_pick(va_cuda_t *c, int64_t q) {
   va_cuda_enter(c);
-  fpi_pick_kernel<<<1, 128, 0, c->stream>>>(c->X32, c->n, (int)c->dp, (uint32_t)c->fpi_row0, c->fpi_key + q, c->fpi_A + q * c->dp);
+  const va_cuda_rows_t v = va_cuda_resident_rows(c);
+  va_cuda_with_rows(c, &v, [&](auto X) {
+    fpi_pick_kernel<<<1, 128, 0, c->stream>>>(X, c->n, (int)c->dp, (uint32_t)c->fpi_row0, c->fpi_key + q, c->fpi_A + q * c->dp);
+  });
   VA_LAUNCHED();
 }
 
@@ -94,8 +100,11 @@ extern "C" void va_cuda_farthest_init_step(va_cuda_t *c, int64_t q, int cosine) 
   if (c->n <= 0 || q + 1 >= c->fpi_k) return; /* the last anchor's distances choose nothing */
   va_cuda_enter(c);
   const int64_t per_block = FPI_THREADS / 32;
-  fpi_step_kernel<<<(unsigned)((c->n + per_block - 1) / per_block), FPI_THREADS, 0, c->stream>>>(
-      c->X32, c->n, (int)c->dp, c->fpi_A + q * c->dp, cosine, c->fpi_mind, (uint32_t)c->fpi_row0, c->fpi_key + q + 1);
+  const va_cuda_rows_t v = va_cuda_resident_rows(c);
+  va_cuda_with_rows(c, &v, [&](auto X) {
+    fpi_step_kernel<<<(unsigned)((c->n + per_block - 1) / per_block), FPI_THREADS, 0, c->stream>>>(
+        X, c->n, (int)c->dp, c->fpi_A + q * c->dp, cosine, c->fpi_mind, (uint32_t)c->fpi_row0, c->fpi_key + q + 1);
+  });
   VA_LAUNCHED();
 }
 

@@ -54,9 +54,13 @@ struct va_cuda {
   cublasHandle_t blas;
   cudaDeviceProp prop;
   /* rows (resident: chunk_rows = 0) */
-  float *X32;                  /* npad x dp, zero padded; NULL when streaming; at fp16/bf16 the 16-bit
-                                  values in float32 (convert_rows) */
+  /* The rows, resident: float32 at fp32/tf32, 16-bit alone at fp16/bf16 (the rows' storage precision:
+   * half the bytes). X32 at fp16/bf16 only while rows are preprocessed on the device (defer_convert: from
+   * va_cuda_defer_conversion to va_cuda_finish_rows). NULL when streaming. */
+  float *X32;                  /* npad x dp, zero padded */
   void *Xlp;                   /* npad x dp fp16/bf16 (precision 2/3), else NULL */
+  float *Xup;                  /* fp16/bf16, rows uploaded without preprocessing: one staging buffer's rows
+                                  in float32 on the device, converted from there into Xlp */
   int *overflow;               /* set when a row does not fit fp16 */
   /* out-of-core (chunk_rows > 0): the rows stay in pinned host memory and every pass copies them, a
    * chunk at a time, into one of two device buffers on copy_stream while the previous chunk is worked
@@ -65,7 +69,7 @@ struct va_cuda {
   int64_t view_rows;           /* the most rows one pass launch sees: chunk_rows, or n resident */
   float *Xh;                   /* pinned, n x dp, zero padded */
   float *Xc[2];                /* chunk_rows x dp each */
-  void *Xclp;                  /* chunk_rows x dp 16-bit: converted on the main stream */
+  void *Xclp;                  /* chunk_rows x dp 16-bit: converted on the main stream (fp16/bf16) */
   int64_t held[2];             /* chunk a buffer holds (or is being filled with); -1 none */
   cudaStream_t copy_stream;
   cudaEvent_t copied[2], consumed[2];
@@ -146,13 +150,46 @@ struct va_cuda {
   int fused_cfg, fused_force;
 };
 
-/* The rows one launch works on: local rows [row0, row0 + n); X32 / Xlp point at row row0 (resident:
- * into the whole shard; streamed: at a chunk buffer); their a[] and r[] are ctx->assign / ctx->r + row0. */
+/* The rows one launch works on: local rows [row0, row0 + n); X32 (fp32/tf32) or Xlp (fp16/bf16; X32 is
+ * then NULL) points at row row0 (resident: into the whole shard; streamed: at a chunk buffer); their a[]
+ * and r[] are ctx->assign / ctx->r + row0. */
 typedef struct {
   const float *X32;
   const void *Xlp;
   int64_t row0, n;
 } va_cuda_rows_t;
+
+/* --- rows as stored: a kernel that reads rows is a template on their element type T (float, __half,
+ * __nv_bfloat16) and sees every value as the float it is (a 16-bit value converts to float exactly). */
+__device__ __forceinline__ float row_value(float x) { return x; }
+__device__ __forceinline__ float row_value(__half x) { return __half2float(x); }
+__device__ __forceinline__ float row_value(__nv_bfloat16 x) { return __bfloat162float(x); }
+/* Elements p[0..3] (p 4-element aligned); CS: a streaming load (evict first), else through the
+ * read-only cache. */
+template <bool CS> __device__ __forceinline__ float4 row_load4(const float *p) {
+  return CS ? __ldcs((const float4 *)p) : __ldg((const float4 *)p);
+}
+template <bool CS> __device__ __forceinline__ float4 row_load4(const __half *p) {
+  const uint2 u = CS ? __ldcs((const uint2 *)p) : __ldg((const uint2 *)p);
+  const float2 a = __half22float2(*(const __half2 *)&u.x), b = __half22float2(*(const __half2 *)&u.y);
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+template <bool CS> __device__ __forceinline__ float4 row_load4(const __nv_bfloat16 *p) {
+  const uint2 u = CS ? __ldcs((const uint2 *)p) : __ldg((const uint2 *)p);
+  const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u.x), b = __bfloat1622float2(*(const __nv_bfloat162 *)&u.y);
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+/* f(rows) with the view's rows as the pointer type the context's precision stores them in. */
+template <typename F> static inline void va_cuda_with_rows(const va_cuda_t *ctx, const va_cuda_rows_t *v, F &&f) {
+  if (ctx->precision == VA_CUDA_FP16) f((const __half *)v->Xlp);
+  else if (ctx->precision == VA_CUDA_BF16) f((const __nv_bfloat16 *)v->Xlp);
+  else f(v->X32);
+}
+/* The view of all of a resident context's rows. */
+static inline va_cuda_rows_t va_cuda_resident_rows(const va_cuda_t *ctx) {
+  va_cuda_rows_t v = {ctx->X32, ctx->Xlp, 0, ctx->n};
+  return v;
+}
 typedef void (*va_cuda_rows_fn)(va_cuda_t *ctx, const va_cuda_rows_t *v, void *arg);
 /* Enqueues fn for views covering all rows in order (resident: one view; streamed: one per chunk, with
  * its 16-bit copy converted first at fp16/bf16, the float32 chunk rounded to it as the resident rows

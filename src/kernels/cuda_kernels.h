@@ -45,6 +45,9 @@ size_t va_cuda_stream_host_bytes(int64_t n_local, int64_t d);
 /* Device bytes a context of this shape will hold (rows or chunk buffers, per-row arrays, anchors,
  * scratch), for a resource check before creating it. chunk_rows: 0 resident, else streamed. */
 size_t va_cuda_bytes_needed(int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows);
+/* Device bytes held on top of that while the rows are preprocessed on the device
+ * (va_cuda_defer_conversion .. va_cuda_finish_rows): resident fp16/bf16 rows in float32; else 0. */
+size_t va_cuda_prep_bytes(int64_t n_local, int64_t d, int precision, int64_t chunk_rows);
 /* Context on device `device` for n_local rows of dimension d and up to k_cap anchors (it grows on
  * demand past k_cap). precision: VA_CUDA_*. chunk_rows: 0 = the rows live on the device; > 0 = they
  * live in pinned host memory and stream through chunks of this many rows (va_cuda_stream_chunk_rows);
@@ -78,7 +81,7 @@ float *va_cuda_upload_buffer(va_cuda_t *ctx, int64_t local_row0);
 void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
 /* Rows kept on the device for preprocessing there, to compress.c's bits (compress: no host shard):
  * after va_cuda_defer_conversion, uploads keep the float32 values until va_cuda_finish_rows makes the
- * 16-bit copy, so that the preprocessing can run on the device in between: va_cuda_block_column_sums
+ * 16-bit rows (fp16/bf16: and drops the float32 ones; no pass may run before it), so that the preprocessing can run on the device in between: va_cuda_block_column_sums
  * (compress.c's column_sums, one block of `block` rows per entry of part_host: nblocks x d sums, or
  * x 2d with the squares; with center_host, the rows are centred first) and va_cuda_unit_rows (unit
  * rows in place as compress.c makes them for cosine, zero rows left zero; returns their count).
@@ -92,6 +95,7 @@ float *va_cuda_stream_host_rows(va_cuda_t *ctx, int64_t *ld);
 void va_cuda_adopt_rows(va_cuda_t *ctx, const float *drows);
 void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares, double *part_host);
 int64_t va_cuda_unit_rows(va_cuda_t *ctx);
+/* The rows are all in: deferred rows converted (above); uploads' float32 staging on the device dropped. */
 void va_cuda_finish_rows(va_cuda_t *ctx);
 /* Device memory from elsewhere in the process (va_bert_cuda_output_to_device): free it, copy it out. */
 void va_cuda_free_device(void *dptr);

@@ -252,9 +252,6 @@ seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ e
 template <int CQ, bool CR, typename T> struct stage_rows {
   static const int G = (CQ >= 8 ? 2 : 8) * (CR ? 1 : (int)(4 / sizeof(T)));
 };
-__device__ __forceinline__ float row_value(float x) { return x; }
-__device__ __forceinline__ float row_value(__half x) { return __half2float(x); }
-__device__ __forceinline__ float row_value(__nv_bfloat16 x) { return __bfloat162float(x); }
 /* The sums over the warp's lanes of G values per lane (G a power of two up to 32), by the xor butterfly's
  * tree: at offset 16 each lane keeps half of its values and adds its partner's copy of that half, and
  * so on while more than one value is left; the last value is then summed over the remaining offsets as
@@ -464,18 +461,12 @@ static void launch_partial_rows(va_cuda_t *c, const T *X, const va_cuda_rows_t *
         X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end, c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
   VA_LAUNCHED();
 }
-/* At fp16/bf16 the pass reads the 16-bit rows: the float32 rows are those values (convert_rows), so
- * every sum and r is the same bit for bit, from half the bytes (the pass that reads r ran at 75% of the
- * H200's HBM bandwidth on float32 rows at 1M x 128: 0.236 -> 0.212 ms so). */
+/* At fp16/bf16 the pass reads the 16-bit rows, half the bytes of float32 ones (the pass that reads r
+ * ran at 75% of the H200's HBM bandwidth on float32 rows at 1M x 128: 0.236 -> 0.212 ms on 16-bit). */
 template <int CQ>
 static void launch_partial(va_cuda_t *c, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg, const rule_dev &ru,
                            const float *anchors_r, int cosine) {
-  if (v->Xlp && c->precision == VA_CUDA_FP16)
-    launch_partial_rows<CQ>(c, (const __half *)v->Xlp, v, blocks, nseg, ru, anchors_r, cosine);
-  else if (v->Xlp && c->precision == VA_CUDA_BF16)
-    launch_partial_rows<CQ>(c, (const __nv_bfloat16 *)v->Xlp, v, blocks, nseg, ru, anchors_r, cosine);
-  else
-    launch_partial_rows<CQ>(c, v->X32, v, blocks, nseg, ru, anchors_r, cosine);
+  va_cuda_with_rows(c, v, [&](auto X) { launch_partial_rows<CQ>(c, X, v, blocks, nseg, ru, anchors_r, cosine); });
 }
 
 /* Over the view's rows: keys[i] (view row i) in [0, nseg]; nseg marks a row that joins no segment.
@@ -527,8 +518,9 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
 }
 
 /* --- atomic reduction ------------------------------------------------------------------------------ */
+template <typename T>
 __global__ void __launch_bounds__(THREADS)
-stats_atomic_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ a,
+stats_atomic_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a,
                     const float *__restrict__ r, int64_t n, rule_dev ru, double *acc) {
   const int lane = threadIdx.x & 31;
   const int W = d + 3;
@@ -543,8 +535,8 @@ stats_atomic_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint
       if (w != 0) atomicAdd(dst + d, w);
     }
     if (w == 0) continue;
-    const float *x = X32 + i * dp;
-    for (int t = lane; t < d; t += 32) atomicAdd(dst + t, w * (double)x[t]);
+    const T *x = X + i * dp;
+    for (int t = lane; t < d; t += 32) atomicAdd(dst + t, w * (double)row_value(x[t]));
   }
 }
 
@@ -595,8 +587,10 @@ static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   if (c->stats_variant == VA_CUDA_STATS_ATOMIC) {
     int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
     if (blocks > 132 * 64) blocks = 132 * 64;
-    stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->assign + v->row0, c->r + v->row0,
-                                                                      v->n, ru, c->acc);
+    va_cuda_with_rows(c, v, [&](auto X) {
+      stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0, c->r + v->row0, v->n,
+                                                                        ru, c->acc);
+    });
     VA_LAUNCHED();
   } else {
     seg_reduce(c, v, c->assign + v->row0, c->k, ru, sa.compute_r ? c->A32 : NULL, c->cosine_last, c->acc);
@@ -730,8 +724,9 @@ extern "C" void va_cuda_warm_up(va_cuda_t *c, int cosine) {
 }
 
 /* --- split: 2-means sums --------------------------------------------------------------------------- */
+template <typename T>
 __global__ void __launch_bounds__(THREADS)
-split_keys_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32_t *__restrict__ a, int64_t n,
+split_keys_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a, int64_t n,
                   const int32_t *__restrict__ slot, const float *__restrict__ cent, int64_t m, uint32_t *keys) {
   const int lane = threadIdx.x & 31;
   for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
@@ -740,10 +735,11 @@ split_keys_kernel(const float *__restrict__ X32, int64_t dp, int d, const uint32
       if (lane == 0) keys[i] = (uint32_t)(2 * m);
       continue;
     }
-    const float *x = X32 + i * dp, *c0 = cent + (int64_t)(2 * q) * dp, *c1 = c0 + dp;
+    const T *x = X + i * dp;
+    const float *c0 = cent + (int64_t)(2 * q) * dp, *c1 = c0 + dp;
     double d0 = 0, d1 = 0;
     for (int t = lane; t < d; t += 32) {
-      double e0 = (double)x[t] - c0[t], e1 = (double)x[t] - c1[t];
+      const double xt = (double)row_value(x[t]), e0 = xt - c0[t], e1 = xt - c1[t];
       d0 += e0 * e0;
       d1 += e1 * e1;
     }
@@ -760,8 +756,10 @@ static void split_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   const int64_t m = *(const int64_t *)arg;
   int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
   if (blocks > 132 * 64) blocks = 132 * 64;
-  split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(v->X32, c->dp, (int)c->d, c->assign + v->row0, v->n, c->slot,
-                                                                 c->cent, m, c->keys);
+  va_cuda_with_rows(c, v, [&](auto X) {
+    split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0, v->n, c->slot, c->cent,
+                                                                   m, c->keys);
+  });
   VA_LAUNCHED();
   const rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
   seg_reduce(c, v, c->keys, 2 * m, ru, NULL, 0, c->acc);
