@@ -5,7 +5,8 @@
  * resident on the GPU and over the same rows streamed from pinned host memory in chunks (the copies
  * included: va_cuda_bench_assign / va_cuda_bench_stats time from the first launch to the last kernel),
  * and the loop's iteration (deferred assign + statistics + update: streamed, one pass over the rows),
- * and reports the streaming rate (float32 row bytes per pass / pass time) against (1). It checks the
+ * and reports the streaming rate (row bytes as stored per pass / pass time: float32 at tf32, 16 bits at
+ * fp16, whose pinned copy holds the 16-bit rows) against (1). It checks the
  * agreement on the way: the streamed assignment equals the resident one row for row, the statistics
  * agree within 1e-12 (|resident| + count max|x|). Exits 77 without a device, 1 on a disagreement.
  * Prints one CSV line per measurement after "csv:" (the header first). */
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   int64_t chunk = va_cuda_stream_chunk_rows(d, chunk_mb * 1048576.0);
-  double row_bytes = (double)va_cuda_stream_host_bytes(n, d); /* float32 rows, as streamed (d padded) */
+  double row_bytes = (double)va_cuda_stream_host_bytes(n, d); /* float32 rows, d padded */
   double chunk_bytes = (double)va_cuda_stream_host_bytes(chunk, d);
   double h2d = h2d_rate((size_t)chunk_bytes, 2 * reps + 1);
   printf("n %lld d %lld k %lld: %.2f GB of rows, chunks of %lld rows (%.0f MB); pinned host-to-device copy of one chunk: %.2f GB/s\n",
@@ -94,6 +95,7 @@ int main(int argc, char **argv) {
     va_cuda_t *ctx[2] = {va_cuda_create(0, n, d, k, prec), va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count())};
     for (int m = 0; m < 2; m++) {
       for (int64_t r0 = 0; r0 < n; r0 += up) va_cuda_upload_rows(ctx[m], X + r0 * d, r0, n - r0 < up ? n - r0 : up);
+      va_cuda_finish_rows(ctx[m]);
       va_cuda_set_anchors(ctx[m], A, NULL, k);
       va_cuda_assign(ctx[m], 0);
     }
@@ -121,7 +123,8 @@ int main(int argc, char **argv) {
        * inside the statistics pass, one copy of the rows */
       double ti = va_cuda_bench_iteration(ctx[m], &none, 0, 1, reps, &mn);
       const char *mode = m ? "streamed" : "resident";
-      double ga = row_bytes / (ta * 1e-3) / 1e9, gs = row_bytes / (ts * 1e-3) / 1e9, gi = row_bytes / (ti * 1e-3) / 1e9;
+      const double stored = prec >= VA_CUDA_FP16 ? row_bytes / 2 : row_bytes;
+      double ga = stored / (ta * 1e-3) / 1e9, gs = stored / (ts * 1e-3) / 1e9, gi = stored / (ti * 1e-3) / 1e9;
       printf("%s %-8s assign pass %9.3f ms (%6.2f GB/s of rows, %.2f of the copy rate), statistics pass %9.3f ms (%6.2f GB/s, %.2f), "
              "iteration %9.3f ms (%6.2f GB/s, %.2f); %.2f GB copied\n",
              pname[prec], mode, ta, ga, ga / h2d, ts, gs, gs / h2d, ti, gi, gi / h2d, va_cuda_streamed_bytes(ctx[m]) / 1e9);

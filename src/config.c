@@ -36,7 +36,7 @@ static const key_def_t KEYS[] = {
   {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "1e10", 0, 1e30, NULL, "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/CUDA.md)"},
   {"gpu_collectives", K_ENUM, F(gpu_collectives), "nccl", 0, 0, "nccl|mpi", "cuda, several ranks: the statistics' sums through NCCL (device buffers) or MPI (host copies; also lets ranks share a GPU, which NCCL refuses)"},
   {"gpu_stream", K_ENUM, F(gpu_stream), "auto", 0, 0, "auto|on|off", "cuda: rows in pinned host memory, streamed to the GPU in chunks every pass (out-of-core); auto = only when they do not fit the GPU"},
-  {"gpu_stream_chunk_mb", K_DOUBLE, F(gpu_stream_chunk_mb), "256", 1, 65536, NULL, "cuda, streaming: MB of rows per chunk (two chunk buffers on the GPU)"},
+  {"gpu_stream_chunk_mb", K_DOUBLE, F(gpu_stream_chunk_mb), "256", 1, 65536, NULL, "cuda, streaming: MB of float32 rows per chunk (two chunk buffers on the GPU; fp16/bf16 chunks hold as many rows in half the bytes)"},
   {"gpu_mem_limit_mb", K_DOUBLE, F(gpu_mem_limit_mb), "0", 0, 1e12, NULL, "cuda: use at most this many MB of the GPU's free memory (a shared GPU; tests); 0 = all of it"},
   {"metric", K_ENUM, F(metric), "auto", 0, 0, "auto|l2|cosine", "distance; auto = cosine when the dataset's 'distance' attribute is angular/cosine, else l2"},
   {"init", K_STR, F(init), "kmeans||", 0, 0, NULL, "kmeans|| | random | farthest | file:PATH[:DATASET] (default dataset /anchors)"},

@@ -68,9 +68,8 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
   int64_t dp = padded_dim(d), npad = VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD);
   int64_t kc = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
   int64_t view = chunk_rows > 0 ? chunk_for(n, chunk_rows) : npad;
-  /* streamed: two fp32 chunks, one 16-bit; resident: the rows as stored, and at fp16/bf16 one staging
-   * buffer's rows in float32 (Xup) */
-  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * (8 + elem_lp(precision))
+  /* resident: the rows as stored, and at fp16/bf16 one staging buffer's rows in float32 (Xup) */
+  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * 8 /* two float32 chunks; two 16-bit and, once, a float32 one */
                 : elem_lp(precision) ? (size_t)npad * (size_t)dp * 2 + (PIN_BYTES / ((size_t)(d > 0 ? d : 1) * 4) + 1) * (size_t)dp * 4
                                      : (size_t)npad * (size_t)dp * 4;
   rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
@@ -183,15 +182,12 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
     va_prefault(c->Xh, host_bytes, host_threads);
     VA_CUDA(cudaHostRegister(c->Xh, host_bytes, cudaHostRegisterDefault));
     VA_CUDA(cudaStreamCreateWithFlags(&c->copy_stream, cudaStreamNonBlocking));
+    const size_t es = precision >= VA_CUDA_FP16 ? 2 : 4;
     for (int b = 0; b < 2; b++) {
-      dalloc(&c->Xc[b], chunk * 4, "row chunk");
-      VA_CUDA(cudaMemsetAsync(c->Xc[b], 0, chunk * 4, c->stream));
+      dalloc(&c->Xc[b], chunk * es, "row chunk");
+      VA_CUDA(cudaMemsetAsync(c->Xc[b], 0, chunk * es, c->stream));
       VA_CUDA(cudaEventCreateWithFlags(&c->copied[b], cudaEventDisableTiming));
       VA_CUDA(cudaEventCreateWithFlags(&c->consumed[b], cudaEventDisableTiming));
-    }
-    if (precision >= VA_CUDA_FP16) {
-      dalloc(&c->Xclp, chunk * 2, "row chunk (16-bit)");
-      VA_CUDA(cudaMemsetAsync(c->Xclp, 0, chunk * 2, c->stream));
     }
   } else {
     size_t rows = (size_t)c->npad * (size_t)c->dp;
@@ -243,7 +239,6 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
       VA_CUDA(cudaEventDestroy(c->copied[b]));
       VA_CUDA(cudaEventDestroy(c->consumed[b]));
     }
-    dfree(&c->Xclp);
     VA_CUDA(cudaHostUnregister(c->Xh));
     free(c->Xh);
     VA_CUDA(cudaStreamDestroy(c->copy_stream));
@@ -373,9 +368,10 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
 }
 
 /* A streamed context's pinned host copy, to be written: no copy may read it meanwhile, and the chunk
- * buffers no longer hold what it says. (fp16 range: flagged when a pass converts the chunk.) */
+ * buffers no longer hold what it says. */
 extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
   if (!c->chunk_rows) VA_FATAL("va_cuda_stream_host_rows: the context's rows live on the device");
+  if (c->host16) VA_FATAL("va_cuda_stream_host_rows: the pinned copy's rows are in 16 bits since the rows were finished");
   va_cuda_enter(c);
   VA_CUDA(cudaStreamSynchronize(c->copy_stream));
   c->held[0] = c->held[1] = -1;
@@ -453,8 +449,11 @@ extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
   c->defer_convert = 1;
 }
 
+static void stream_rows_to_16(va_cuda_t *c);
+
 extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
   va_cuda_enter(c);
+  stream_rows_to_16(c);
   if (c->defer_convert && c->Xlp) {
     convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
     dfree(&c->X32); /* cudaFree waits for the conversion */
@@ -565,12 +564,36 @@ static void fetch_chunk(va_cuda_t *c, int64_t q) {
   const int b = (int)(q & 1);
   if (c->held[b] == q) return;
   int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
-  size_t bytes = (size_t)nr * (size_t)c->dp * 4;
+  const size_t es = c->host16 ? 2 : 4, bytes = (size_t)nr * (size_t)c->dp * es;
   VA_CUDA(cudaStreamWaitEvent(c->copy_stream, c->consumed[b], 0));
-  VA_CUDA(cudaMemcpyAsync(c->Xc[b], c->Xh + row0 * c->dp, bytes, cudaMemcpyHostToDevice, c->copy_stream));
+  VA_CUDA(cudaMemcpyAsync(c->Xc[b], (const char *)c->Xh + (size_t)row0 * (size_t)c->dp * es, bytes, cudaMemcpyHostToDevice, c->copy_stream));
   VA_CUDA(cudaEventRecord(c->copied[b], c->copy_stream));
   c->held[b] = q;
   c->copied_bytes += (double)bytes;
+}
+
+/* Streamed fp16/bf16: the pinned copy's float32 rows (preprocessed) become the 16-bit rows, in place,
+ * once: chunk by chunk up to the device, converted there (convert_rows: the resident rows' rounding and
+ * fp16 range check), and back down into the copy's first half. In order on one stream, chunk q's 16-bit
+ * rows land on float32 rows below (q + 1) chunk_rows / 2, all of them already sent up. From then on
+ * every pass copies half the bytes and converts nothing. Run by va_cuda_finish_rows, or by the first
+ * pass or fetch of rows when the caller made none (tests). */
+static void stream_rows_to_16(va_cuda_t *c) {
+  if (!c->chunk_rows || c->precision < VA_CUDA_FP16 || c->host16) return;
+  VA_CUDA(cudaStreamSynchronize(c->copy_stream));
+  float *up = NULL;
+  dalloc(&up, (size_t)c->chunk_rows * (size_t)c->dp * 4, "row chunk (float32, for the conversion)");
+  for (int64_t row0 = 0; row0 < c->n; row0 += c->chunk_rows) {
+    const int64_t nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
+    const size_t e = (size_t)nr * (size_t)c->dp;
+    VA_CUDA(cudaMemcpyAsync(up, c->Xh + row0 * c->dp, e * 4, cudaMemcpyHostToDevice, c->stream));
+    convert_rows(c, up, c->Xc[0], (int64_t)e);
+    VA_CUDA(cudaMemcpyAsync((char *)c->Xh + (size_t)row0 * (size_t)c->dp * 2, c->Xc[0], e * 2, cudaMemcpyDeviceToHost, c->stream));
+  }
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  dfree(&up);
+  c->held[0] = c->held[1] = -1;
+  c->host16 = 1;
 }
 
 /* Streamed: while chunk q is worked on (main stream), chunk q + 1 is copied in (copy stream); the main
@@ -583,6 +606,7 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
     fn(c, &v, arg);
     return;
   }
+  stream_rows_to_16(c);
   const int64_t nq = (c->n + c->chunk_rows - 1) / c->chunk_rows;
   for (int64_t q = 0; q < nq; q++) {
     const int b = (int)(q & 1);
@@ -590,8 +614,7 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
     if (q + 1 < nq) fetch_chunk(c, q + 1);
     VA_CUDA(cudaStreamWaitEvent(c->stream, c->copied[b], 0));
     int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
-    if (c->Xclp) convert_rows(c, c->Xc[b], c->Xclp, nr * c->dp); /* every pass sees the 16-bit rows */
-    va_cuda_rows_t v = {c->Xclp ? NULL : c->Xc[b], c->Xclp, row0, nr};
+    va_cuda_rows_t v = {c->host16 ? NULL : (const float *)c->Xc[b], c->host16 ? c->Xc[b] : NULL, row0, nr};
     fn(c, &v, arg);
     VA_CUDA(cudaEventRecord(c->consumed[b], c->stream));
   }
@@ -842,12 +865,19 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
   for (int64_t q = 0; q < m; q++)
     if (local_rows[q] < 0 || local_rows[q] >= c->n)
       VA_FATAL("va_cuda_get_rows: local row %lld outside [0, %lld)", (long long)local_rows[q], (long long)c->n);
-  if (c->chunk_rows) { /* the rows are on the host, as given: at fp16/bf16 every pass rounds its chunk */
-    for (int64_t q = 0; q < m; q++) memcpy(out + q * c->d, c->Xh + local_rows[q] * c->dp, (size_t)c->d * 4);
-    if (c->precision == VA_CUDA_FP16)
-      for (int64_t e = 0; e < m * c->d; e++) out[e] = __half2float(__float2half_rn(out[e]));
-    else if (c->precision == VA_CUDA_BF16)
-      for (int64_t e = 0; e < m * c->d; e++) out[e] = __bfloat162float(__float2bfloat16_rn(out[e]));
+  if (c->chunk_rows) { /* the rows are on the host, as stored */
+    va_cuda_enter(c);
+    stream_rows_to_16(c);
+    for (int64_t q = 0; q < m; q++) {
+      const int64_t at = local_rows[q] * c->dp;
+      float *o = out + q * c->d;
+      if (c->precision == VA_CUDA_FP16)
+        for (int64_t t = 0; t < c->d; t++) o[t] = __half2float(((const __half *)c->Xh)[at + t]);
+      else if (c->precision == VA_CUDA_BF16)
+        for (int64_t t = 0; t < c->d; t++) o[t] = __bfloat162float(((const __nv_bfloat16 *)c->Xh)[at + t]);
+      else
+        memcpy(o, c->Xh + at, (size_t)c->d * 4);
+    }
     return;
   }
   va_cuda_enter(c);

@@ -67,9 +67,10 @@ struct va_cuda {
    * on (va_cuda_each_rows) */
   int64_t chunk_rows;          /* a multiple of VA_CUDA_ROWPAD */
   int64_t view_rows;           /* the most rows one pass launch sees: chunk_rows, or n resident */
-  float *Xh;                   /* pinned, n x dp, zero padded */
-  float *Xc[2];                /* chunk_rows x dp each */
-  void *Xclp;                  /* chunk_rows x dp 16-bit: converted on the main stream (fp16/bf16) */
+  float *Xh;                   /* pinned, n x dp float32, zero padded; at fp16/bf16, once host16, its first
+                                  half holds the n x dp 16-bit rows (stream_rows_to_16) */
+  int host16;
+  void *Xc[2];                 /* chunk_rows x dp each, as stored (float32; 16-bit at fp16/bf16) */
   int64_t held[2];             /* chunk a buffer holds (or is being filled with); -1 none */
   cudaStream_t copy_stream;
   cudaEvent_t copied[2], consumed[2];

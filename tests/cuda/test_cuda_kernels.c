@@ -724,6 +724,15 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
     if (prec != VA_CUDA_FP32) check_reductions(S, Xs, n, d, k, 0, sa, sr, tag);
     printf("  %-34s %.1f MB of rows copied to the device\n", tag, va_cuda_streamed_bytes(S) / 1e6);
+    /* more than two chunks: a pass copies every row once, as stored (fp16: the pinned copy holds the
+     * 16-bit rows, half the bytes) */
+    const int64_t chunk_got = va_cuda_stream_rows(S);
+    if ((n + chunk_got - 1) / chunk_got > 2) {
+      va_cuda_sync(S); /* an owed pass, if any, runs here */
+      const double b0 = va_cuda_streamed_bytes(S), want = (double)n * (double)((d + 31) / 32 * 32) * (prec >= VA_CUDA_FP16 ? 2 : 4);
+      va_cuda_assign(S, 0);
+      CHECK(va_cuda_streamed_bytes(S) - b0 == want, "%s: a pass copied %.0f bytes, want %.0f (rows as stored)", tag, va_cuda_streamed_bytes(S) - b0, want);
+    }
     owed_pass_case(S, A, A2, n, d, k, xmax, tag);
     va_cuda_destroy(R);
     va_cuda_destroy(S);

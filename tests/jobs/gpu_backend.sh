@@ -79,7 +79,9 @@ for p in 2 4; do
   done
 done
 # Out-of-core: 1 MB chunks (15 of them); the start line, the progress lines and the metrics say so.
-for prec in fp32 tf32; do
+# fp16's pinned copy holds the 16-bit rows: half tf32's bytes copied over the same passes.
+cp "$WORK/fp16.h5" "$WORK/gpu_fp16.h5"
+for prec in fp32 tf32 fp16; do
   run_np 1 "${common[@]}" --backend cuda --set precision=$prec --set gpu_stream=on --set gpu_stream_chunk_mb=1 --set progress_every=5 \
     --metrics "$WORK/s_$prec.json" --out "$WORK/s_$prec.h5" > "$WORK/s_$prec.log" || { cat "$WORK/s_$prec.log"; fail "streamed $prec"; }
   grep -q "rows streamed from pinned host memory" "$WORK/s_$prec.log" || fail "streaming not reported"
@@ -87,6 +89,12 @@ for prec in fp32 tf32; do
   grep -q '"gpu_stream"' "$WORK/s_$prec.json" || fail "no streaming in the metrics"
   "$TOOL" close "$WORK/s_$prec.h5" "$WORK/gpu_$prec.h5" 1e-5 || fail "streamed ($prec) differs from resident"
 done
+python3 - "$WORK/s_tf32.json" "$WORK/s_fp16.json" <<'PY' || fail "streamed fp16 did not copy half the bytes"
+import json, sys
+tf32, fp16 = (json.load(open(p))["gpu_stream"]["copied_bytes_per_rank"] for p in sys.argv[1:])
+print("streamed bytes copied: tf32 %.1f MB, fp16 %.1f MB" % (tf32 / 1e6, fp16 / 1e6))
+assert 0.45 <= fp16 / tf32 <= 0.55
+PY
 if [ "$ngpu" -ge 2 ]; then
   run_np 2 "${common[@]}" --backend cuda --set gpu_stream=on --set gpu_stream_chunk_mb=1 --out "$WORK/s2.h5" > /dev/null || fail "streamed, 2 GPUs"
   "$TOOL" close "$WORK/s2.h5" "$WORK/gpu_tf32.h5" 1e-5 || fail "streamed on 2 GPUs differs from 1 GPU resident"
