@@ -567,7 +567,7 @@ int va_cmd_compress(int argc, char **argv) {
     backend_seconds = va_now() - t0;
     t = va_tick();
     va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled, st.be_ctx};
-    va_input_read_into(&in, st.row0, st.n_local, cfg.io, &bad_row, &sink);
+    va_input_read_into(&in, st.row0, st.n_local, cfg.io, threads, &bad_row, &sink);
     va_tock(VA_PH_READ, t);
   } else
 #endif
@@ -579,7 +579,7 @@ int va_cmd_compress(int argc, char **argv) {
     VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
     t = va_tick();
     if (threads > 1) va_prefault(st.X, (size_t)shard_bytes, threads);
-    va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, &bad_row);
+    va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, threads, &bad_row);
     va_tock(VA_PH_READ, t);
   }
   int64_t first_bad = bad_row < 0 ? INT64_MAX : bad_row;

@@ -34,9 +34,10 @@ void va_input_open(const char *spec, va_input_t *in);
 void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *count);
 /* Collective: reads rows [start, start + count) as float32 into out (count x d), converting on load
  * through a staging buffer of at most chunk_bytes. Returns the first global row holding NaN/Inf
- * (or -1) in *bad_row. Read failures (e.g. a truncated file) are agreed and exit with VA_EXIT_INPUT. */
+ * (or -1) in *bad_row. Read failures (e.g. a truncated file) are agreed and exit with VA_EXIT_INPUT.
+ * Independent reads of raw rows (va_input_raw_offset) use pread on up to `threads` threads. */
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
-                   int io_mode, int64_t *bad_row);
+                   int io_mode, int threads, int64_t *bad_row);
 /* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
  * `rows` rows, in row order, each read into buffer(ctx, local_row0) (room for its rows x d float32,
  * free to overwrite) and announced with filled(ctx, local_row0, nrows) before the next buffer is asked
@@ -47,7 +48,12 @@ typedef struct {
   void (*filled)(void *ctx, int64_t local_row0, int64_t nrows);
   void *ctx;
 } va_row_sink_t;
-void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int64_t *bad_row, const va_row_sink_t *sink);
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, int64_t *bad_row,
+                        const va_row_sink_t *sink);
+/* Local: the file offset of the dataset's rows when an independent read takes them with pread (a
+ * contiguous dataset, no external storage, its file type the memory type, the default driver; checked
+ * on the first and last rows against H5Dread), else -1 (H5Dread). */
+int64_t va_input_raw_offset(const va_input_t *in);
 /* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
 int va_io_collective(int io_mode);
 

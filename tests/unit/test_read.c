@@ -1,8 +1,11 @@
 /* test_read.c: the sharded HDF5 read into buffers a caller hands out (va_input_read_into, how a
  * CUDA job reads its rows straight into pinned staging) against the whole-shard read
- * (va_input_read): every row of the rank's block delivered once, in order, with the same floats, and
- * the same first NaN/Inf row, for float32 and float16 data, independent and (parallel HDF5) collective
- * transfers, and buffers of several sizes, on however many ranks mpirun gives (CTest: 1, 2, 3 and 4).
+ * (va_input_read) and the values written: every row of the rank's block delivered once, in order,
+ * with the floats written, and the same first NaN/Inf row, for float32 and float16 data, independent
+ * and (parallel HDF5) collective transfers, and buffers of several sizes, on however many ranks mpirun
+ * gives (CTest: 1, 2, 3 and 4). Then the raw reads (pread on several threads, h5io.c): taken for a
+ * contiguous native dataset (also one large enough to be split over threads), not for a chunked or a
+ * big-endian one, and either way the values written, also in a file with a user block.
  * Rank 0 writes the file; a row count that does not divide evenly leaves the ranks unequal blocks. */
 #include <math.h>
 #include <stdio.h>
@@ -46,16 +49,27 @@ static void sink_filled(void *ctx, int64_t local_row0, int64_t nrows) {
   s->calls++;
 }
 
-static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t nan_row) {
+/* Value e of the data written (before a NaN is put in, and before float16 rounding). */
+static float value_at(int64_t e) { return (float)sin(0.37 * (double)e) * 3.0f + (float)(e % 7) * 0.125f; }
+
+/* How the float32 dataset is stored (half = 0): contiguous little-endian, chunked, contiguous
+ * big-endian, contiguous little-endian in a file with a 512-byte user block. */
+enum { LAYOUT_PLAIN, LAYOUT_CHUNKED, LAYOUT_BIG_ENDIAN, LAYOUT_USERBLOCK };
+
+static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t nan_row, int layout) {
   if (va_proc.rank != 0) return;
   float *X = malloc((size_t)(n * d) * sizeof(float));
-  for (int64_t i = 0; i < n * d; i++) X[i] = (float)sin(0.37 * (double)i) * 3.0f + (float)(i % 7) * 0.125f;
+  for (int64_t i = 0; i < n * d; i++) X[i] = value_at(i);
   if (nan_row >= 0) X[nan_row * d + d / 2] = NAN;
-  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  hsize_t dims[2] = {(hsize_t)n, (hsize_t)d};
+  if (nan_row >= 0 && n > 100000) X[(n - 1000) * d] = INFINITY; /* a second bad row, in another piece of the check */
+  hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (layout == LAYOUT_USERBLOCK) H5Pset_userblock(fcpl, 512);
+  hsize_t dims[2] = {(hsize_t)n, (hsize_t)d}, chunk[2] = {(hsize_t)(n < 100 ? n : 100), (hsize_t)d};
+  if (layout == LAYOUT_CHUNKED) H5Pset_chunk(dcpl, 2, chunk);
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
   hid_t sp = H5Screate_simple(2, dims, NULL);
-  hid_t ftype = half ? va_h5_half_type() : H5Tcopy(H5T_IEEE_F32LE);
-  hid_t ds = H5Dcreate2(f, "/train", ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t ftype = half ? va_h5_half_type() : H5Tcopy(layout == LAYOUT_BIG_ENDIAN ? H5T_IEEE_F32BE : H5T_IEEE_F32LE);
+  hid_t ds = H5Dcreate2(f, "/train", ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   if (half) {
     uint16_t *h = malloc((size_t)(n * d) * sizeof(uint16_t));
     for (int64_t i = 0; i < n * d; i++) h[i] = va_float_to_half(X[i]);
@@ -68,7 +82,20 @@ static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t
   H5Tclose(ftype);
   H5Sclose(sp);
   H5Fclose(f);
+  H5Pclose(dcpl);
+  H5Pclose(fcpl);
   free(X);
+}
+
+/* Rows [row0, row0 + count) hold the values written (float16: as rounded), up to the first NaN row. */
+static int64_t rows_not_written(const float *got, int64_t row0, int64_t count, int64_t d, int half, int64_t nan_row) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < count && row0 + i != nan_row; i++)
+    for (int64_t t = 0; t < d; t++) {
+      const float want = half ? va_half_to_float(va_float_to_half(value_at((row0 + i) * d + t))) : value_at((row0 + i) * d + t);
+      bad += memcmp(&got[i * d + t], &want, sizeof want) != 0;
+    }
+  return bad;
 }
 
 static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t nan_row, int io, int64_t sink_rows) {
@@ -80,11 +107,12 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
   va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
   float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
   int64_t bad_whole = -1, bad_into = -1;
-  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, &bad_whole); /* 5-row chunks */
+  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, 3, &bad_whole); /* 5-row chunks */
   sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
   va_row_sink_t sink = {sink_rows, sink_buffer, sink_filled, &s};
-  va_input_read_into(&in, row0, count, io, &bad_into, &sink);
+  va_input_read_into(&in, row0, count, io, 3, &bad_into, &sink);
   const char *what = half ? "float16" : "float32";
+  CHECK(rows_not_written(whole, row0, count, d, half, nan_row) == 0, "%s io %d: the rows read are not those written", what, io);
   CHECK(s.errors == 0, "%s io %d buffers of %lld rows: chunks out of order", what, io, (long long)sink_rows);
   CHECK(s.next_row == count, "%s io %d buffers of %lld rows: %lld of %lld rows delivered", what, io, (long long)sink_rows, (long long)s.next_row,
         (long long)count);
@@ -102,6 +130,39 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
   free(got);
 }
 
+/* A float32 file in the given layout, read independently on 3 threads as a whole shard (chunks of 64
+ * MiB) and through 64-row buffers: the values written and the first bad row of the shard (nan_row
+ * >= 0: a NaN there, and on large files an Inf at row n - 1000 too); the raw read taken where it
+ * applies (raw: 1 must, 0 must not, -1 either way). */
+static void layout_case(const char *path, int64_t n, int64_t d, int layout, int raw, int64_t nan_row, const char *what) {
+  write_file(path, n, d, 0, nan_row, layout);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  char spec[VA_PATH_MAX + 16];
+  snprintf(spec, sizeof spec, "%s:/train", path);
+  va_input_t in;
+  va_input_open(spec, &in);
+  const int64_t off = va_input_raw_offset(&in);
+  CHECK(raw < 0 || (off >= 0) == raw, "%s: raw read %s, want %s", what, off >= 0 ? "taken" : "not taken", raw ? "taken" : "not taken");
+  int64_t row0, count, bad = -1;
+  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
+  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  const int64_t inf_row = nan_row >= 0 && n > 100000 ? n - 1000 : -1;
+  const int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : inf_row >= row0 && inf_row < row0 + count ? inf_row : -1;
+  va_input_read(&in, row0, count, whole, (size_t)64 << 20, VA_IO_INDEPENDENT, 3, &bad);
+  CHECK(bad == want_bad && rows_not_written(whole, row0, count, d, 0, want_bad) == 0,
+        "%s: the whole-shard read is not the rows written (first bad row %lld, want %lld)", what, (long long)bad, (long long)want_bad);
+  sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
+  va_row_sink_t sink = {64, sink_buffer, sink_filled, &s};
+  va_input_read_into(&in, row0, count, VA_IO_INDEPENDENT, 3, &bad, &sink);
+  CHECK(s.errors == 0 && s.next_row == count && bad == want_bad && rows_not_written(got, row0, count, d, 0, want_bad) == 0,
+        "%s: the buffered read is not the rows written", what);
+  if (va_proc.rank == 0) printf("%s: raw read %s (offset %lld)\n", what, off >= 0 ? "taken" : "not taken", (long long)off);
+  free(s.buf);
+  free(whole);
+  free(got);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
@@ -113,7 +174,7 @@ int main(int argc, char **argv) {
   for (int half = 0; half < 2; half++)
     for (int with_nan = 0; with_nan < 2; with_nan++) {
       const int64_t nan_row = with_nan ? 611 : -1;
-      write_file(path, n, d, half, nan_row);
+      write_file(path, n, d, half, nan_row, LAYOUT_PLAIN);
       VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
       const int ios[] = {VA_IO_INDEPENDENT, VA_IO_COLLECTIVE};
       const int64_t sink_rows[] = {1, 7, 64};
@@ -121,6 +182,15 @@ int main(int argc, char **argv) {
         for (int b = 0; b < 3; b++) read_case(path, n, d, half, nan_row, ios[a], sink_rows[b]);
       VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
+  /* raw reads: a little-endian host reads little-endian float32 raw */
+  const uint32_t one = 1;
+  const int little = *(const uint8_t *)&one == 1;
+  layout_case(path, n, d, LAYOUT_PLAIN, little, -1, "contiguous float32");
+  layout_case(path, 480000, d, LAYOUT_PLAIN, little, -1, "contiguous float32, 71 MB (pieces on several threads)");
+  layout_case(path, 480000, d, LAYOUT_PLAIN, little, 400001, "the same with a NaN row and an Inf row");
+  layout_case(path, n, d, LAYOUT_CHUNKED, 0, -1, "chunked float32");
+  layout_case(path, n, d, LAYOUT_BIG_ENDIAN, !little, -1, "big-endian float32");
+  layout_case(path, n, d, LAYOUT_USERBLOCK, -1, -1, "float32 after a 512-byte user block");
   if (va_proc.rank == 0) remove(path);
   int total = 0;
   VA_MPI(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
