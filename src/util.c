@@ -92,6 +92,20 @@ void va_prefault(void *p, size_t bytes, int threads) {
   (void)threads;
 }
 
+void va_memcpy_threads(void *dst, const void *src, size_t bytes, int threads) {
+  int64_t pieces = (int64_t)(bytes >> 20);
+  if (pieces > threads) pieces = threads;
+  if (pieces < 1) pieces = 1;
+  const size_t per = (bytes + (size_t)pieces - 1) / (size_t)pieces;
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads((int)pieces) schedule(static)
+#endif
+  for (int64_t p = 0; p < pieces; p++) {
+    const size_t lo = (size_t)p * per, hi = lo + per < bytes ? lo + per : bytes;
+    if (lo < hi) memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
+  }
+}
+
 void *va_calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
   if (!p) VA_FATAL("out of memory allocating %zu x %zu bytes for %s", count, size, what);
