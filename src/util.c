@@ -106,6 +106,17 @@ void va_memcpy_threads(void *dst, const void *src, size_t bytes, int threads) {
   }
 }
 
+void va_copy_rows_padded(float *dst, int64_t ld, const float *src, int64_t d, int64_t nrows, int threads) {
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(threads > 1 && nrows * d >= (1 << 18) ? threads : 1) schedule(static)
+#endif
+  for (int64_t i = 0; i < nrows; i++) {
+    memcpy(dst + i * ld, src + i * d, (size_t)d * sizeof(float));
+    memset(dst + i * ld + d, 0, (size_t)(ld - d) * sizeof(float));
+  }
+  (void)threads;
+}
+
 void *va_calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
   if (!p) VA_FATAL("out of memory allocating %zu x %zu bytes for %s", count, size, what);

@@ -180,6 +180,7 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
     if (posix_memalign((void **)&c->Xh, (size_t)2 << 20, host_bytes))
       VA_FATAL("out of memory allocating %zu bytes for the rows' pinned host copy", host_bytes);
     va_prefault(c->Xh, host_bytes, host_threads);
+    c->host_threads = host_threads;
     VA_CUDA(cudaHostRegister(c->Xh, host_bytes, cudaHostRegisterDefault));
     VA_CUDA(cudaStreamCreateWithFlags(&c->copy_stream, cudaStreamNonBlocking));
     const size_t es = precision >= VA_CUDA_FP16 ? 2 : 4;
@@ -383,11 +384,7 @@ extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
 static void host_copy_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   int64_t ld;
   float *Xh = va_cuda_stream_host_rows(c, &ld);
-  for (int64_t i = 0; i < nrows; i++) {
-    float *dst = Xh + (row0 + i) * ld;
-    memcpy(dst, rows + i * c->d, (size_t)c->d * 4);
-    memset(dst + c->d, 0, (size_t)(ld - c->d) * 4);
-  }
+  va_copy_rows_padded(Xh + row0 * ld, ld, rows, c->d, nrows, c->host_threads);
 }
 
 extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrows) {
