@@ -150,16 +150,11 @@ int va_cuda_pick_device(int requested) {
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
   va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows,
                                          st->aopts.threads);
-  /* Rows go up in chunks through the context's pinned double buffer (streamed: into its pinned copy),
-   * copied there on the rank's threads (one thread's copy took 1.5 s of 8 GB's upload on an H100
-   * machine). st->X NULL: the caller puts them in (read straight to the GPU, or va_cuda_adopt_rows). */
-  const int64_t chunk = st->X ? va_cuda_upload_buffer_rows(g) : 1;
-  for (int64_t r0 = 0; st->X && r0 < st->n_local; r0 += chunk) {
-    int64_t nr = st->n_local - r0 < chunk ? st->n_local - r0 : chunk;
-    va_memcpy_threads(va_cuda_upload_buffer(g, r0), st->X + r0 * st->d, (size_t)(nr * st->d) * sizeof(float), st->aopts.threads);
-    va_cuda_upload_buffered(g, r0, nr);
+  /* st->X NULL: the caller puts the rows in (read straight to the GPU, or va_cuda_adopt_rows). */
+  if (st->X) {
+    va_cuda_upload_rows(g, st->X, 0, st->n_local);
+    va_cuda_finish_rows(g);
   }
-  if (st->X) va_cuda_finish_rows(g);
   st->be = &va_backend_cuda;
   st->be_ctx = g;
 }

@@ -92,20 +92,6 @@ void va_prefault(void *p, size_t bytes, int threads) {
   (void)threads;
 }
 
-void va_memcpy_threads(void *dst, const void *src, size_t bytes, int threads) {
-  int64_t pieces = (int64_t)(bytes >> 20);
-  if (pieces > threads) pieces = threads;
-  if (pieces < 1) pieces = 1;
-  const size_t per = (bytes + (size_t)pieces - 1) / (size_t)pieces;
-#ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads((int)pieces) schedule(static)
-#endif
-  for (int64_t p = 0; p < pieces; p++) {
-    const size_t lo = (size_t)p * per, hi = lo + per < bytes ? lo + per : bytes;
-    if (lo < hi) memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
-  }
-}
-
 void va_copy_rows_padded(float *dst, int64_t ld, const float *src, int64_t d, int64_t nrows, int threads) {
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(threads > 1 && nrows * d >= (1 << 18) ? threads : 1) schedule(static)

@@ -51,8 +51,6 @@ void *va_calloc(size_t count, size_t size, const char *what);
  * faults on different pages run in parallel, so taking them all first on every thread leaves the
  * filling a plain copy. */
 void va_prefault(void *p, size_t bytes, int threads);
-/* memcpy in pieces of at least 1 MiB on up to `threads` threads (one thread copies 5-6 GB/s). */
-void va_memcpy_threads(void *dst, const void *src, size_t bytes, int threads);
 /* nrows rows of d floats into rows ld floats apart (ld >= d), the padding zeroed, on up to `threads`
  * threads. */
 void va_copy_rows_padded(float *dst, int64_t ld, const float *src, int64_t d, int64_t nrows, int threads);

@@ -66,7 +66,7 @@ struct va_cuda {
    * chunk at a time, into one of two device buffers on copy_stream while the previous chunk is worked
    * on (va_cuda_each_rows) */
   int64_t chunk_rows;          /* a multiple of VA_CUDA_ROWPAD */
-  int host_threads;            /* the rank's threads, for host-side copies into the pinned copy */
+  int host_threads;            /* the rank's threads, for host-side copies of rows into pinned memory */
   int64_t view_rows;           /* the most rows one pass launch sees: chunk_rows, or n resident */
   float *Xh;                   /* pinned, n x dp float32, zero padded; at fp16/bf16, once host16, its first
                                   half holds the n x dp 16-bit rows (stream_rows_to_16) */

@@ -51,8 +51,8 @@ size_t va_cuda_prep_bytes(int64_t n_local, int64_t d, int precision, int64_t chu
 /* Context on device `device` for n_local rows of dimension d and up to k_cap anchors (it grows on
  * demand past k_cap). precision: VA_CUDA_*. chunk_rows: 0 = the rows live on the device; > 0 = they
  * live in pinned host memory and stream through chunks of this many rows (va_cuda_stream_chunk_rows);
- * host_threads take the page faults of that memory. va_cuda_create is va_cuda_create_streamed with
- * chunk_rows 0. */
+ * host_threads take the page faults of that memory and copy host rows in (va_cuda_upload_rows).
+ * va_cuda_create is va_cuda_create_streamed with chunk_rows 0 and one host thread. */
 va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows, int host_threads);
 va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision);
 /* e.g. "NVIDIA H200 sm_90, 139 GiB, 132 SMs, tf32 products" (+ the streaming, if any) */
