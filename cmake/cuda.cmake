@@ -13,7 +13,8 @@ target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_init.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_vmm.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON

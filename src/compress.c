@@ -299,7 +299,7 @@ static int shares_gpu(int dev, char *err, size_t len) {
 
 /* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows;
  * host_prep: the rows are read into host memory and preprocessed there (resident 16-bit rows whose
- * float32 values do not fit beside them on the GPU for preprocessing there). */
+ * float32 values do not fit the GPU for preprocessing there). */
 typedef struct { int cuda, device; int64_t chunk_rows; int host_prep; double free_bytes; } backend_plan_t;
 
 /* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
@@ -369,12 +369,12 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   plan.device = dev;
   plan.chunk_rows = stream ? chunk_rows : 0;
   plan.free_bytes = (double)free_b;
-  /* fp16/bf16 rows preprocessed on the GPU sit there in float32 as well until converted */
+  /* fp16/bf16 rows preprocessed on the GPU are float32 there, in the 16-bit rows' place, until converted */
   const double prep = (double)va_cuda_prep_bytes(st->n_local, st->d, cfg->precision, plan.chunk_rows);
   plan.host_prep = prep > 0 && avail >= 0 && need + prep > 0.95 * avail;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &plan.host_prep, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (plan.host_prep)
-    va_log0("backend cuda: the rows fit the GPU in 16 bits but not beside their float32 values (rank 0: %.2f GiB more): "
+    va_log0("backend cuda: the rows fit the GPU in 16 bits but not in float32 (rank 0: %.2f GiB more) while preprocessed: "
             "reading and preprocessing them on the host\n", prep / 1073741824.0);
 #else
   (void)st; (void)cfg;
@@ -385,7 +385,7 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
 /* The GPU memory the job holds now, for the metrics: the drop in the device's free memory since the
  * plan (the context's buffers and the cuBLAS and NCCL handles; another process on the same GPU would
  * count too); 0 on the CPU backend. Taken where the job is fullest: the rows preprocessed on the GPU
- * (fp16/bf16: in float32 beside the 16-bit rows), the rows uploaded, the loop's end. */
+ * (fp16/bf16: in float32, in the 16-bit rows' place), the rows uploaded, the loop's end. */
 static double gpu_memory_used(const backend_plan_t *plan) {
 #ifdef VECANNEAL_CUDA
   size_t free_b = 0, total_b = 0;

@@ -81,7 +81,10 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
 
 extern "C" size_t va_cuda_prep_bytes(int64_t n, int64_t d, int precision, int64_t chunk_rows) {
   if (chunk_rows > 0 || !elem_lp(precision)) return 0;
-  return (size_t)VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD) * (size_t)padded_dim(d) * 4;
+  /* float32 rows in place of the 16-bit ones, one piece of rounding (va_vmm_alloc: 1/256), and the first
+   * rows' 4 MiB buffer (convert_rows_in_place) */
+  const size_t lp = (size_t)VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD) * (size_t)padded_dim(d) * 2;
+  return lp + lp / 128 + ((size_t)6 << 20);
 }
 
 __global__ void iota_kernel(uint32_t *v, int64_t n) {
@@ -247,6 +250,11 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   VA_CUDA(cudaEventDestroy(c->anchors_staged));
   VA_CUDA(cudaEventDestroy(c->scal_ready));
   VA_CUDA(cudaEventDestroy(c->up_done));
+  if (c->rows_vmm.base) { /* X32 or Xlp lives there */
+    c->X32 = NULL;
+    c->Xlp = NULL;
+    va_vmm_free(&c->rows_vmm);
+  }
   dfree(&c->X32); dfree(&c->Xlp); dfree(&c->Xup); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
   dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
   dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
@@ -402,7 +410,7 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
   c->pin_next ^= 1;
   /* float32 rows: into place; 16-bit: into X32 while preprocessed on the device, else via Xup (the
    * stream orders its reuse) */
-  const int via_up = c->Xlp && !c->defer_convert;
+  const int via_up = elem_lp(c->precision) && !c->defer_convert;
   if (via_up && !c->Xup) { /* until va_cuda_finish_rows */
     const size_t up = c->pinned_bytes / rowb * (size_t)c->dp * 4;
     dalloc(&c->Xup, up, "row staging (float32)");
@@ -434,16 +442,45 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
 }
 
 /* Rows to be preprocessed on the device: 16-bit rows are held in float32 (X32) until va_cuda_finish_rows
- * (va_cuda_prep_bytes: the memory that takes). Streamed rows are preprocessed in their pinned host copy. */
+ * converts them in place (rows_vmm: the float32 rows take the 16-bit ones' place, and half of them is
+ * given back after; va_cuda_prep_bytes: the memory that takes beyond the loop's). Streamed rows are
+ * preprocessed in their pinned host copy. */
 extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
   if (c->chunk_rows || c->defer_convert) return;
   va_cuda_enter(c);
-  if (c->Xlp) {
+  if (elem_lp(c->precision)) {
     const size_t bytes = (size_t)c->npad * (size_t)c->dp * 4;
-    dalloc(&c->X32, bytes, "rows (float32, until converted)");
+    dfree(&c->Xlp); /* untouched yet; cudaFree waits for the creation's memset */
+    va_vmm_alloc(&c->rows_vmm, c->device, bytes, "rows (float32, until converted)");
+    c->X32 = (float *)c->rows_vmm.base;
     VA_CUDA(cudaMemsetAsync(c->X32, 0, bytes, c->stream));
   }
   c->defer_convert = 1;
+}
+
+/* X32's npad rows to 16 bits in the first half of the same memory, in row order. Rows [a, b) go from
+ * bytes [4 a dp, 4 b dp) to [2 a dp, 2 b dp), apart when b <= 2 a: so the first rows go through a small
+ * buffer and the others in ranges that double, [a, 2 a), each launch after the one that read what it
+ * overwrites (one stream). Then the second half is given back. */
+static void convert_rows_in_place(va_cuda_t *c) {
+  const int64_t n = c->npad, dp = c->dp;
+  int64_t first = (int64_t)(((size_t)4 << 20) / ((size_t)dp * 2));
+  if (first > n) first = n;
+  if (first < 1) first = 1;
+  void *head = NULL;
+  dalloc(&head, (size_t)first * (size_t)dp * 2, "rows (16-bit, first rows)");
+  char *lp = (char *)c->X32;
+  convert_rows(c, c->X32, head, first * dp);
+  for (int64_t a = first; a < n; a *= 2) {
+    const int64_t b = 2 * a < n ? 2 * a : n;
+    convert_rows(c, c->X32 + a * dp, lp + (size_t)a * (size_t)dp * 2, (b - a) * dp);
+  }
+  VA_CUDA(cudaMemcpyAsync(lp, head, (size_t)first * (size_t)dp * 2, cudaMemcpyDeviceToDevice, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  dfree(&head);
+  va_vmm_shrink(&c->rows_vmm, (size_t)n * (size_t)dp * 2);
+  c->Xlp = lp;
+  c->X32 = NULL;
 }
 
 static void stream_rows_to_16(va_cuda_t *c);
@@ -451,10 +488,7 @@ static void stream_rows_to_16(va_cuda_t *c);
 extern "C" void va_cuda_finish_rows(va_cuda_t *c) {
   va_cuda_enter(c);
   stream_rows_to_16(c);
-  if (c->defer_convert && c->Xlp) {
-    convert_rows(c, c->X32, c->Xlp, c->n * c->dp);
-    dfree(&c->X32); /* cudaFree waits for the conversion */
-  }
+  if (c->defer_convert && elem_lp(c->precision)) convert_rows_in_place(c);
   c->defer_convert = 0;
   dfree(&c->Xup);
 }

@@ -21,6 +21,7 @@ extern "C" {
 }
 #include "kernels/cuda_blas.cuh"
 #include "kernels/cuda_kernels.h"
+#include "kernels/cuda_vmm.cuh"
 
 #define VA_CUDA(call)                                                                                  \
   do {                                                                                                 \
@@ -59,6 +60,7 @@ struct va_cuda {
    * va_cuda_defer_conversion to va_cuda_finish_rows). NULL when streaming. */
   float *X32;                  /* npad x dp, zero padded */
   void *Xlp;                   /* npad x dp fp16/bf16 (precision 2/3), else NULL */
+  va_vmm_t rows_vmm;           /* fp16/bf16 preprocessed on the device: X32, then Xlp in its first half */
   float *Xup;                  /* fp16/bf16, rows uploaded without preprocessing: one staging buffer's rows
                                   in float32 on the device, converted from there into Xlp */
   int *overflow;               /* set when a row does not fit fp16 */

@@ -1041,6 +1041,7 @@ int main(int argc, char **argv) {
   farthest_init_case(10007, 128, 256, 0, 3);
   direct_case(20011, 77, 4096); /* padded d, 5 blocks, the last one short */
   direct_case(3001, 128, 4096); /* one short block */
+  direct_case(300007, 40, 65536); /* converted in place: the first 32768 rows through a buffer, then 4 ranges that double */
   cosine_case(20011, 384, 4096, 1, VA_CUDA_FP16); /* the embedder's width */
   cosine_case(3001, 77, 4096, 1, VA_CUDA_FP16);
   cosine_case(20011, 77, 4096, 0, VA_CUDA_BF16);
