@@ -81,10 +81,9 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
 
 extern "C" size_t va_cuda_prep_bytes(int64_t n, int64_t d, int precision, int64_t chunk_rows) {
   if (chunk_rows > 0 || !elem_lp(precision)) return 0;
-  /* float32 rows in place of the 16-bit ones, one piece of rounding (va_vmm_alloc: 1/256), and the first
-   * rows' 4 MiB buffer (convert_rows_in_place) */
-  const size_t lp = (size_t)VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD) * (size_t)padded_dim(d) * 2;
-  return lp + lp / 128 + ((size_t)6 << 20);
+  /* float32 rows in place of the 16-bit ones (the second half of va_vmm_alloc's, each half rounded up to
+   * the driver's granularity, 2 MiB), and the first rows' 4 MiB buffer (convert_rows_in_place) */
+  return (size_t)VA_ROUND_UP(n > 0 ? n : 1, VA_CUDA_ROWPAD) * (size_t)padded_dim(d) * 2 + ((size_t)8 << 20);
 }
 
 __global__ void iota_kernel(uint32_t *v, int64_t n) {
@@ -451,17 +450,17 @@ extern "C" void va_cuda_defer_conversion(va_cuda_t *c) {
   if (elem_lp(c->precision)) {
     const size_t bytes = (size_t)c->npad * (size_t)c->dp * 4;
     dfree(&c->Xlp); /* untouched yet; cudaFree waits for the creation's memset */
-    va_vmm_alloc(&c->rows_vmm, c->device, bytes, "rows (float32, until converted)");
+    va_vmm_alloc(&c->rows_vmm, c->device, bytes / 2, bytes / 2, "rows (float32, until converted)");
     c->X32 = (float *)c->rows_vmm.base;
     VA_CUDA(cudaMemsetAsync(c->X32, 0, bytes, c->stream));
   }
   c->defer_convert = 1;
 }
 
-/* X32's npad rows to 16 bits in the first half of the same memory, in row order. Rows [a, b) go from
- * bytes [4 a dp, 4 b dp) to [2 a dp, 2 b dp), apart when b <= 2 a: so the first rows go through a small
- * buffer and the others in ranges that double, [a, 2 a), each launch after the one that read what it
- * overwrites (one stream). Then the second half is given back. */
+/* X32's npad rows to 16 bits in the first half of the same memory (rows_vmm's head), in row order. Rows
+ * [a, b) go from bytes [4 a dp, 4 b dp) to [2 a dp, 2 b dp), apart when b <= 2 a: so the first rows go
+ * through a small buffer and the others in ranges that double, [a, 2 a), each launch after the one that
+ * read what it overwrites (one stream). Then the second half (the tail) is given back. */
 static void convert_rows_in_place(va_cuda_t *c) {
   const int64_t n = c->npad, dp = c->dp;
   int64_t first = (int64_t)(((size_t)4 << 20) / ((size_t)dp * 2));
@@ -478,7 +477,7 @@ static void convert_rows_in_place(va_cuda_t *c) {
   VA_CUDA(cudaMemcpyAsync(lp, head, (size_t)first * (size_t)dp * 2, cudaMemcpyDeviceToDevice, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
   dfree(&head);
-  va_vmm_shrink(&c->rows_vmm, (size_t)n * (size_t)dp * 2);
+  va_vmm_release_tail(&c->rows_vmm);
   c->Xlp = lp;
   c->X32 = NULL;
 }

@@ -67,12 +67,12 @@ static CUmemAllocationProp piece_prop(int device) {
   return p;
 }
 
-void va_vmm_alloc(va_vmm_t *m, int device, size_t bytes, const char *what) {
+void va_vmm_alloc(va_vmm_t *m, int device, size_t head, size_t tail, const char *what) {
   *m = va_vmm_t{};
   m->device = device;
-  if (bytes == 0) bytes = 1;
   VA_CUDA(cudaSetDevice(device));
   if (!vmm_supported(device)) {
+    const size_t bytes = head + tail > 0 ? head + tail : 1;
     cudaError_t e = cudaMalloc(&m->base, bytes);
     if (e != cudaSuccess) {
       size_t fr = 0, tot = 0;
@@ -80,67 +80,60 @@ void va_vmm_alloc(va_vmm_t *m, int device, size_t bytes, const char *what) {
       cudaMemGetInfo(&fr, &tot);
       VA_FATAL("cudaMalloc of %zu bytes for %s failed: %s (device has %zu of %zu bytes free)", bytes, what, cudaGetErrorString(e), fr, tot);
     }
-    m->piece = m->reserved = bytes;
-    m->npieces = m->mapped = 1;
+    m->head = head;
+    m->tail = tail;
     return;
   }
+  m->vmm = 1;
   const CUmemAllocationProp prop = piece_prop(device);
   size_t gran = 0;
   VA_CU(cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  size_t piece = (bytes / 256 + gran - 1) / gran * gran;
-  if (piece < gran) piece = gran;
-  m->piece = piece;
-  m->npieces = (int64_t)((bytes + piece - 1) / piece);
-  m->reserved = (size_t)m->npieces * piece;
-  m->handles = (unsigned long long *)va_calloc((size_t)m->npieces, sizeof *m->handles, "device memory pieces");
+  m->head = (head > 0 ? head + gran - 1 : gran) / gran * gran;
+  m->tail = (tail + gran - 1) / gran * gran;
   CUdeviceptr base = 0;
-  VA_CU(cu.cuMemAddressReserve(&base, m->reserved, 0, 0, 0));
+  VA_CU(cu.cuMemAddressReserve(&base, m->head + m->tail, 0, 0, 0));
   m->base = (void *)base;
-  for (int64_t i = 0; i < m->npieces; i++) {
+  const size_t size[2] = {m->head, m->tail};
+  for (int p = 0; p < 2 && size[p] > 0; p++) {
     CUmemGenericAllocationHandle h;
-    CUresult r = cu.cuMemCreate(&h, piece, &prop, 0);
+    CUresult r = cu.cuMemCreate(&h, size[p], &prop, 0);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       size_t fr = 0, tot = 0;
       cudaMemGetInfo(&fr, &tot);
-      VA_FATAL("allocating %zu bytes for %s: out of device memory after %lld of %lld pieces of %zu bytes (device has %zu of %zu bytes free)", bytes, what,
-               (long long)i, (long long)m->npieces, piece, fr, tot);
+      VA_FATAL("allocating %zu bytes for %s: out of device memory (device has %zu of %zu bytes free)", m->head + m->tail, what, fr, tot);
     }
     VA_CU(r);
-    m->handles[i] = h;
-    VA_CU(cu.cuMemMap(base + (CUdeviceptr)((size_t)i * piece), piece, 0, h, 0));
-    m->mapped = i + 1;
+    m->piece[p] = h;
+    VA_CU(cu.cuMemMap(base + (CUdeviceptr)(p ? m->head : 0), size[p], 0, h, 0));
   }
   CUmemAccessDesc access = {};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  VA_CU(cu.cuMemSetAccess(base, m->reserved, &access, 1));
+  VA_CU(cu.cuMemSetAccess(base, m->head + m->tail, &access, 1));
 }
 
-static void unmap_from(va_vmm_t *m, int64_t keep_pieces) {
-  for (int64_t i = m->mapped - 1; i >= keep_pieces; i--) {
-    VA_CU(cu.cuMemUnmap((CUdeviceptr)m->base + (CUdeviceptr)((size_t)i * m->piece), m->piece));
-    VA_CU(cu.cuMemRelease((CUmemGenericAllocationHandle)m->handles[i]));
-  }
-  if (keep_pieces < m->mapped) m->mapped = keep_pieces;
+static void give_back(va_vmm_t *m, int p) {
+  if (!m->piece[p]) return;
+  VA_CU(cu.cuMemUnmap((CUdeviceptr)m->base + (CUdeviceptr)(p ? m->head : 0), p ? m->tail : m->head));
+  VA_CU(cu.cuMemRelease((CUmemGenericAllocationHandle)m->piece[p]));
+  m->piece[p] = 0;
 }
 
-void va_vmm_shrink(va_vmm_t *m, size_t keep) {
-  if (!m->base || !m->handles) return;
+void va_vmm_release_tail(va_vmm_t *m) {
+  if (!m->base || !m->vmm) return;
   VA_CUDA(cudaSetDevice(m->device));
-  unmap_from(m, (int64_t)((keep + m->piece - 1) / m->piece));
+  give_back(m, 1);
 }
 
 void va_vmm_free(va_vmm_t *m) {
   if (!m->base) return;
   VA_CUDA(cudaSetDevice(m->device));
-  if (!m->handles) {
+  if (!m->vmm) {
     VA_CUDA(cudaFree(m->base));
   } else {
-    unmap_from(m, 0);
-    VA_CU(cu.cuMemAddressFree((CUdeviceptr)m->base, m->reserved));
-    free(m->handles);
+    give_back(m, 1);
+    give_back(m, 0);
+    VA_CU(cu.cuMemAddressFree((CUdeviceptr)m->base, m->head + m->tail));
   }
   *m = va_vmm_t{};
 }
-
-size_t va_vmm_held(const va_vmm_t *m) { return m->base ? (size_t)m->mapped * m->piece : 0; }
