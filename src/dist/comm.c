@@ -1,9 +1,8 @@
 /* comm.c: the loop's allreduces. MPI over MPI_COMM_WORLD on host buffers; with the CUDA backend and
  * NCCL, the same calls stage the host buffer through one device buffer and reduce it with
  * ncclAllReduce on the communicator's own stream (within a node NVLink beats MPI's host copies), and
- * device buffers (the statistics) are reduced in place, ordered on the device between the kernels that
- * fill and read them. Each call times itself into the 'allreduce' phase (the device buffer's: on the
- * device, at the wait) and counts the bytes it moves. */
+ * device buffers (the statistics) are reduced in place. Each call times itself into the 'allreduce'
+ * phase and counts the bytes it moves. */
 #include "dist/comm.h"
 
 #include <stdlib.h>
@@ -55,25 +54,21 @@ static void nccl_allreduce(void *buf, int64_t count, size_t elem, int type, int 
 void va_comm_finalize(void) {}
 #endif
 
-int va_allreduce_sum_f64_device(double *dbuf, int64_t count, void *stream) {
+int va_allreduce_sum_f64_device(double *dbuf, int64_t count) {
   if (va_proc.nranks == 1) return 1; /* nothing to combine */
 #ifdef VECANNEAL_NCCL
   if (nccl) {
-    va_nccl_allreduce_on(nccl, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM, stream);
+    double t0 = va_now();
+    va_nccl_allreduce(nccl, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM, NULL);
+    va_nccl_wait(nccl);
+    va_metrics_add_bytes((double)count * sizeof(double));
+    va_phase_add(VA_PH_ALLREDUCE, va_now() - t0);
     return 1;
   }
 #else
-  (void)dbuf; (void)count; (void)stream;
+  (void)dbuf; (void)count;
 #endif
   return 0;
-}
-
-void va_comm_wait_device(void *event) {
-#ifdef VECANNEAL_NCCL
-  if (nccl) va_nccl_wait_event(nccl, event);
-#else
-  (void)event;
-#endif
 }
 
 void va_comm_ready(int64_t count) {

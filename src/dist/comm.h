@@ -7,16 +7,10 @@
 #include <stdint.h>
 
 void va_allreduce_sum_f64(double *buf, int64_t count);
-/* CUDA backend: the sum over ranks of a device buffer, in place, queued between the work already queued
- * on stream (a cudaStream_t: the work that fills the buffer) and the work queued there after the call
- * (NCCL; the host does not wait). Returns 1 when queued (one rank: nothing to do), 0 without touching the
- * buffer when the job has no NCCL communicator: the caller then sums a host copy with
- * va_allreduce_sum_f64. Before the host waits for work queued after it, va_comm_wait_device. */
-int va_allreduce_sum_f64_device(double *dbuf, int64_t count, void *stream);
-/* Waits for event (a cudaEvent_t recorded on that stream after the sum was used) while watching NCCL for
- * a failed peer (which would leave the event pending for ever); without a communicator it returns at
- * once (the caller's own wait is safe). Adds the collective's device time to the 'allreduce' phase. */
-void va_comm_wait_device(void *event);
+/* CUDA backend: the sum over ranks of a device buffer, in place (NCCL), once the work that fills it is
+ * complete. Returns 1 when the buffer holds the sum (one rank: at once), 0 without touching it when the
+ * job has no NCCL communicator: the caller then sums a host copy with va_allreduce_sum_f64. */
+int va_allreduce_sum_f64_device(double *dbuf, int64_t count);
 #ifdef VECANNEAL_NCCL
 struct va_nccl;
 /* From now on the calls below reduce through this NCCL communicator (CUDA backend). */

@@ -16,11 +16,6 @@ struct va_nccl {
   ncclComm_t comm;
   cudaStream_t stream;
   cudaEvent_t dep;
-  /* va_nccl_allreduce_on: the collective's device time (timing events on the communicator's stream) and
-   * its bytes, added to the metrics by the wait that sees it done; ordered: one is pending */
-  cudaEvent_t t_begin, t_end;
-  int ordered;
-  double ordered_bytes;
   int rank, size, device;
   double timeout;
 };
@@ -65,8 +60,6 @@ va_nccl_t *va_nccl_create(MPI_Comm comm, int device) {
   VA_NCCL(NULL, ncclCommInitRank(&c->comm, c->size, id, c->rank));
   VA_NC_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   VA_NC_CUDA(cudaEventCreateWithFlags(&c->dep, cudaEventDisableTiming));
-  VA_NC_CUDA(cudaEventCreate(&c->t_begin));
-  VA_NC_CUDA(cudaEventCreate(&c->t_end));
   return c;
 }
 
@@ -83,38 +76,20 @@ void va_nccl_check_async(va_nccl_t *c) {
   }
 }
 
-/* Polls event (NULL: the communicator's stream) until done, checking NCCL's asynchronous error state on
- * the way. Spins for the first 100 ms: the loop waits here for a whole iteration's queued work (about
- * a millisecond), and a sleep's granularity (~60 us with the default timer slack) would be a tenth of
- * that; a wait longer than that is a peer that is late, and is polled every 50 us. */
-static void wait_until(va_nccl_t *c, cudaEvent_t event) {
-  const double t0 = va_now();
-  for (;;) {
-    cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(c->stream);
-    if (e == cudaSuccess) break;
-    if (e != cudaErrorNotReady) va_fatal_at(__FILE__, __LINE__, "waiting for an NCCL collective: %s", cudaGetErrorString(e));
+void va_nccl_wait(va_nccl_t *c) {
+  double t0 = va_now();
+  for (long spins = 0;; spins++) {
+    cudaError_t e = cudaStreamQuery(c->stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) va_fatal_at(__FILE__, __LINE__, "NCCL stream failed: %s", cudaGetErrorString(e));
     va_nccl_check_async(c);
-    const double waited = va_now() - t0;
-    if (c->timeout > 0 && waited > c->timeout)
+    if (c->timeout > 0 && va_now() - t0 > c->timeout)
       VA_FATAL("NCCL collective still pending after %.0f s (VECANNEAL_NCCL_TIMEOUT): a peer rank is stuck or gone", c->timeout);
-    if (waited > 0.1) {
-      struct timespec ts = {0, 50000};
+    if (spins > 1000) {
+      struct timespec ts = {0, 20000}; /* past the first ~ms, poll every 20 us */
       nanosleep(&ts, NULL);
     }
   }
-  if (c->ordered && cudaEventQuery(c->t_end) == cudaSuccess) {
-    float ms = 0;
-    VA_NC_CUDA(cudaEventElapsedTime(&ms, c->t_begin, c->t_end));
-    va_phase_add(VA_PH_ALLREDUCE, ms / 1e3);
-    va_metrics_add_bytes(c->ordered_bytes);
-    c->ordered = 0;
-  }
-}
-
-void va_nccl_wait(va_nccl_t *c) { wait_until(c, NULL); }
-void va_nccl_wait_event(va_nccl_t *c, void *event) {
-  if (!event) VA_FATAL("va_nccl_wait_event without an event");
-  wait_until(c, (cudaEvent_t)event);
 }
 
 static ncclDataType_t nccl_type(int type, size_t *elem) {
@@ -146,23 +121,6 @@ void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op
   VA_NCCL(c->comm, ncclAllReduce(dbuf, dbuf, (size_t)count, t, nccl_op(op), c->comm, c->stream));
 }
 
-void va_nccl_allreduce_on(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *stream) {
-  if (count <= 0) return;
-  if (!stream) VA_FATAL("va_nccl_allreduce_on without a stream");
-  if (c->ordered) VA_FATAL("va_nccl_allreduce_on: the previous one has not been waited for");
-  size_t elem = 0;
-  nccl_type(type, &elem);
-  VA_NC_CUDA(cudaSetDevice(c->device));
-  VA_NC_CUDA(cudaEventRecord(c->dep, (cudaStream_t)stream));
-  VA_NC_CUDA(cudaStreamWaitEvent(c->stream, c->dep, 0));
-  VA_NC_CUDA(cudaEventRecord(c->t_begin, c->stream));
-  va_nccl_allreduce(c, dbuf, count, type, op, NULL);
-  VA_NC_CUDA(cudaEventRecord(c->t_end, c->stream));
-  VA_NC_CUDA(cudaStreamWaitEvent((cudaStream_t)stream, c->t_end, 0));
-  c->ordered = 1;
-  c->ordered_bytes = (double)count * (double)elem;
-}
-
 static void reduce_wait(va_nccl_t *c, void *dbuf, int64_t count, int type, int op) {
   double t0 = va_now();
   va_nccl_allreduce(c, dbuf, count, type, op, NULL);
@@ -187,8 +145,6 @@ void va_nccl_destroy(va_nccl_t *c) {
     VA_NCCL(c->comm, ncclCommFinalize(c->comm));
     VA_NCCL(c->comm, ncclCommDestroy(c->comm));
   }
-  VA_NC_CUDA(cudaEventDestroy(c->t_end));
-  VA_NC_CUDA(cudaEventDestroy(c->t_begin));
   VA_NC_CUDA(cudaEventDestroy(c->dep));
   VA_NC_CUDA(cudaStreamDestroy(c->stream));
   free(c);

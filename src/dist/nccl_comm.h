@@ -26,18 +26,8 @@ va_nccl_t *va_nccl_create(MPI_Comm comm, int device);
  * after_stream (a cudaStream_t, or NULL): the allreduce waits for the work already queued there, so
  * a kernel that fills buf on that stream needs no host synchronisation first. Returns at once. */
 void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *after_stream);
-/* The loop's allreduce, ordered on the device alone: enqueued after the work already queued on stream (a
- * cudaStream_t), and the work queued on stream after the call waits for it; the host does not wait in
- * between (two fewer round trips an iteration than a host wait before and after). Its device time, from
- * the end of stream's earlier work to the end of the collective (NCCL's own time plus the wait for the
- * slowest rank), and its bytes go into the metrics at the wait that finds it done. One at a time. */
-void va_nccl_allreduce_on(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *stream);
-/* Waits for everything queued on the communicator's stream, polling for asynchronous NCCL errors (a
- * failed peer ends the job instead of hanging it) and the timeout. */
+/* Waits for everything queued on the communicator's stream, polling for asynchronous NCCL errors. */
 void va_nccl_wait(va_nccl_t *c);
-/* The same for event (a cudaEvent_t recorded on a stream after work that waits for the collectives,
- * e.g. va_nccl_allreduce_on's stream). */
-void va_nccl_wait_event(va_nccl_t *c, void *event);
 /* Enqueue + wait, timed into the allreduce phase (metrics.h), bytes counted. */
 void va_nccl_allreduce_sum_f64(va_nccl_t *c, double *dbuf, int64_t count);
 void va_nccl_allreduce_sum_f32(va_nccl_t *c, float *dbuf, int64_t count);

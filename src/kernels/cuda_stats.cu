@@ -665,8 +665,6 @@ extern "C" void va_cuda_sync(va_cuda_t *c) {
   va_cuda_enter(c);
   VA_CUDA(cudaStreamSynchronize(c->stream));
 }
-extern "C" void *va_cuda_work_stream(va_cuda_t *c) { return (void *)c->stream; }
-extern "C" void *va_cuda_scalars_event(va_cuda_t *c) { return (void *)c->scal_ready; }
 
 /* out[3 j + f] = acc[j W + d + f] (weight, count, r sum), out[3 k + e] = acc[k W + e], then the fp16
  * overflow flag. */

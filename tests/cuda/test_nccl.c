@@ -1,15 +1,13 @@
 /* test_nccl.c: the NCCL wrapper on one GPU per rank. Run with mpirun -n P; exits 77 ("SKIP: ...") on
  * every rank when the node has fewer GPUs than ranks (or none). Checks a sum of doubles, a sum and a
  * max of floats over device buffers against the values every rank can compute, an allreduce queued
- * after a stream (after_stream), one ordered between a stream's work before and after it with its
- * device time in the allreduce phase (va_nccl_allreduce_on), and the async-error poll. */
+ * after a stream (after_stream), and the async-error poll. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dist/nccl_comm.h"
-#include "metrics.h"
 #include "util.h"
 
 int main(int argc, char **argv) {
@@ -62,28 +60,6 @@ int main(int argc, char **argv) {
   bad = 0;
   for (int64_t i = 0; i < n; i++) bad += gd[i] != 0;
   if (bad) { printf("rank %d: after_stream ordering broken (%lld non-zero)\n", me, (long long)bad); fails++; }
-  /* ordered on the device (va_nccl_allreduce_on): the rank's values go up on s, the sum runs after them,
-   * and the copy back queued on s after the call must see the sum; no host wait until the event */
-  double *hp;
-  cudaEvent_t done;
-  if (cudaMallocHost((void **)&hp, (size_t)n * 8) || cudaEventCreateWithFlags(&done, cudaEventDisableTiming)) VA_FATAL("pinned buffer");
-  for (int64_t i = 0; i < n; i++) hp[i] = hd[i];
-  const double phase0 = va_phase_total(VA_PH_ALLREDUCE);
-  for (int rep = 0; rep < 3; rep++) {
-    cudaMemcpyAsync(dd, hp, (size_t)n * 8, cudaMemcpyHostToDevice, s);
-    va_nccl_allreduce_on(c, dd, n, VA_NCCL_F64, VA_NCCL_SUM, s);
-    cudaMemcpyAsync(gd, dd, (size_t)n * 8, cudaMemcpyDeviceToHost, s); /* pageable: staged, in order */
-    cudaEventRecord(done, s);
-    va_nccl_wait_event(c, done);
-    cudaStreamSynchronize(s);
-    bad = 0;
-    for (int64_t i = 0; i < n; i++) bad += gd[i] != tri * (double)i + 0.25 * P;
-    if (bad) { printf("rank %d: allreduce_on ordering broken on pass %d (%lld wrong)\n", me, rep, (long long)bad); fails++; }
-  }
-  const double phase = va_phase_total(VA_PH_ALLREDUCE) - phase0;
-  if (!(phase > 0 && phase < 10)) { printf("rank %d: allreduce_on device time %g s not in the allreduce phase\n", me, phase); fails++; }
-  cudaEventDestroy(done);
-  cudaFreeHost(hp);
   va_nccl_check_async(c);
   int all = 0;
   MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
