@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# gpu_loop_scaling.sh: on a machine with several GPUs, from the repository root: the compress loop on
+# 1, 2, 4, ... GPUs (up to the machine's count, or GPUS="1,2"), REPS runs each, d 128, k 1024, fp16
+# products, 20 iterations, per-iteration times from the progress lines (the median iteration leaves
+# out the first one, where NCCL's first-use costs would land) and the allreduce phase from --metrics
+# divided by the iterations (max over ranks; it includes the wait for the slowest rank and the few
+# collectives of the initialisation and the final pass, so it is an upper bound per iteration).
+#   weak:   ROWS_PER_GPU rows per GPU (default 2000000): efficiency t1 / tP on the median iteration
+#   strong: STRONG_N rows in all (default 8000000): efficiency t1 / (P tP); the indexes on P GPUs
+#           against 1 GPU (h5tool close: worst relative anchor difference, share of assignments that
+#           differ), which should agree to rounding
+# RUNTIME_CONNECT=1 also runs every P > 1 with NCCL's lazy peer connections (NCCL_RUNTIME_CONNECT=1,
+# NCCL's own default) beside vecanneal's default (connections made at communicator creation).
+# Output under $OUT: loop.csv (one row per run), summary.txt (medians over the runs and efficiencies).
+set -u
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+OUT=${OUT:-$PWD/out-gpu}; W=/tmp/gpu-loop-scaling; mkdir -p "$OUT" "$W"
+B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRONG_N:-8000000} REPS=${REPS:-3}
+NGPU=$(nvidia-smi -L | grep -c "^GPU")
+if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
+nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal h5tool > "$W/build.log" 2>&1 \
+  || { tail -20 "$W/build.log"; exit 1; }
+gen() { [ -f "$W/n$1.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1.h5" --n "$1" --d 128 --clusters 2000 --spread 0.5 --dtype float16 > /dev/null; }
+echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,allreduce_ms_per_iter,vs_1gpu" > "$OUT/loop.csv"
+run() { # mode gpus runtime_connect rep n
+  local tag="$1_$2_$3_$4" cmp=""
+  mpirun -n "$2" -x NCCL_NVLS_ENABLE -x NCCL_RUNTIME_CONNECT="$3" --bind-to none "$B/vecanneal" compress --input "$W/n$5.h5:/train" \
+    --anchors 1024 --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 --set max_iter=20 --set tol=0 --set min_changes=0 --set threads=4 \
+    --set seed=1 --set progress_every=1 --metrics "$W/m_$tag.json" > "$W/run_$tag.log" 2>&1 || { echo "run $tag failed:"; tail -5 "$W/run_$tag.log"; return; }
+  if [ "$1" = strong ] && [ "$2" -gt 1 ]; then
+    cmp=$("$B/h5tool" close "$W/i_$tag.h5" "$W/i_strong_1_0_$4.h5" 1e-4 1 2>&1 | tr '\n' ' ' | tr ',' ';')
+  fi
+  python3 - "$W/run_$tag.log" "$W/m_$tag.json" "$1,$2,$3,$4,$5" "$cmp" >> "$OUT/loop.csv" <<'PY'
+import json, re, statistics, sys
+ms = [float(l.split()[-1]) for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s", l)]
+m = json.load(open(sys.argv[2]))
+ar = 1e3 * m["phases_seconds"]["allreduce"]["max"] / max(1, m["iterations"])
+print(f"{sys.argv[3]},{m['ms_per_iteration']:.3f},{ms[0]:.2f},{statistics.median(ms[1:]):.3f},{max(ms):.2f},{ar:.3f},{sys.argv[4]}")
+PY
+}
+IFS=, read -r -a plist <<< "$GPUS"
+for p in "${plist[@]}"; do gen $((p * ROWS_PER_GPU)); done
+gen "$STRONG_N"
+for rep in $(seq "$REPS"); do
+  for p in "${plist[@]}"; do
+    run weak "$p" 0 "$rep" $((p * ROWS_PER_GPU))
+    run strong "$p" 0 "$rep" "$STRONG_N"
+    if [ "${RUNTIME_CONNECT:-0}" = 1 ] && [ "$p" -gt 1 ]; then run weak "$p" 1 "$rep" $((p * ROWS_PER_GPU)); fi
+  done
+done
+python3 - "$OUT/loop.csv" <<'PY' | tee "$OUT/summary.txt"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def med(mode, p, rc="0", key="median_iter_ms"):
+    v = [float(r[key]) for r in rows if r["mode"] == mode and r["gpus"] == str(p) and r["runtime_connect"] == rc]
+    return (statistics.median(v), min(v), max(v)) if v else None
+gpus = sorted({int(r["gpus"]) for r in rows})
+print("mode   gpus  median iteration ms [min, max over runs]  allreduce ms/iter  efficiency")
+for mode in ("weak", "strong"):
+    t1 = med(mode, 1)
+    for p in gpus:
+        t, a = med(mode, p), med(mode, p, key="allreduce_ms_per_iter")
+        if not t: continue
+        eff = (t1[0] / t[0] if mode == "weak" else t1[0] / (p * t[0])) if t1 else float("nan")
+        print(f"{mode:6s} {p:4d}  {t[0]:8.3f} [{t[1]:.3f}, {t[2]:.3f}]  {a[0]:17.3f}  {eff:10.2f}")
+for r in rows:
+    if r["vs_1gpu"]: print(f"strong {r['gpus']} GPUs run {r['rep']} against 1 GPU: {r['vs_1gpu']}")
+PY
