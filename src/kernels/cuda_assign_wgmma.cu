@@ -122,10 +122,13 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
                    uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
   constexpr int NTH = NWG * 128, BM = NTH; /* rows per block: 128 per warpgroup */
-  constexpr int ROWB = KS * 32, CPR = ROWB / 16, TILE_B = BN * ROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
+  /* a row: ROWB bytes in global memory (KS steps of 32 bytes), SROWB in shared memory (whole 128-byte
+   * pieces: a row of 1.5 pieces, d 96 at 16 bits, fills two, its swizzled chunks spread over both
+   * lines of the second) */
+  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16, TILE_B = BN * SROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
   constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
   constexpr int GROUP = unit_group<T, KS>();
-  static_assert(KS % 4 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
+  static_assert(KS % 2 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
   static_assert((NTH / CPR) % 8 == 0, "a thread's chunks share their column and swizzle");
   static_assert(SS == (sizeof(T) == 2), "16-bit rows from shared memory, tf32 rows in registers");
   extern __shared__ unsigned char smem_raw[];
@@ -133,7 +136,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   const unsigned char *smem = smem_raw + (s_base - s_raw);
   const uint32_t s_rows = s_base + (uint32_t)(STAGES * STAGE_B); /* SS: the block's rows, 64-row blocks as the tiles */
   /* the rows' previous a[] (for the changed count), after the rows */
-  const uint32_t s_old = s_rows + (uint32_t)(SS ? BM * ROWB : 0);
+  const uint32_t s_old = s_rows + (uint32_t)(SS ? BM * SROWB : 0);
   const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
   /* the block's first row; rows up to `readable` (the allocation, a multiple of 256) may be read */
@@ -145,7 +148,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   const int c = tid % CPR, n0 = tid / CPR;
   const uint32_t dst0 = (uint32_t)((c >> 3) * (BN * 128) + n0 * 128 + (((c & 7) ^ (n0 & 7)) << 4));
   auto load_tile = [&](int t) {
-    const unsigned char *src = (const unsigned char *)A + (size_t)t * TILE_B + tid * 16;
+    const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + tid * 16;
     const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
 #pragma unroll
     for (int q = 0; q < LOADS; q++)
@@ -158,7 +161,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
 #pragma unroll
     for (int q = 0; q < BM * CPR / NTH; q++) {
       const int r = n0 + q * (NTH / CPR), i = r & 63;
-      const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * ROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+      const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
       if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
       else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
     }
@@ -213,7 +216,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
   const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
   /* SS: this warpgroup's row block 0 in shared memory */
-  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * ROWB))) >> 4);
+  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * SROWB))) >> 4);
 
   /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
   auto top = [&](int t) {
@@ -243,7 +246,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
         uint64_t adesc;
         asm volatile("add.s64 %0, %1, %2;\n"
                      : "=l"(adesc)
-                     : "l"(adesc0), "l"((uint64_t)((rb * (64 * ROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
+                     : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
         WgS<T>::run(acc[rb], adesc, bdesc, ks > 0);
       } else
         WgTf32::run(acc[rb], af[rb][ks], bdesc, ks > 0);
@@ -334,34 +337,36 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
-/* Per product type: anchors per tile and ring stages (tf32: 64-anchor tiles keep the two accumulator
- * sets and the rows' 128 fragment registers under 255). The row length picks KS: full rows of 128 or 64
- * elements only (others take the mma.sync kernels). */
 /* Per element type: anchors per tile, ring stages, warpgroups, rows in shared memory (tf32: 64-anchor
- * tiles keep the two accumulator sets and the rows' 128 fragment registers under 255). The row length
- * picks KS: full rows of 128 or 64 elements only (others take the mma.sync kernels). */
+ * tiles keep the two accumulator sets and the rows' 128 fragment registers under 255). */
 template <typename T> struct Cfg {
   static constexpr bool SS = sizeof(T) == 2;
   static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2;
 };
-template <typename T> constexpr int ks_full() { return (int)(128 * sizeof(T) / 32); } /* steps of a 128-element row */
-
-template <typename T> size_t smem_of(int64_t dp) {
-  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, KS = ks_full<T>();
-  constexpr size_t BM = (size_t)Cfg<T>::NWG * 128, ROWS = Cfg<T>::SS ? BM : 0; /* rows held in shared memory */
-  if (dp != 128 && dp != 64) return 0;
-  const size_t rowb = dp == 128 ? (size_t)KS * 32 : (size_t)KS / 2 * 32;
-  return (size_t)S * (BN * rowb + 1024) + ROWS * rowb + BM * 4 + 1024;
+/* The row length picks KS (32-byte steps): every padded row up to 128 elements at 16 bits (d 32, 64, 96,
+ * 128); tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
+ * columns); 0 where the kernel does not apply (the mma.sync kernels do). */
+template <typename T> int ks_of(int64_t dp) {
+  if (dp <= 0 || dp > 128 || dp % 32) return 0;
+  if (sizeof(T) == 4 && dp == 96) return 0;
+  return (int)(dp * (int64_t)sizeof(T) / 32);
 }
 
-template <typename T>
-cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
-                   unsigned long long *counter, int sms, cudaStream_t stream) {
-  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, NWG = Cfg<T>::NWG, KS = ks_full<T>();
-  constexpr bool SS = Cfg<T>::SS;
+template <typename T> size_t smem_of(int64_t dp) {
+  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES;
+  constexpr size_t BM = (size_t)Cfg<T>::NWG * 128, ROWS = Cfg<T>::SS ? BM : 0; /* rows held in shared memory */
+  const int ks = ks_of<T>(dp);
+  if (!ks) return 0;
+  const size_t srowb = (size_t)(ks + 3) / 4 * 128;
+  return (size_t)S * (BN * srowb + 1024) + ROWS * srowb + BM * 4 + 1024;
+}
+
+template <typename T, int KS>
+cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                      unsigned long long *counter, int sms, cudaStream_t stream) {
+  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, NWG = Cfg<T>::NWG;
   const size_t smem = smem_of<T>(dp);
-  if (smem == 0) return cudaErrorInvalidValue;
-  auto kern = dp == 128 ? fused_wgmma_kernel<T, BN, KS, S, NWG, SS> : fused_wgmma_kernel<T, BN, KS / 2, S, NWG, SS>;
+  auto kern = fused_wgmma_kernel<T, BN, KS, S, NWG, Cfg<T>::SS>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
   const int ntiles = (int)((k + BN - 1) / BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
@@ -369,6 +374,27 @@ cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int
   /* one block per SM: the block an SM runs next is about `sms` blocks on */
   kern<<<blocks, NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter, sms);
   return cudaGetLastError();
+}
+
+/* KS steps of 32 bytes make a row of element type T (16-bit: 8 at most, tf32: 4, 8 or 16). */
+template <typename T, int KS> constexpr bool ks_valid() { return sizeof(T) == 2 ? KS <= 8 : KS == 4 || KS == 8 || KS == 16; }
+
+template <typename T>
+cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                   unsigned long long *counter, int sms, cudaStream_t stream) {
+  cudaError_t e = cudaErrorInvalidValue;
+  const int ks = ks_of<T>(dp);
+  auto try_ks = [&](auto KS) {
+    constexpr int q = decltype(KS)::value;
+    if constexpr (ks_valid<T, q>())
+      if (ks == q) e = launch_ks<T, q>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+  };
+  try_ks(std::integral_constant<int, 2>{});
+  try_ks(std::integral_constant<int, 4>{});
+  try_ks(std::integral_constant<int, 6>{});
+  try_ks(std::integral_constant<int, 8>{});
+  try_ks(std::integral_constant<int, 16>{});
+  return e;
 }
 
 } // namespace

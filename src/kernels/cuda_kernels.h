@@ -193,7 +193,7 @@ void va_cuda_debug_poison(va_cuda_t *ctx);
 void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
  * 2 = rows held in registers (d <= 128, mma.sync), 3 = rows in registers on wgmma (sm_90 only, full rows
- * of 64 or 128 elements; the fastest measured where it applies). Returns the configuration now in force
+ * of 32 to 128 elements at 16 bits, 32, 64 or 128 at tf32; the fastest measured where it applies). Returns the configuration now in force
  * (0: that one does not apply to this context's shape and device). */
 #define VA_CUDA_FUSED_CONFIGS 3
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);

@@ -1047,7 +1047,8 @@ int main(int argc, char **argv) {
   cosine_case(20011, 77, 4096, 0, VA_CUDA_BF16);
   farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
-  run_case(20011, 77, 37, 37);     /* odd d (padding), k below one tile: configurations 1, 2 */
+  run_case(20011, 77, 37, 37);     /* odd d (padding to 96: the wgmma kernel's 1.5-piece rows at 16 bits), k below one tile */
+  run_case(9001, 20, 200, 200);    /* d padded to 32: the wgmma kernel's quarter-piece rows */
   run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */
   run_case(5003, 64, 50, 50);      /* one anchor tile */
   run_case(3001, 300, 130, 130);   /* large d: 128x64 fused tiles (16-bit), GEMM only for tf32 */
