@@ -73,6 +73,22 @@ template <typename T> struct WgS;
 VA_WGS(__half, "m64n128k16.f32.f16.f16")
 VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
 #undef VA_WGS
+/* fp16 / bf16, rows longer than 128 elements in registers: D (64 x 64) += A (64 x 16: one 32-byte step
+ * of d, as mma.sync's m16n8k16 A fragment per warp, negated when loaded) * B (the step's 64 anchors,
+ * bdesc, K-major). */
+template <typename T> struct WgR;
+#define VA_WGR(TYPE, SHAPE)                                                                                    \
+  template <> struct WgR<TYPE> {                                                                             \
+    static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" \
+                   : VA_F32(d, 0)                                                                            \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                    \
+    }                                                                                                        \
+  };
+VA_WGR(__half, "m64n64k16.f32.f16.f16")
+VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
+#undef VA_WGR
 #undef VA_D64
 #undef VA_D32
 #undef VA_F32
@@ -115,13 +131,16 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
  * / 0.952 (its 16-unit instances spill a few bytes; 6 ring stages instead of 4 were slower). k 1024 is
  * one group of 16 at fp16/bf16. */
 /* SS at KS 4 (d 64): groups of 8 or 16 spill (488 / 1604 bytes) in 168 registers, groups of 4 do not */
-template <typename T, int KS> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : KS < 8 ? 4 : 16; }
+template <typename T, int KS> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : KS != 8 ? 4 : 16; }
 
-template <typename T, int BN, int KS, int STAGES, int NWG, bool SS>
+/* RB: 64-row blocks per warpgroup. 2: units alternate the two row blocks (and accumulator sets) within a
+ * tile; 1 (16-bit rows longer than 128 elements, in registers: two blocks' fragments would not fit):
+ * units are whole tiles, alternating the accumulator sets from tile to tile. */
+template <typename T, int BN, int KS, int STAGES, int NWG, bool SS, int RB>
 __global__ void __launch_bounds__(NWG * 128, 1)
 fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
                    uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
-  constexpr int NTH = NWG * 128, BM = NTH; /* rows per block: 128 per warpgroup */
+  constexpr int NTH = NWG * 128, BM = NWG * 64 * RB; /* rows per block */
   /* a row: ROWB bytes in global memory (KS steps of 32 bytes), SROWB in shared memory (whole 128-byte
    * pieces: a row of 1.5 pieces, d 96 at 16 bits, fills two, its swizzled chunks spread over both
    * lines of the second) */
@@ -129,8 +148,10 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
   constexpr int GROUP = unit_group<T, KS>();
   static_assert(KS % 2 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
-  static_assert((NTH / CPR) % 8 == 0, "a thread's chunks share their column and swizzle");
-  static_assert(SS == (sizeof(T) == 2), "16-bit rows from shared memory, tf32 rows in registers");
+  /* a thread's chunks of a tile share their column and swizzle (one destination computed once), or not */
+  constexpr bool FIXED_COL = NTH % CPR == 0 && (NTH / CPR) % 8 == 0;
+  static_assert(!SS || (sizeof(T) == 2 && RB == 2 && FIXED_COL), "rows in shared memory: 16-bit, two row blocks");
+  static_assert(RB == 2 || RB == 1, "row blocks");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const unsigned char *smem = smem_raw + (s_base - s_raw);
@@ -142,7 +163,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   /* the block's first row; rows up to `readable` (the allocation, a multiple of 256) may be read */
   const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
   /* this warp's first row in row block 0 of its warpgroup, relative to row0; row block 1 adds 64 */
-  const int wrow0 = (warp >> 2) * 128 + (warp & 3) * 16;
+  const int wrow0 = (warp >> 2) * (64 * RB) + (warp & 3) * 16;
 
   /* this thread's chunk of every tile: anchor n0 + q NTH / CPR, 16-byte column c of the row */
   const int c = tid % CPR, n0 = tid / CPR;
@@ -151,8 +172,15 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + tid * 16;
     const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
 #pragma unroll
-    for (int q = 0; q < LOADS; q++)
-      if ((BN * CPR) % NTH == 0 || q * NTH + tid < BN * CPR) cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
+    for (int q = 0; q < LOADS; q++) {
+      if ((BN * CPR) % NTH != 0 && q * NTH + tid >= BN * CPR) continue;
+      if constexpr (FIXED_COL) {
+        cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
+      } else { /* chunk e of the tile: anchor e / CPR, column e % CPR (constant divisors) */
+        const int e = q * NTH + tid, j = e / CPR, cc = e % CPR;
+        cp_async16(st + (uint32_t)((cc >> 3) * (BN * 128) + j * 128 + (((cc & 7) ^ (j & 7)) << 4)), src + q * NTH * 16);
+      }
+    }
     if (tid < BN / 4) cp_async16(st + TILE_B + tid * 16, hb + (size_t)t * BN + tid * 4);
   };
   if constexpr (SS) {
@@ -173,7 +201,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
      * H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16 0.516 / 0.508 / 0.509 -> 0.485 /
      * 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 / 0.479; 8M fp16 4.782 -> 4.692. tf32
      * (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963, no gain, so not there. */
-    if (row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
+    if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
     if constexpr (SS) {
       constexpr int PIECE = BM * ROWB / (NTH / 32);
       static_assert(PIECE % 16 == 0, "prefetch pieces");
@@ -190,27 +218,28 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     cp_async_commit();
   }
 
-  /* tf32: A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g, bytes 4tq of
-   * the step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
-  uint32_t af[SS ? 1 : 2][SS ? 1 : KS][4];
+  /* rows in registers: A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g,
+   * bytes 4tq of the step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
+  constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  uint32_t af[SS ? 1 : RB][SS ? 1 : KS][4];
 #pragma unroll
-  for (int rb = 0; rb < (SS ? 0 : 2); rb++) {
+  for (int rb = 0; rb < (SS ? 0 : RB); rb++) {
     const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(row0 + wrow0 + rb * 64 + g) * ROWB);
     const uint32_t *x1 = x0 + 8 * ROWB / 4;
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ 0x80000000u;
-      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ 0x80000000u;
-      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ 0x80000000u;
-      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ 0x80000000u;
+      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ NEG;
+      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ NEG;
     }
   }
 
   float acc[2][NACC] = {}; /* products start from zero (scale-d 0); defined before their first use anyway */
-  float best[2][2];
-  int bidx[2][2];
+  float best[RB][2];
+  int bidx[RB][2];
 #pragma unroll
-  for (int rb = 0; rb < 2; rb++)
+  for (int rb = 0; rb < RB; rb++)
 #pragma unroll
     for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
@@ -231,11 +260,11 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
    * make the compiler wait for every product in flight before issuing (seen in the SASS), so the bias
    * is added when the set is scanned instead. */
   auto issue = [&](auto J, int u) {
-    constexpr int rb = decltype(J)::value;
-    const int t = u >> 1;
-    if (rb == 0) top(t);
+    constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
+    const int t = u / RB;
+    if (RB == 1 || set == 0) top(t);
     const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
-    fence_regs(acc[rb]);
+    fence_regs(acc[set]);
     wg_fence();
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
@@ -247,9 +276,11 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
         asm volatile("add.s64 %0, %1, %2;\n"
                      : "=l"(adesc)
                      : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
-        WgS<T>::run(acc[rb], adesc, bdesc, ks > 0);
-      } else
-        WgTf32::run(acc[rb], af[rb][ks], bdesc, ks > 0);
+        WgS<T>::run(acc[set], adesc, bdesc, ks > 0);
+      } else if constexpr (sizeof(T) == 4)
+        WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
+      else
+        WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
     }
     wg_commit();
   };
@@ -259,9 +290,9 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
    * not hide), merged into the running best (strictly smaller: ties stay with the earlier tile). Tile
    * t's stage is refilled only at tile t + 2, after every unit of t has been retired. */
   auto retire = [&](auto J, int u) {
-    constexpr int rb = decltype(J)::value;
-    const int t = u >> 1;
-    float(&d)[NACC] = acc[rb];
+    constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
+    const int t = u / RB;
+    float(&d)[NACC] = acc[set];
     fence_regs(d);
     const float *bias_s = (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B);
     /* both rows' (h) pairs per bias load: the accumulators turn into pairs as they are read, so the
@@ -307,7 +338,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   using P2 = std::integral_constant<int, 2>;
   using P4 = std::integral_constant<int, 4>;
   using PG = std::integral_constant<int, GROUP>;
-  const int units = 2 * ntiles;
+  const int units = RB * ntiles;
   int u = 0;
   for (; u + GROUP <= units; u += GROUP) group(PG{}, u);
   for (; u + 4 <= units; u += 4) group(P4{}, u);
@@ -316,7 +347,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   /* the quad (4 threads sharing a row), ties to the lowest anchor; then a[] and the changed count */
   unsigned changed = 0;
 #pragma unroll
-  for (int rb = 0; rb < 2; rb++)
+  for (int rb = 0; rb < RB; rb++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       float bv = best[rb][h];
@@ -337,47 +368,54 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
-/* Per element type: anchors per tile, ring stages, warpgroups, rows in shared memory (tf32: 64-anchor
- * tiles keep the two accumulator sets and the rows' 128 fragment registers under 255). */
-template <typename T> struct Cfg {
-  static constexpr bool SS = sizeof(T) == 2;
-  static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2;
+/* Per element type and row length: anchors per tile, ring stages, warpgroups, rows in shared memory, row
+ * blocks per warpgroup. tf32: 64-anchor tiles keep the two accumulator sets and the rows' 128 fragment
+ * registers under 255. 16-bit rows up to 128 elements: in shared memory, three warpgroups. Longer 16-bit
+ * rows (WIDE): neither 384 such rows nor the ring of 128-anchor tiles fit in shared memory, so each
+ * warpgroup holds one 64-row block's fragments in registers (dp / 4 a thread, 96 at d 384) and the
+ * anchors come in 64-anchor tiles, 4 stages. */
+template <typename T, bool WIDE = false> struct Cfg {
+  static constexpr bool SS = sizeof(T) == 2 && !WIDE;
+  static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2, RB = WIDE ? 1 : 2;
 };
-/* The row length picks KS (32-byte steps): every padded row up to 128 elements at 16 bits (d 32, 64, 96,
- * 128); tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
- * columns); 0 where the kernel does not apply (the mma.sync kernels do). */
+/* The row length picks KS (32-byte steps): every padded row up to 384 elements at 16 bits (beyond 128:
+ * WIDE); tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
+ * columns); 0 where the kernel does not apply (the mma.sync kernels, or the GEMM path, do). */
 template <typename T> int ks_of(int64_t dp) {
-  if (dp <= 0 || dp > 128 || dp % 32) return 0;
+  if (dp <= 0 || dp % 32 || dp > (sizeof(T) == 2 ? 384 : 128)) return 0;
   if (sizeof(T) == 4 && dp == 96) return 0;
   return (int)(dp * (int64_t)sizeof(T) / 32);
 }
 
+template <typename C> size_t smem_cfg(int ks) {
+  constexpr size_t BM = (size_t)C::NWG * 64 * C::RB, ROWS = C::SS ? BM : 0; /* rows held in shared memory */
+  const size_t srowb = (size_t)(ks + 3) / 4 * 128;
+  return (size_t)C::STAGES * (C::BN * srowb + 1024) + ROWS * srowb + BM * 4 + 1024;
+}
 template <typename T> size_t smem_of(int64_t dp) {
-  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES;
-  constexpr size_t BM = (size_t)Cfg<T>::NWG * 128, ROWS = Cfg<T>::SS ? BM : 0; /* rows held in shared memory */
   const int ks = ks_of<T>(dp);
   if (!ks) return 0;
-  const size_t srowb = (size_t)(ks + 3) / 4 * 128;
-  return (size_t)S * (BN * srowb + 1024) + ROWS * srowb + BM * 4 + 1024;
+  return ks > 8 && sizeof(T) == 2 ? smem_cfg<Cfg<T, true>>(ks) : smem_cfg<Cfg<T>>(ks);
 }
 
 template <typename T, int KS>
-cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t k, uint32_t *assign,
                       unsigned long long *counter, int sms, cudaStream_t stream) {
-  constexpr int BN = Cfg<T>::BN, S = Cfg<T>::STAGES, NWG = Cfg<T>::NWG;
-  const size_t smem = smem_of<T>(dp);
-  auto kern = fused_wgmma_kernel<T, BN, KS, S, NWG, Cfg<T>::SS>;
+  using C = Cfg<T, (sizeof(T) == 2 && KS > 8)>;
+  constexpr int BM = C::NWG * 64 * C::RB;
+  const size_t smem = smem_cfg<C>(KS);
+  auto kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
-  const int ntiles = (int)((k + BN - 1) / BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
-  const unsigned blocks = (unsigned)((n + NWG * 128 - 1) / (NWG * 128));
+  const int ntiles = (int)((k + C::BN - 1) / C::BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
+  const unsigned blocks = (unsigned)((n + BM - 1) / BM);
   /* one block per SM: the block an SM runs next is about `sms` blocks on */
-  kern<<<blocks, NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter, sms);
+  kern<<<blocks, C::NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter, sms);
   return cudaGetLastError();
 }
 
-/* KS steps of 32 bytes make a row of element type T (16-bit: 8 at most, tf32: 4, 8 or 16). */
-template <typename T, int KS> constexpr bool ks_valid() { return sizeof(T) == 2 ? KS <= 8 : KS == 4 || KS == 8 || KS == 16; }
+/* KS steps of 32 bytes make a row of element type T (16-bit: even counts up to 24, tf32: 4, 8 or 16). */
+template <typename T, int KS> constexpr bool ks_valid() { return sizeof(T) == 2 ? KS % 2 == 0 && KS <= 24 : KS == 4 || KS == 8 || KS == 16; }
 
 template <typename T>
 cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
@@ -387,13 +425,20 @@ cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int
   auto try_ks = [&](auto KS) {
     constexpr int q = decltype(KS)::value;
     if constexpr (ks_valid<T, q>())
-      if (ks == q) e = launch_ks<T, q>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+      if (ks == q) e = launch_ks<T, q>(X, A, hb, n, k, assign, counter, sms, stream);
   };
   try_ks(std::integral_constant<int, 2>{});
   try_ks(std::integral_constant<int, 4>{});
   try_ks(std::integral_constant<int, 6>{});
   try_ks(std::integral_constant<int, 8>{});
+  try_ks(std::integral_constant<int, 10>{});
+  try_ks(std::integral_constant<int, 12>{});
+  try_ks(std::integral_constant<int, 14>{});
   try_ks(std::integral_constant<int, 16>{});
+  try_ks(std::integral_constant<int, 18>{});
+  try_ks(std::integral_constant<int, 20>{});
+  try_ks(std::integral_constant<int, 22>{});
+  try_ks(std::integral_constant<int, 24>{});
   return e;
 }
 

@@ -1051,7 +1051,8 @@ int main(int argc, char **argv) {
   run_case(9001, 20, 200, 200);    /* d padded to 32: the wgmma kernel's quarter-piece rows */
   run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */
   run_case(5003, 64, 50, 50);      /* one anchor tile */
-  run_case(3001, 300, 130, 130);   /* large d: 128x64 fused tiles (16-bit), GEMM only for tf32 */
+  run_case(3001, 300, 130, 130);   /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), GEMM only for tf32 */
+  run_case(4001, 384, 70, 70);     /* the embedder's width: the longest rows the wgmma kernel takes */
   stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
   stream_case(20011, 77, 37, 2560);    /* padded d, 8 chunks */
   stream_case(3001, 300, 130, 4096);   /* one chunk, which stays on the device after the first pass */
