@@ -320,7 +320,7 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   };
   /* P units from u (even): each unit's products run while the previous unit's set is scanned; all have
    * completed at the end. A group never spans the loop's back edge: products in flight across it make
-   * the compiler serialise them (seen in the SASS). GROUP units a group, then 4 and 2 for the rest. */
+   * the compiler serialise them (seen in the SASS). GROUP units a group, then 4, 2 and 1 for the rest. */
   auto group = [&](auto P, int u) {
     constexpr int np = decltype(P)::value;
     issue(std::integral_constant<int, 0>{}, u);
@@ -342,7 +342,11 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   int u = 0;
   for (; u + GROUP <= units; u += GROUP) group(PG{}, u);
   for (; u + 4 <= units; u += 4) group(P4{}, u);
-  if (u < units) group(P2{}, u);
+  if (u + 2 <= units) {
+    group(P2{}, u);
+    u += 2;
+  }
+  if (u < units) group(std::integral_constant<int, 1>{}, u); /* RB 1: an odd tile count */
 
   /* the quad (4 threads sharing a row), ties to the lowest anchor; then a[] and the changed count */
   unsigned changed = 0;
