@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda_assign_wgmma.cuh"
 #include "kernels/cuda_async.cuh"
@@ -378,17 +379,20 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
  * rows (WIDE): neither 384 such rows nor the ring of 128-anchor tiles fit in shared memory, so each
  * warpgroup holds one 64-row block's fragments in registers (dp / 4 a thread, 96 at d 384) and the
  * anchors come in 64-anchor tiles, 4 stages. */
+/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes: 16-bit rows of 32 to 384
+ * elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
+ * columns); WIDE: the 16-bit rows longer than 128 elements. */
+constexpr bool ks_ok(size_t es, int ks) { return es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16; }
+constexpr bool ks_wide(size_t es, int ks) { return es == 2 && ks > 8; }
 template <typename T, bool WIDE = false> struct Cfg {
   static constexpr bool SS = sizeof(T) == 2 && !WIDE;
   static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2, RB = WIDE ? 1 : 2;
 };
-/* The row length picks KS (32-byte steps): every padded row up to 384 elements at 16 bits (beyond 128:
- * WIDE); tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
- * columns); 0 where the kernel does not apply (the mma.sync kernels, or the GEMM path, do). */
+/* The row length's KS, or 0 where the kernel does not apply (the mma.sync kernels, or the GEMM path, do). */
 template <typename T> int ks_of(int64_t dp) {
-  if (dp <= 0 || dp % 32 || dp > (sizeof(T) == 2 ? 384 : 128)) return 0;
-  if (sizeof(T) == 4 && dp == 96) return 0;
-  return (int)(dp * (int64_t)sizeof(T) / 32);
+  if (dp <= 0 || dp % 32 || dp > 4096) return 0;
+  const int ks = (int)(dp * (int64_t)sizeof(T) / 32);
+  return ks_ok(sizeof(T), ks) ? ks : 0;
 }
 
 template <typename C> size_t smem_cfg(int ks) {
@@ -399,13 +403,13 @@ template <typename C> size_t smem_cfg(int ks) {
 template <typename T> size_t smem_of(int64_t dp) {
   const int ks = ks_of<T>(dp);
   if (!ks) return 0;
-  return ks > 8 && sizeof(T) == 2 ? smem_cfg<Cfg<T, true>>(ks) : smem_cfg<Cfg<T>>(ks);
+  return ks_wide(sizeof(T), ks) ? smem_cfg<Cfg<T, true>>(ks) : smem_cfg<Cfg<T>>(ks);
 }
 
 template <typename T, int KS>
 cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t k, uint32_t *assign,
                       unsigned long long *counter, int sms, cudaStream_t stream) {
-  using C = Cfg<T, (sizeof(T) == 2 && KS > 8)>;
+  using C = Cfg<T, ks_wide(sizeof(T), KS)>;
   constexpr int BM = C::NWG * 64 * C::RB;
   const size_t smem = smem_cfg<C>(KS);
   auto kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
@@ -418,31 +422,21 @@ cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, 
   return cudaGetLastError();
 }
 
-/* KS steps of 32 bytes make a row of element type T (16-bit: even counts up to 24, tf32: 4, 8 or 16). */
-template <typename T, int KS> constexpr bool ks_valid() { return sizeof(T) == 2 ? KS % 2 == 0 && KS <= 24 : KS == 4 || KS == 8 || KS == 16; }
+/* f(KS) for KS = 2, 4, .., 2 Q (std::integral_constant each). */
+template <typename F, int... Q> void each_ks(F &&f, std::integer_sequence<int, Q...>) { (f(std::integral_constant<int, 2 * (Q + 1)>{}), ...); }
 
 template <typename T>
 cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
                    unsigned long long *counter, int sms, cudaStream_t stream) {
   cudaError_t e = cudaErrorInvalidValue;
   const int ks = ks_of<T>(dp);
-  auto try_ks = [&](auto KS) {
-    constexpr int q = decltype(KS)::value;
-    if constexpr (ks_valid<T, q>())
-      if (ks == q) e = launch_ks<T, q>(X, A, hb, n, k, assign, counter, sms, stream);
-  };
-  try_ks(std::integral_constant<int, 2>{});
-  try_ks(std::integral_constant<int, 4>{});
-  try_ks(std::integral_constant<int, 6>{});
-  try_ks(std::integral_constant<int, 8>{});
-  try_ks(std::integral_constant<int, 10>{});
-  try_ks(std::integral_constant<int, 12>{});
-  try_ks(std::integral_constant<int, 14>{});
-  try_ks(std::integral_constant<int, 16>{});
-  try_ks(std::integral_constant<int, 18>{});
-  try_ks(std::integral_constant<int, 20>{});
-  try_ks(std::integral_constant<int, 22>{});
-  try_ks(std::integral_constant<int, 24>{});
+  each_ks(
+      [&](auto KS) {
+        constexpr int q = decltype(KS)::value;
+        if constexpr (ks_ok(sizeof(T), q))
+          if (ks == q) e = launch_ks<T, q>(X, A, hb, n, k, assign, counter, sms, stream);
+      },
+      std::make_integer_sequence<int, 12>{});
   return e;
 }
 

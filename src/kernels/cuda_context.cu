@@ -32,21 +32,6 @@ void va_cuda_enter(va_cuda_t *ctx) {
   if (ctx->assign_owed) va_cuda_settle_assign(ctx);
 }
 
-template <typename P> static void dalloc(P **p, size_t bytes, const char *what) {
-  cudaError_t e = cudaMalloc((void **)p, bytes ? bytes : 16);
-  if (e != cudaSuccess) {
-    size_t fr = 0, tot = 0;
-    (void)cudaGetLastError();
-    cudaMemGetInfo(&fr, &tot);
-    va_fatal_at(__FILE__, __LINE__, "cudaMalloc of %zu bytes for %s failed: %s (device has %zu of %zu bytes free)",
-                bytes, what, cudaGetErrorString(e), fr, tot);
-  }
-}
-template <typename P> static void dfree(P **p) {
-  if (*p) VA_CUDA(cudaFree((void *)*p));
-  *p = NULL;
-}
-
 static size_t elem_lp(int precision) { return precision >= VA_CUDA_FP16 ? 2 : 0; }
 
 static int64_t padded_dim(int64_t d) { return VA_ROUND_UP(d > 0 ? d : 1, VA_CUDA_DPAD); }

@@ -39,6 +39,23 @@ extern "C" {
 #define VA_LAUNCHED() VA_CUDA(cudaGetLastError())
 
 #define VA_ROUND_UP(x, m) ((((x) + (m) - 1) / (m)) * (m))
+
+/* cudaMalloc, fatal with the device's free memory when it fails; what names the buffer. */
+template <typename P> static inline void dalloc(P **p, size_t bytes, const char *what) {
+  cudaError_t e = cudaMalloc((void **)p, bytes ? bytes : 16);
+  if (e != cudaSuccess) {
+    size_t fr = 0, tot = 0;
+    (void)cudaGetLastError();
+    cudaMemGetInfo(&fr, &tot);
+    va_fatal_at(__FILE__, __LINE__, "cudaMalloc of %zu bytes for %s failed: %s (device has %zu of %zu bytes free)",
+                bytes, what, cudaGetErrorString(e), fr, tot);
+  }
+}
+template <typename P> static inline void dfree(P **p) {
+  if (*p) VA_CUDA(cudaFree((void *)*p));
+  *p = NULL;
+}
+
 /* Row stride of every device matrix (floats or 16-bit elements): d rounded up to 32, zero padded, so
  * that a 32-byte k-step of the tensor-core kernels never straddles a row's end. */
 #define VA_CUDA_DPAD 32

@@ -37,18 +37,22 @@ static int cu_load(void) {
   return cu_state > 0;
 }
 
-static void cu_fail(CUresult r, const char *call, const char *file, int line) {
+/* The driver's message and the device's free memory (most failures here are a full device); what, if
+ * not NULL, names the buffer. */
+static void cu_fail(CUresult r, const char *call, const char *what, const char *file, int line) {
   const char *msg = NULL;
   if (cu.cuGetErrorString) cu.cuGetErrorString(r, &msg);
   size_t fr = 0, tot = 0;
   cudaMemGetInfo(&fr, &tot);
-  va_fatal_at(file, line, "%s failed: %s (CUresult %d; device has %zu of %zu bytes free)", call, msg ? msg : "unknown error", (int)r, fr, tot);
+  va_fatal_at(file, line, "%s%s%s failed: %s (CUresult %d; device has %zu of %zu bytes free)", call, what ? " for " : "", what ? what : "",
+              msg ? msg : "unknown error", (int)r, fr, tot);
 }
-#define VA_CU(call)                                                                                      \
+#define VA_CU_FOR(call, what)                                                                            \
   do {                                                                                                   \
     CUresult va_cr_ = (call);                                                                            \
-    if (va_cr_ != CUDA_SUCCESS) cu_fail(va_cr_, #call, __FILE__, __LINE__);                              \
+    if (va_cr_ != CUDA_SUCCESS) cu_fail(va_cr_, #call, (what), __FILE__, __LINE__);                      \
   } while (0)
+#define VA_CU(call) VA_CU_FOR(call, NULL)
 
 static int vmm_supported(int device) {
   if (!cu_load()) return 0;
@@ -72,14 +76,7 @@ void va_vmm_alloc(va_vmm_t *m, int device, size_t head, size_t tail, const char 
   m->device = device;
   VA_CUDA(cudaSetDevice(device));
   if (!vmm_supported(device)) {
-    const size_t bytes = head + tail > 0 ? head + tail : 1;
-    cudaError_t e = cudaMalloc(&m->base, bytes);
-    if (e != cudaSuccess) {
-      size_t fr = 0, tot = 0;
-      (void)cudaGetLastError();
-      cudaMemGetInfo(&fr, &tot);
-      VA_FATAL("cudaMalloc of %zu bytes for %s failed: %s (device has %zu of %zu bytes free)", bytes, what, cudaGetErrorString(e), fr, tot);
-    }
+    dalloc(&m->base, head + tail, what);
     m->head = head;
     m->tail = tail;
     return;
@@ -96,13 +93,7 @@ void va_vmm_alloc(va_vmm_t *m, int device, size_t head, size_t tail, const char 
   const size_t size[2] = {m->head, m->tail};
   for (int p = 0; p < 2 && size[p] > 0; p++) {
     CUmemGenericAllocationHandle h;
-    CUresult r = cu.cuMemCreate(&h, size[p], &prop, 0);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-      size_t fr = 0, tot = 0;
-      cudaMemGetInfo(&fr, &tot);
-      VA_FATAL("allocating %zu bytes for %s: out of device memory (device has %zu of %zu bytes free)", m->head + m->tail, what, fr, tot);
-    }
-    VA_CU(r);
+    VA_CU_FOR(cu.cuMemCreate(&h, size[p], &prop, 0), what);
     m->piece[p] = h;
     VA_CU(cu.cuMemMap(base + (CUdeviceptr)(p ? m->head : 0), size[p], 0, h, 0));
   }
@@ -129,7 +120,7 @@ void va_vmm_free(va_vmm_t *m) {
   if (!m->base) return;
   VA_CUDA(cudaSetDevice(m->device));
   if (!m->vmm) {
-    VA_CUDA(cudaFree(m->base));
+    dfree(&m->base);
   } else {
     give_back(m, 1);
     give_back(m, 0);
