@@ -110,8 +110,8 @@ int main(int argc, char **argv) {
     }
     /* configurations (cuda_assign.cu): 1 rows in shared memory; 2 rows in registers (d <= 128); 3 the same
      * on wgmma (sm_90) */
-    static const char *cfg16[] = {"", "smem 128x64", "reg 128x64 2/SM", "wgmma 384x128"};
-    static const char *cfg32[] = {"", "smem 128x64", "reg 128x32 2/SM", "wgmma 256x64"};
+    static const char *cfg16[] = {"", "smem 128x64", "reg 128x64 2/SM", "wgmma"};
+    static const char *cfg32[] = {"", "smem 128x64", "reg 128x32 2/SM", "wgmma"};
     const char *const *cfgname = prec == 1 ? cfg32 : cfg16;
     const int cfg_auto = va_cuda_set_fused_config(ctx, 0);
     if (prec > 0) printf("  automatic fused configuration %s: %d (%s)\n", pname[prec], cfg_auto, cfgname[cfg_auto]);

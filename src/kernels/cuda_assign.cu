@@ -5,8 +5,8 @@
  *         multiplies on the tensor cores (mma.sync: tf32 m16n8k8, or fp16/bf16 m16n8k16; fp32
  *         accumulate), keeping the running argmin in registers (the distances are never written); the
  *         rows sit either in shared memory (configuration 1, any d whose tiles fit) or, for d up to 128,
- *         as mma fragments in registers (2); on Hopper (sm_90) the rows-in-registers kernel on wgmma
- *         (3: cuda_assign_wgmma.cu, full rows of 64 or 128 elements). It writes a[] and counts the
+ *         as mma fragments in registers (2); on Hopper (sm_90) a kernel on wgmma (3: cuda_assign_wgmma.cu,
+ *         rows of 32 to 768 elements at 16 bits, 32 to 384 at tf32). It writes a[] and counts the
  *         changed rows; then r_rows_kernel recomputes r for the winners in double from the rows as
  *         stored (a memory-bound pass).
  * Both rank by s * (x . a) - bias with s = 2, bias = ||a||^2 (l2) or s = 1, bias = 0 (cosine), i.e. the
@@ -672,9 +672,10 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
  *      fit (up to 192 tf32 / 416 16-bit at 227 KB).
  *   2: rows in registers (d up to 128): 128 rows x 64 anchors (fp16/bf16) or 32 (tf32), 4 warps, two
  *      blocks per SM (MT 2; KSMAX 8 16-bit, 16 tf32).
- *   3: wgmma (sm_90 only; full rows of 64 or 128 elements; cuda_assign_wgmma.cu): warpgroups of 2 x 64
- *      rows, 16-bit: three (384 rows per block, held in shared memory), tiles of 128 anchors; tf32: two
- *      (256 rows, in registers), tiles of 64. */
+ *   3: wgmma (sm_90 only; cuda_assign_wgmma.cu says which row lengths take which form): rows held in
+ *      shared memory or registers, anchors in tiles of 128 or 64, or (rows of 640 to 1536 bytes: tf32 d
+ *      160-384, 16-bit 416-768) rows in shared memory and the anchors in 128-byte pieces of 64-anchor
+ *      tiles. */
 #define RX16 2, 8, 8, 4, 4, 2
 #define RX32 2, 4, 16, 4, 4, 2
 

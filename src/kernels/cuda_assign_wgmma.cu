@@ -7,7 +7,9 @@
  * smallest value with its first column per row stays in registers: ties to the lowest anchor. What
  * wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16 (32-bit: 8)
  * elements of d, reading the anchors straight from shared memory, asynchronously; so each warpgroup
- * keeps two accumulator sets and scans one while the tensor cores fill the other. */
+ * keeps two accumulator sets and scans one while the tensor cores fill the other. Two kernels:
+ * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring) and pieced_wgmma_kernel
+ * (rows of 640 to 1536 bytes: anchor tiles in 128-byte pieces). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -90,11 +92,35 @@ template <typename T> struct WgR;
 VA_WGR(__half, "m64n64k16.f32.f16.f16")
 VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
 #undef VA_WGR
+/* Rows of 640 to 1536 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
+ * of d, adesc: the rows in the anchors' layout) * B (the step's 64 anchors, bdesc); scale-a -1 negates
+ * the rows (exact); 16-bit: neither operand transposed (both K-major); tf32 takes no transpose operand. */
+template <typename T> struct WgP;
+#define VA_WGP(TYPE, SHAPE, TRANS)                                                                              \
+  template <> struct WgP<TYPE> {                                                                              \
+    static __device__ __forceinline__ void run(float (&d)[32], uint64_t adesc, uint64_t bdesc, int acc_in) {   \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                             \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", %32, %33, p, -1, 1" TRANS ";\n}\n"  \
+                   : VA_F32(d, 0)                                                                             \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                    \
+    }                                                                                                         \
+  };
+VA_WGP(float, "m64n64k8.f32.tf32.tf32", "")
+VA_WGP(__half, "m64n64k16.f32.f16.f16", ", 0, 0")
+VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
+#undef VA_WGP
 #undef VA_D64
 #undef VA_D32
 #undef VA_F32
 #undef VA_F16
 #undef VA_F4
+
+/* f(I) for I = 0 .. N - 1, each a std::integral_constant: loops whose index must be a compile-time
+ * constant (accumulator sets, pieces of a row, kernel instances) */
+template <typename F, int... I> __host__ __device__ __forceinline__ void static_for_seq(F &&f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, typename F> __host__ __device__ __forceinline__ void static_for(F &&f) { static_for_seq(f, std::make_integer_sequence<int, N>{}); }
 
 /* The smallest of mv[0, N) and its index mi, ties to the lower index: adjacent pairs at stride S, so
  * each comparison's left side holds only lower indices; log2 N levels of independent selects. */
@@ -106,6 +132,67 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
     mi[i] = p ? mi[i + S] : mi[i];
   }
   if constexpr (2 * S < N) argmin_tree<2 * S, N>(mv, mi);
+}
+
+/* One completed accumulator set d (a 64 x BN tile's products, m16n8 layout) of tile t: + the half bias,
+ * then per row (h: rows g and g + 8 of the warp's 16) the tile's smallest value and its first column by
+ * a tree of selects (no branches: a search for the column after the smallest value was a chain of
+ * dependent selects the two warps per scheduler could not hide), merged into the running best (strictly
+ * smaller: ties stay with the earlier tile). Both rows' pairs per bias load: the accumulators turn into
+ * pairs as they are read, so the set, its pairs and the biases are never all live at once (three
+ * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). */
+template <int BN>
+__device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float *bias, int t, int tq, float (&best)[2], int (&bidx)[2]) {
+  float mv[2][BN / 8];
+  int mi[2][BN / 8];
+#pragma unroll
+  for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
+    const float2 b = *(const float2 *)(bias + 8 * i + 2 * tq);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const float v0 = d[4 * i + 2 * h] + b.x, v1 = d[4 * i + 2 * h + 1] + b.y;
+      const bool p = v1 < v0;
+      mv[h][i] = p ? v1 : v0;
+      mi[h][i] = 8 * i + (p ? 1 : 0);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    argmin_tree<1, BN / 8>(mv[h], mi[h]);
+    const bool p = mv[h][0] < best[h];
+    best[h] = p ? mv[h][0] : best[h];
+    bidx[h] = p ? t * BN + 2 * tq + mi[h][0] : bidx[h];
+  }
+}
+
+/* The end of a block: per row the quad's (4 threads sharing a row) best, ties to the lowest anchor; then
+ * a[] and the changed count against the rows' previous a[] (old_a, indexed by the block's row). wrow0:
+ * this warp's first row in its warpgroup's row block 0 (row block rb adds 64 rb). */
+template <int RB>
+__device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int (&bidx)[RB][2], int wrow0, int64_t row0, int64_t n,
+                                           const uint32_t *old_a, uint32_t *assign, unsigned long long *counter) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  unsigned changed = 0;
+#pragma unroll
+  for (int rb = 0; rb < RB; rb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float bv = best[rb][h];
+      int bi = bidx[rb][h];
+#pragma unroll
+      for (int o = 1; o <= 2; o <<= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+      }
+      const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
+      if (tq == 0 && row0 + r < n) { /* rows past n are padding: computed, not written */
+        changed += old_a[r] != (uint32_t)bi;
+        assign[row0 + r] = (uint32_t)bi;
+      }
+    }
+  changed = __reduce_add_sync(0xffffffffu, changed);
+  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
 /* Block: NWG warpgroups, each owning two blocks of 64 rows (rows [128 NWG b, 128 NWG (b + 1))); every
@@ -285,39 +372,13 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     }
     wg_commit();
   };
-  /* unit u's set once its products have completed (wgmma.wait_group): + the half bias, then per row the
-   * tile's smallest value and its first column by a tree of selects (no branches: a search for the
-   * column after the smallest value was a chain of dependent selects the two warps per scheduler could
-   * not hide), merged into the running best (strictly smaller: ties stay with the earlier tile). Tile
-   * t's stage is refilled only at tile t + 2, after every unit of t has been retired. */
+  /* unit u's set once its products have completed (wgmma.wait_group). Tile t's stage is refilled only
+   * at tile t + 2, after every unit of t has been retired. */
   auto retire = [&](auto J, int u) {
     constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
     const int t = u / RB;
-    float(&d)[NACC] = acc[set];
-    fence_regs(d);
-    const float *bias_s = (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B);
-    /* both rows' (h) pairs per bias load: the accumulators turn into pairs as they are read, so the
-     * set, its pairs and the biases are never all live at once (three warpgroups leave 168 registers) */
-    float mv[2][BN / 8];
-    int mi[2][BN / 8];
-#pragma unroll
-    for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
-      const float2 b = *(const float2 *)(bias_s + 8 * i + 2 * tq);
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const float v0 = d[4 * i + 2 * h] + b.x, v1 = d[4 * i + 2 * h + 1] + b.y;
-        const bool p = v1 < v0;
-        mv[h][i] = p ? v1 : v0;
-        mi[h][i] = 8 * i + (p ? 1 : 0);
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      argmin_tree<1, BN / 8>(mv[h], mi[h]);
-      const bool p = mv[h][0] < best[rb][h];
-      best[rb][h] = p ? mv[h][0] : best[rb][h];
-      bidx[rb][h] = p ? t * BN + 2 * tq + mi[h][0] : bidx[rb][h];
-    }
+    fence_regs(acc[set]);
+    scan_tile<BN>(acc[set], (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B), t, tq, best[rb], bidx[rb]);
   };
   /* P units from u (even): each unit's products run while the previous unit's set is scanned; all have
    * completed at the end. A group never spans the loop's back edge: products in flight across it make
@@ -349,28 +410,136 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
   }
   if (u < units) group(std::integral_constant<int, 1>{}, u); /* RB 1: an odd tile count */
 
-  /* the quad (4 threads sharing a row), ties to the lowest anchor; then a[] and the changed count */
-  unsigned changed = 0;
+  write_rows<RB>(best, bidx, wrow0, row0, n, old_a, assign, counter);
+}
+
+/* Rows of 640 to 1536 bytes (tf32: 160 to 384 elements; fp16/bf16: 416 to 768). Neither the rows'
+ * fragments (tf32 d 384: 192 registers a thread for one 64-row block) nor a ring of whole anchor tiles
+ * beside rows held in shared memory fit, so the block's rows sit in shared memory (NWG 64-row blocks,
+ * laid out as in SS above, loaded once) and the anchors arrive in pieces: a ring stage holds one
+ * 128-byte piece (4 steps of d, one swizzle span) of a 64-anchor tile, 8 KB. Every warpgroup multiplies
+ * its 64 rows by each piece (both operands from shared memory), a tile's pieces accumulating into one
+ * set; the sets alternate from tile to tile, and tile t's set is scanned (scan_tile, biases read from
+ * global memory: the ring holds no tile whole) while tile t + 1's first piece is multiplied. After each
+ * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
+ * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
+ * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3; cuBLAS-sized tiles would need 256, which
+ * do not fit), so the pass is bound by the anchors' traffic from L2 rather than the tensor cores. */
+template <typename T, int KS, int NWG, int STAGES>
+__global__ void __launch_bounds__(NWG * 128, 1)
+pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
+                    uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
+  constexpr int BN = 64, NTH = NWG * 128, BM = NWG * 64, LEAD = STAGES - 2;
+  /* a row: ROWB bytes in global memory, NP 128-byte pieces in shared memory (the last one half used
+   * when KS % 4 == 2) */
+  constexpr int ROWB = KS * 32, NP = (KS + 3) / 4, SROWB = NP * 128, CPR = ROWB / 16, PIECE_B = BN * 128;
+  constexpr int GROUP = 4; /* tiles per group: a group ends with every product retired (see group() above) */
+  static_assert(KS % 2 == 0 && STAGES >= 3 && (BM * CPR) % NTH == 0 && BM * ROWB % (16 * (NTH / 32)) == 0, "pieces");
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
+  const unsigned char *smem = smem_raw + (s_base - s_raw);
+  const uint32_t s_rows = s_base + (uint32_t)(STAGES * PIECE_B), s_old = s_rows + (uint32_t)(BM * SROWB);
+  const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
+  const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
+  const int wrow0 = (warp >> 2) * 64 + (warp & 3) * 16;
+
+  /* with the first piece: the block's rows (row r of 64-row block r / 64 as an anchor of a 64-anchor
+   * tile; rows past the allocation zero, never written), their previous a[], and the next block's rows
+   * (the one this SM runs next) fetched into L2, as in the SS kernel */
+#pragma unroll 4
+  for (int q = 0; q < BM * CPR / NTH; q++) {
+    const int e = q * NTH + tid, r = e / CPR, c = e % CPR, i = r & 63;
+    const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+    if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
+    else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+  }
+  if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
+  {
+    constexpr int PIECE = BM * ROWB / (NTH / 32);
+    const int64_t next0 = row0 + (int64_t)ahead * BM;
+    if (lane == 0 && next0 + BM <= readable)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)warp * PIECE),
+                   "r"(PIECE)
+                   : "memory");
+  }
+  /* piece s = (tile s / NP, piece s % NP) into its stage: chunk c of anchor j at c ^ (j % 8) */
+  const int npieces = ntiles * NP;
+  auto load_piece = [&](int s) {
+    const int t = s / NP, p = s - t * NP;
+    const int lg = (CPR % 8 != 0 && p == NP - 1) ? 2 : 3; /* log2 of the piece's 16-byte chunks per anchor */
+    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
+    const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + p * 128;
 #pragma unroll
-  for (int rb = 0; rb < RB; rb++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      float bv = best[rb][h];
-      int bi = bidx[rb][h];
-#pragma unroll
-      for (int o = 1; o <= 2; o <<= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
-      }
-      const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
-      if (tq == 0 && row0 + r < n) { /* rows past n are padding: computed, not written */
-        changed += old_a[r] != (uint32_t)bi;
-        assign[row0 + r] = (uint32_t)bi;
-      }
+    for (int q = 0; q < (BN * 8 + NTH - 1) / NTH; q++) {
+      const int e = q * NTH + tid, j = e >> lg, c = e & ((1 << lg) - 1);
+      if (e < (BN << lg)) cp_async16(st + (uint32_t)(j * 128 + ((c ^ (j & 7)) << 4)), src + (size_t)j * ROWB + c * 16);
     }
-  changed = __reduce_add_sync(0xffffffffu, changed);
-  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
+  };
+#pragma unroll
+  for (int s = 0; s < LEAD; s++) {
+    if (s < npieces) load_piece(s);
+    cp_async_commit();
+  }
+
+  float acc[2][BN / 2];
+  float best[1][2] = {{INFINITY, INFINITY}};
+  int bidx[1][2] = {{0, 0}};
+  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * (64 * SROWB))) >> 4);
+
+  /* piece P (compile-time) of tile t into set J: once it has landed in every thread's view (one
+   * cp.async group per piece), the stage of piece s - 2 takes piece s + LEAD; then the products */
+  auto piece = [&](auto J, auto P, int t) {
+    constexpr int set = decltype(J)::value, p = decltype(P)::value;
+    const int s = t * NP + p;
+    cp_async_wait<LEAD - 1>();
+    fence_proxy_async();
+    __syncthreads();
+    if (s + LEAD < npieces) load_piece(s + LEAD);
+    cp_async_commit();
+    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
+    fence_regs(acc[set]);
+    wg_fence();
+#pragma unroll
+    for (int ks = 4 * p; ks < (4 * p + 4 < KS ? 4 * p + 4 : KS); ks++) {
+      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks & 3) * 32)) >> 4);
+      uint64_t adesc; /* formed at each use from one base, as in the SS kernel */
+      asm volatile("add.s64 %0, %1, %2;\n" : "=l"(adesc) : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
+      WgP<T>::run(acc[set], adesc, bdesc, ks > 0);
+    }
+    wg_commit();
+  };
+  auto retire = [&](auto J, int t) {
+    fence_regs(acc[decltype(J)::value]);
+    scan_tile<BN>(acc[decltype(J)::value], hb + (size_t)t * BN, t, tq, best[0], bidx[0]);
+  };
+  /* one tile's pieces into set J; the previous tile's set (J ^ 1) scanned after the first of them */
+  auto tile = [&](auto J, auto SCAN_PREV, int t) {
+    static_for<NP>([&](auto P) {
+      piece(J, P, t);
+      wg_wait<1>();
+      if constexpr (decltype(P)::value == 0 && decltype(SCAN_PREV)::value) retire(std::integral_constant<int, decltype(J)::value ^ 1>{}, t - 1);
+    });
+  };
+  auto group = [&](auto G, int t0) {
+    constexpr int ng = decltype(G)::value;
+    static_for<ng>([&](auto I) {
+      constexpr int i = decltype(I)::value;
+      tile(std::integral_constant<int, i & 1>{}, std::integral_constant<bool, (i > 0)>{}, t0 + i);
+    });
+    wg_wait<0>();
+    retire(std::integral_constant<int, (ng - 1) & 1>{}, t0 + ng - 1);
+  };
+  int t = 0;
+  for (; t + GROUP <= ntiles; t += GROUP) group(std::integral_constant<int, GROUP>{}, t);
+  if (t + 2 <= ntiles) {
+    group(std::integral_constant<int, 2>{}, t);
+    t += 2;
+  }
+  if (t < ntiles) group(std::integral_constant<int, 1>{}, t);
+
+  write_rows<1>(best, bidx, wrow0, row0, n, old_a, assign, counter);
 }
 
 /* Per element type and row length: anchors per tile, ring stages, warpgroups, rows in shared memory, row
@@ -378,41 +547,69 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
  * registers under 255. 16-bit rows up to 128 elements: in shared memory, three warpgroups. Longer 16-bit
  * rows (WIDE): neither 384 such rows nor the ring of 128-anchor tiles fit in shared memory, so each
  * warpgroup holds one 64-row block's fragments in registers (dp / 4 a thread, 96 at d 384) and the
- * anchors come in 64-anchor tiles, 4 stages. */
-/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes: 16-bit rows of 32 to 384
- * elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
- * columns); WIDE: the 16-bit rows longer than 128 elements. */
-constexpr bool ks_ok(size_t es, int ks) { return es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16; }
+ * anchors come in 64-anchor tiles, 4 stages. Longer rows still: pieced_wgmma_kernel (PCfg). */
+/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes. fused_wgmma_kernel:
+ * 16-bit rows of 32 to 384 elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's
+ * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
+ * rows of 640 to 1536 bytes, 16-bit rows of 416 to 768 elements, tf32 rows of 160 to 384 (whole pieces). */
+constexpr bool ks_pieced(size_t es, int ks) { return ks <= 48 && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0); }
+constexpr bool ks_ok(size_t es, int ks) {
+  return ks_pieced(es, ks) || (es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16);
+}
 constexpr bool ks_wide(size_t es, int ks) { return es == 2 && ks > 8; }
 template <typename T, bool WIDE = false> struct Cfg {
   static constexpr bool SS = sizeof(T) == 2 && !WIDE;
   static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2, RB = WIDE ? 1 : 2;
+  template <int KS> static constexpr size_t smem() {
+    constexpr size_t BM = (size_t)NWG * 64 * RB, ROWS = SS ? BM : 0, SROWB = (KS + 3) / 4 * 128; /* rows held in shared memory */
+    return (size_t)STAGES * (BN * SROWB + 1024) + ROWS * SROWB + BM * 4 + 1024;
+  }
 };
-/* The row length's KS, or 0 where the kernel does not apply (the mma.sync kernels, or the GEMM path, do). */
-template <typename T> int ks_of(int64_t dp) {
-  if (dp <= 0 || dp % 32 || dp > 4096) return 0;
+/* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
+ * then as many 8 KB stages as fit, up to 8, in sm_90's 227 KB of shared memory per block */
+template <int KS> struct PCfg {
+  static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;
+  static constexpr size_t bytes(int nwg, int stages) { return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024; }
+  static constexpr int BN = 64, RB = 1, NWG = bytes(3, 4) <= SMEM_MAX ? 3 : 2;
+  static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 8 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 8;
+  static_assert(STAGES >= 4, "pieced stages");
+  template <int> static constexpr size_t smem() { return bytes(NWG, STAGES); }
+};
+template <typename T, int KS> using CfgOf = std::conditional_t<ks_pieced(sizeof(T), KS), PCfg<KS>, Cfg<T, ks_wide(sizeof(T), KS)>>;
+
+/* f(KS) (a std::integral_constant) for the instance that takes rows of dp elements; false where none
+ * does (the mma.sync kernels, or the GEMM path, take them) */
+template <typename T, typename F> bool with_ks(int64_t dp, F &&f) {
+  if (dp <= 0 || dp % 32 || dp * (int64_t)sizeof(T) > 48 * 32) return false;
   const int ks = (int)(dp * (int64_t)sizeof(T) / 32);
-  return ks_ok(sizeof(T), ks) ? ks : 0;
+  bool found = false;
+  static_for<24>([&](auto Q) {
+    constexpr int q = 2 * (decltype(Q)::value + 1);
+    if constexpr (ks_ok(sizeof(T), q))
+      if (ks == q) {
+        f(std::integral_constant<int, q>{});
+        found = true;
+      }
+  });
+  return found;
 }
 
-template <typename C> size_t smem_cfg(int ks) {
-  constexpr size_t BM = (size_t)C::NWG * 64 * C::RB, ROWS = C::SS ? BM : 0; /* rows held in shared memory */
-  const size_t srowb = (size_t)(ks + 3) / 4 * 128;
-  return (size_t)C::STAGES * (C::BN * srowb + 1024) + ROWS * srowb + BM * 4 + 1024;
-}
 template <typename T> size_t smem_of(int64_t dp) {
-  const int ks = ks_of<T>(dp);
-  if (!ks) return 0;
-  return ks_wide(sizeof(T), ks) ? smem_cfg<Cfg<T, true>>(ks) : smem_cfg<Cfg<T>>(ks);
+  size_t bytes = 0;
+  with_ks<T>(dp, [&](auto KS) { bytes = CfgOf<T, decltype(KS)::value>::template smem<decltype(KS)::value>(); });
+  return bytes;
 }
 
 template <typename T, int KS>
 cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t k, uint32_t *assign,
                       unsigned long long *counter, int sms, cudaStream_t stream) {
-  using C = Cfg<T, ks_wide(sizeof(T), KS)>;
+  using C = CfgOf<T, KS>;
+  constexpr bool PIECED = ks_pieced(sizeof(T), KS);
   constexpr int BM = C::NWG * 64 * C::RB;
-  const size_t smem = smem_cfg<C>(KS);
-  auto kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
+  const size_t smem = C::template smem<KS>();
+  void (*kern)(const T *, const T *, const float *, int64_t, int, uint32_t *, unsigned long long *, int);
+  if constexpr (PIECED) kern = pieced_wgmma_kernel<T, KS, C::NWG, C::STAGES>;
+  else kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
   const int ntiles = (int)((k + C::BN - 1) / C::BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
@@ -422,21 +619,11 @@ cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, 
   return cudaGetLastError();
 }
 
-/* f(KS) for KS = 2, 4, .., 2 Q (std::integral_constant each). */
-template <typename F, int... Q> void each_ks(F &&f, std::integer_sequence<int, Q...>) { (f(std::integral_constant<int, 2 * (Q + 1)>{}), ...); }
-
 template <typename T>
 cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
                    unsigned long long *counter, int sms, cudaStream_t stream) {
   cudaError_t e = cudaErrorInvalidValue;
-  const int ks = ks_of<T>(dp);
-  each_ks(
-      [&](auto KS) {
-        constexpr int q = decltype(KS)::value;
-        if constexpr (ks_ok(sizeof(T), q))
-          if (ks == q) e = launch_ks<T, q>(X, A, hb, n, k, assign, counter, sms, stream);
-      },
-      std::make_integer_sequence<int, 12>{});
+  with_ks<T>(dp, [&](auto KS) { e = launch_ks<T, decltype(KS)::value>(X, A, hb, n, k, assign, counter, sms, stream); });
   return e;
 }
 

@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 /* Dynamic shared memory of the kernel for rows of dp elements in `precision` (VA_CUDA_TF32, _FP16,
- * _BF16), or 0 when no instance takes that row length (padded rows of 32 to 384 elements at 16 bits; 32, 64 or 128 at tf32). */
+ * _BF16), or 0 when no instance takes that row length (padded rows of 32 to 768 elements at 16 bits; 32, 64,
+ * 128 and 160 to 384 at tf32). */
 size_t va_wgmma_smem(int precision, int64_t dp);
 /* a[] and the changed count for rows [0, n) of X (n x dp, the rows past n up to a multiple of 256
  * readable), anchors A (k x dp, storage padded to 256 anchors), half biases hb (+inf past k); sms: the

@@ -192,8 +192,8 @@ void va_cuda_debug_poison(va_cuda_t *ctx);
 /* The anchors' squared norms as the device holds them (k floats: twice the l2 half biases). */
 void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
- * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 384
- * elements at 16 bits, 32, 64 or 128 at tf32; the fastest measured where it applies). Returns the
+ * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 768
+ * elements at 16 bits, 32, 64, 128 and 160 to 384 at tf32; the fastest measured where it applies). Returns the
  * configuration now in force (0: that one does not apply to this context's shape and device). */
 #define VA_CUDA_FUSED_CONFIGS 3
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);

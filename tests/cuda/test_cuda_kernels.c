@@ -1052,7 +1052,10 @@ int main(int argc, char **argv) {
   run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */
   run_case(5003, 64, 50, 50);      /* one anchor tile */
   run_case(3001, 300, 130, 130);   /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), GEMM only for tf32 */
-  run_case(4001, 384, 70, 70);     /* the embedder's width: the longest rows the wgmma kernel takes */
+  run_case(4001, 384, 70, 70);     /* the embedder's width: 16-bit rows in registers, tf32 rows in pieces (2 warpgroups) */
+  run_case(3001, 200, 130, 130);   /* d padded to 224: tf32 rows in pieces with 3 warpgroups, groups of 2 and 1 tiles */
+  run_case(2003, 400, 1000, 1000); /* d padded to 416: 16-bit rows in pieces, the last half used; 4 groups of 4 tiles */
+  run_case(2003, 700, 300, 300);   /* d padded to 704: 16-bit rows in pieces, 2 warpgroups; tf32 on the GEMM path */
   stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
   stream_case(20011, 77, 37, 2560);    /* padded d, 8 chunks */
   stream_case(3001, 300, 130, 4096);   /* one chunk, which stays on the device after the first pass */
