@@ -419,8 +419,9 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
  * laid out as in SS above, loaded once) and the anchors arrive in pieces: a ring stage holds one
  * 128-byte piece (4 steps of d, one swizzle span) of a 64-anchor tile, 8 KB. Every warpgroup multiplies
  * its 64 rows by each piece (both operands from shared memory), a tile's pieces accumulating into one
- * set; the sets alternate from tile to tile, and tile t's set is scanned (scan_tile, biases read from
- * global memory: the ring holds no tile whole) while tile t + 1's first piece is multiplied. After each
+ * set; the sets alternate from tile to tile, and tile t's set is scanned (scan_tile) while tile t + 1's
+ * first piece is multiplied; a tile's biases come with its first piece into one of 4 slots of their
+ * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
  * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
  * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
  * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3; cuBLAS-sized tiles would need 256, which
@@ -434,11 +435,14 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
    * when KS % 4 == 2) */
   constexpr int ROWB = KS * 32, NP = (KS + 3) / 4, SROWB = NP * 128, CPR = ROWB / 16, PIECE_B = BN * 128;
   constexpr int GROUP = 4; /* tiles per group: a group ends with every product retired (see group() above) */
-  static_assert(KS % 2 == 0 && STAGES >= 3 && (BM * CPR) % NTH == 0 && BM * ROWB % (16 * (NTH / 32)) == 0, "pieces");
+  /* a bias slot is refilled (with piece 0 of tile t + 4, loaded at piece (t + 4) NP - LEAD) after every
+   * thread scanned tile t (at piece (t + 1) NP) */
+  static_assert(KS % 2 == 0 && STAGES >= 3 && (BM * CPR) % NTH == 0 && BM * ROWB % (16 * (NTH / 32)) == 0 && 3 * NP > LEAD, "pieces");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const unsigned char *smem = smem_raw + (s_base - s_raw);
   const uint32_t s_rows = s_base + (uint32_t)(STAGES * PIECE_B), s_old = s_rows + (uint32_t)(BM * SROWB);
+  const uint32_t s_bias = s_old + (uint32_t)(BM * 4); /* 4 tiles' half biases */
   const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
   const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
@@ -475,6 +479,7 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
       const int e = q * NTH + tid, j = e >> lg, c = e & ((1 << lg) - 1);
       if (e < (BN << lg)) cp_async16(st + (uint32_t)(j * 128 + ((c ^ (j & 7)) << 4)), src + (size_t)j * ROWB + c * 16);
     }
+    if (p == 0 && tid < BN / 4) cp_async16(s_bias + (uint32_t)((t & 3) * (BN * 4) + tid * 16), hb + (size_t)t * BN + tid * 4);
   };
 #pragma unroll
   for (int s = 0; s < LEAD; s++) {
@@ -512,7 +517,7 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   };
   auto retire = [&](auto J, int t) {
     fence_regs(acc[decltype(J)::value]);
-    scan_tile<BN>(acc[decltype(J)::value], hb + (size_t)t * BN, t, tq, best[0], bidx[0]);
+    scan_tile<BN>(acc[decltype(J)::value], (const float *)(smem + (s_bias - s_base) + (t & 3) * (BN * 4)), t, tq, best[0], bidx[0]);
   };
   /* one tile's pieces into set J; the previous tile's set (J ^ 1) scanned after the first of them */
   auto tile = [&](auto J, auto SCAN_PREV, int t) {
@@ -566,12 +571,14 @@ template <typename T, bool WIDE = false> struct Cfg {
   }
 };
 /* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
- * then as many 8 KB stages as fit, up to 8, in sm_90's 227 KB of shared memory per block */
+ * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (up to 8: the
+ * three-warpgroup instances spilled 96-188 bytes in their 168 registers once the bias slots came) */
 template <int KS> struct PCfg {
   static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;
-  static constexpr size_t bytes(int nwg, int stages) { return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024; }
+  /* stages, rows and their previous a[], 4 tiles' biases, alignment */
+  static constexpr size_t bytes(int nwg, int stages) { return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024 + 1024; }
   static constexpr int BN = 64, RB = 1, NWG = bytes(3, 4) <= SMEM_MAX ? 3 : 2;
-  static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 8 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 8;
+  static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 6 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 6;
   static_assert(STAGES >= 4, "pieced stages");
   template <int> static constexpr size_t smem() { return bytes(NWG, STAGES); }
 };
