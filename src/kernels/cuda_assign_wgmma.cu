@@ -195,6 +195,34 @@ __device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int
   if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
 }
 
+/* The block's BM rows from row0 into shared memory at s_rows, each 64-row block laid out as a 64-anchor
+ * tile (piece p of row i at p 64 128 + i 128, its 16-byte chunk c at c ^ (i % 8)); rows past the
+ * allocation (readable) zero, never written. cp.async: the caller commits and waits. */
+template <int BM, int KS, int NTH>
+__device__ __forceinline__ void load_rows_shared(uint32_t s_rows, const void *X, int64_t row0, int64_t readable) {
+  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16;
+  static_assert((BM * CPR) % NTH == 0, "row chunks");
+#pragma unroll 4
+  for (int q = 0; q < BM * CPR / NTH; q++) {
+    const int e = q * NTH + (int)threadIdx.x, r = e / CPR, c = e % CPR, i = r & 63;
+    const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+    if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
+    else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+  }
+}
+/* The rows of the block `ahead` blocks on (BM rows of ROWB bytes from row0 + ahead BM, the next one this
+ * SM runs) fetched into L2, a piece per warp, where the whole block lies inside the allocation. */
+template <int BM, int ROWB, int NTH>
+__device__ __forceinline__ void prefetch_next_rows(const void *X, int64_t row0, int64_t readable, int ahead) {
+  constexpr int PIECE = BM * ROWB / (NTH / 32);
+  static_assert(PIECE % 16 == 0, "prefetch pieces");
+  const int64_t next0 = row0 + (int64_t)ahead * BM;
+  if ((threadIdx.x & 31) == 0 && next0 + BM <= readable)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)(threadIdx.x >> 5) * PIECE),
+                 "r"(PIECE)
+                 : "memory");
+}
+
 /* Block: NWG warpgroups, each owning two blocks of 64 rows (rows [128 NWG b, 128 NWG (b + 1))); every
  * warpgroup scans all anchors. An anchor tile (BN anchors) sits in shared memory in the layout the tensor cores
  * read with 128-byte swizzling, K-major: the row of 32 KS bytes is cut into 128-byte pieces; piece p of
@@ -271,35 +299,16 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
     }
     if (tid < BN / 4) cp_async16(st + TILE_B + tid * 16, hb + (size_t)t * BN + tid * 4);
   };
-  if constexpr (SS) {
-    /* the block's rows into shared memory with the first tile: row r of 64-row block r / 64 as an anchor
-     * of a 64-anchor tile; rows past the allocation filled with zeros, never written */
-#pragma unroll
-    for (int q = 0; q < BM * CPR / NTH; q++) {
-      const int r = n0 + q * (NTH / CPR), i = r & 63;
-      const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
-      if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
-      else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
-    }
-  }
-  {
-    /* the rows' previous a[] with the first group (read at the end; loaded there, the block's last act
-     * waited on a global load); and (SS) the rows of the block `ahead` blocks on, the next one this SM
-     * runs, fetched into L2 (12 warps x 8 KB for 384 16-bit rows), so its start reads L2, not HBM.
-     * H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16 0.516 / 0.508 / 0.509 -> 0.485 /
-     * 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 / 0.479; 8M fp16 4.782 -> 4.692. tf32
-     * (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963, no gain, so not there. */
-    if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
-    if constexpr (SS) {
-      constexpr int PIECE = BM * ROWB / (NTH / 32);
-      static_assert(PIECE % 16 == 0, "prefetch pieces");
-      const int64_t next0 = row0 + (int64_t)ahead * BM;
-      if (lane == 0 && next0 + BM <= readable) /* whole blocks inside the allocation */
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)warp * PIECE),
-                     "r"(PIECE)
-                     : "memory");
-    }
-  }
+  /* SS: the block's rows into shared memory with the first tile */
+  if constexpr (SS) load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
+  /* the rows' previous a[] with the first group (read at the end; loaded there, the block's last act
+   * waited on a global load); and (SS) the next block's rows into L2 (12 warps x 8 KB for 384 16-bit
+   * rows), so its start reads L2, not HBM. H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16
+   * 0.516 / 0.508 / 0.509 -> 0.485 / 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 /
+   * 0.479; 8M fp16 4.782 -> 4.692. tf32 (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963,
+   * no gain, so not there. */
+  if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
+  if constexpr (SS) prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
 #pragma unroll
   for (int s = 0; s < STAGES - 2; s++) {
     if (s < ntiles) load_tile(s);
@@ -424,8 +433,8 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
  * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
  * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
  * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
- * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3; cuBLAS-sized tiles would need 256, which
- * do not fit), so the pass is bound by the anchors' traffic from L2 rather than the tensor cores. */
+ * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). ncu at tf32 d 384 (docs/CUDA.md): L2
+ * at 13%, the SM at 45%: latency-bound, not bound by the anchors' traffic. */
 template <typename T, int KS, int NWG, int STAGES>
 __global__ void __launch_bounds__(NWG * 128, 1)
 pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
@@ -437,7 +446,7 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   constexpr int GROUP = 4; /* tiles per group: a group ends with every product retired (see group() above) */
   /* a bias slot is refilled (with piece 0 of tile t + 4, loaded at piece (t + 4) NP - LEAD) after every
    * thread scanned tile t (at piece (t + 1) NP) */
-  static_assert(KS % 2 == 0 && STAGES >= 3 && (BM * CPR) % NTH == 0 && BM * ROWB % (16 * (NTH / 32)) == 0 && 3 * NP > LEAD, "pieces");
+  static_assert(KS % 2 == 0 && STAGES >= 3 && 3 * NP > LEAD, "pieces");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const unsigned char *smem = smem_raw + (s_base - s_raw);
@@ -448,25 +457,11 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
   const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
   const int wrow0 = (warp >> 2) * 64 + (warp & 3) * 16;
 
-  /* with the first piece: the block's rows (row r of 64-row block r / 64 as an anchor of a 64-anchor
-   * tile; rows past the allocation zero, never written), their previous a[], and the next block's rows
-   * (the one this SM runs next) fetched into L2, as in the SS kernel */
-#pragma unroll 4
-  for (int q = 0; q < BM * CPR / NTH; q++) {
-    const int e = q * NTH + tid, r = e / CPR, c = e % CPR, i = r & 63;
-    const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
-    if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
-    else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
-  }
+  /* with the first piece: the block's rows, their previous a[], and the next block's rows into L2, as
+   * in the SS kernel */
+  load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
   if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
-  {
-    constexpr int PIECE = BM * ROWB / (NTH / 32);
-    const int64_t next0 = row0 + (int64_t)ahead * BM;
-    if (lane == 0 && next0 + BM <= readable)
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)warp * PIECE),
-                   "r"(PIECE)
-                   : "memory");
-  }
+  prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
   /* piece s = (tile s / NP, piece s % NP) into its stage: chunk c of anchor j at c ^ (j % 8) */
   const int npieces = ntiles * NP;
   auto load_piece = [&](int s) {
@@ -557,7 +552,8 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
  * 16-bit rows of 32 to 384 elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's
  * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
  * rows of 640 to 1536 bytes, 16-bit rows of 416 to 768 elements, tf32 rows of 160 to 384 (whole pieces). */
-constexpr bool ks_pieced(size_t es, int ks) { return ks <= 48 && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0); }
+constexpr int KS_MAX = 48; /* 1536-byte rows */
+constexpr bool ks_pieced(size_t es, int ks) { return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0); }
 constexpr bool ks_ok(size_t es, int ks) {
   return ks_pieced(es, ks) || (es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16);
 }
@@ -587,10 +583,10 @@ template <typename T, int KS> using CfgOf = std::conditional_t<ks_pieced(sizeof(
 /* f(KS) (a std::integral_constant) for the instance that takes rows of dp elements; false where none
  * does (the mma.sync kernels, or the GEMM path, take them) */
 template <typename T, typename F> bool with_ks(int64_t dp, F &&f) {
-  if (dp <= 0 || dp % 32 || dp * (int64_t)sizeof(T) > 48 * 32) return false;
+  if (dp <= 0 || dp % 32 || dp * (int64_t)sizeof(T) > KS_MAX * 32) return false;
   const int ks = (int)(dp * (int64_t)sizeof(T) / 32);
   bool found = false;
-  static_for<24>([&](auto Q) {
+  static_for<KS_MAX / 2>([&](auto Q) {
     constexpr int q = 2 * (decltype(Q)::value + 1);
     if constexpr (ks_ok(sizeof(T), q))
       if (ks == q) {
