@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "stop.h"
 #include "dist/comm.h"
 #include "kernels/stats.h"
 #include "metrics.h"

@@ -12,18 +12,15 @@
 void va_checkpoint_path(const va_config_t *cfg, char *out, size_t len);
 /* Collective. Returns 0 or VA_EXIT_OUTPUT. */
 int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t *in);
+/* Collective, before the read: rank 0 checks that path is a readable checkpoint of an input of this
+ * size and type made with this configuration (the keys that may change aside); exits every rank
+ * with one message otherwise (VA_EXIT_INPUT; VA_EXIT_USAGE for another configuration). */
+void va_checkpoint_check(const char *path, const va_config_t *cfg, const va_input_t *in);
 /* Collective, in place of initialisation: restores st (after preprocessing, before va_state_alloc is
- * called; it allocates). Exits every rank with a clear message when the checkpoint does not belong to
- * this job (other input, n, d, seed or algorithm keys). */
+ * called; it allocates). A checkpoint carries a checksum of everything it holds (checksum.h; the
+ * assignments' share summed over ranks) and the checksum of the input it was made from (in->checksum,
+ * set by the read): every rank exits with VA_EXIT_INPUT and one message naming the file when either
+ * differs, when a read fails, or when anchors or state are not finite. */
 void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in);
 
-/* What SIGTERM / SIGUSR1 (what Slurm sends before the time limit) do:
- * DEFAULT    their default action (before the loop: a read stuck on a damaged file stays killable);
- * CHECKPOINT set a flag the loop agrees on at the end of an iteration: checkpoint, then exit 75;
- * FINISH     nothing (after the loop): the final pass and the index write are short and bounded, so a
- *            signal that arrives after the last iteration lets the job complete instead of killing it
- *            with its work done and the index half-written. */
-typedef enum { VA_STOP_DEFAULT = 0, VA_STOP_CHECKPOINT = 1, VA_STOP_FINISH = 2 } va_stop_mode_t;
-void va_install_stop_signals(va_stop_mode_t mode);
-int va_stop_requested(void);
 #endif

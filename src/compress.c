@@ -17,10 +17,14 @@
 #include <nccl.h>
 #include "dist/nccl_comm.h"
 #endif
+#include "checksum.h" /* va_hash_bytes */
 #include "commands.h"
 #include "dist/comm.h"
+#include "files.h"    /* va_files_prepare, va_temp_name */
 #include "index.h"
+#include "memlimit.h" /* va_mem_room_* */
 #include "metrics.h"
+#include "stop.h"     /* va_stop_point */
 #include "util.h"
 
 static void compress_usage(void) {
@@ -53,12 +57,12 @@ static void compress_usage(void) {
 }
 
 /* Builds the configuration from --config, --set and the shorthands (applied in that order). */
-static const char *resume_path;
+static const char *resume_path, *config_file;
 static const char *embed_corpus, *embed_model, *embed_out;
 
 static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help, int *print) {
   va_config_src_t *src = va_config_src_new();
-  const char *v, *config_file = NULL;
+  const char *v;
   int rc = 0;
   for (int i = 0; i < argc; i++)
     if ((v = va_opt(argc, argv, &i, "--config"))) config_file = v;
@@ -77,7 +81,7 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
     int matched = 0;
     for (size_t s = 0; s < sizeof shorthand / sizeof shorthand[0] && !matched; s++)
       if ((v = va_opt(argc, argv, &i, shorthand[s][0]))) { rc = va_config_src_add(src, shorthand[s][1], v, shorthand[s][0], err, errlen); matched = 1; }
-    if (!matched) { snprintf(err, errlen, "compress: unknown argument '%s' (see vecanneal compress --help)", argv[i]); rc = 1; }
+    if (!matched) { va_opt_unknown("compress", argv[i], err, errlen); rc = 1; }
   }
   if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
   va_config_src_free(src);
@@ -238,28 +242,30 @@ static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, in
   return bytes;
 }
 
-/* Available memory for this rank: MemAvailable (and the cgroup limit, if any) over the node's ranks. */
-static double host_bytes_available(void) {
-  double avail = -1;
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (f) {
-    char line[256];
-    long long kb;
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) avail = (double)kb * 1024;
-    fclose(f);
+/* Collective: the memory check (memory_check = on). need: this rank's resident bytes at its peak. The
+ * rank stops the job (VA_EXIT_RESOURCE, naming the limit that is short) when the need exceeds the
+ * resident memory it may use (physical memory or cgroup, shared by the node's ranks), or when the
+ * need and the address space its threads and libraries map exceed its address-space limit. */
+static void check_memory(double need, int threads, int64_t n_local, int64_t d) {
+  const va_mem_room_t resident = va_mem_room_resident(va_proc.local_nranks), address = va_mem_room_address();
+  const double overhead = va_mem_address_overhead(threads);
+  char err[1024] = "";
+  int short_of = 0;
+  if (resident.bytes >= 0 && need > resident.bytes) {
+    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are "
+             "available per rank there (%s: %.2f GiB, %d rank(s) on the node); use more nodes or ranks, or set memory_check = off",
+             va_proc.rank, va_proc.host, need / 1073741824.0, (long long)n_local, (long long)d, resident.bytes / 1073741824.0,
+             resident.source, resident.limit_bytes / 1073741824.0, va_proc.local_nranks);
+    short_of = 1;
+  } else if (address.bytes >= 0 && need + overhead > address.bytes) {
+    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB of address space (its %lld rows x %lld dims plus buffers, and "
+             "%.2f GiB of thread stacks, malloc arenas and BLAS buffers for %d thread(s)) but %s of %.2f GiB leaves it %.2f GiB; "
+             "raise the limit, use more ranks, or set memory_check = off",
+             va_proc.rank, va_proc.host, (need + overhead) / 1073741824.0, (long long)n_local, (long long)d, overhead / 1073741824.0,
+             threads, address.source, address.limit_bytes / 1073741824.0, address.bytes / 1073741824.0);
+    short_of = 1;
   }
-  f = fopen("/sys/fs/cgroup/memory.max", "r");
-  if (f) {
-    long long lim, cur = 0;
-    if (fscanf(f, "%lld", &lim) == 1) {
-      FILE *g = fopen("/sys/fs/cgroup/memory.current", "r");
-      if (g) { if (fscanf(g, "%lld", &cur) != 1) cur = 0; fclose(g); }
-      if (avail < 0 || (double)(lim - cur) < avail) avail = (double)(lim - cur);
-    }
-    fclose(f);
-  }
-  return avail < 0 ? -1 : avail / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
 }
 
 static int choose_threads(const va_config_t *cfg) {
@@ -428,6 +434,41 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
   return "cpu";
 }
 
+/* Collective: inputs against outputs (files.h); claims the index, the metrics file and the embedded
+ * vectors' file. The checkpoint resumed from may be the one this job writes (the usual way). */
+static int prepare_files(const va_config_t *cfg, const char *ckpt_path) {
+  char input_file[VA_PATH_MAX] = "", embed_file[VA_PATH_MAX] = "", dset[256];
+  if (!embed_corpus) va_split_spec(cfg->input, input_file, sizeof input_file, dset, sizeof dset);
+  if (embed_out) va_split_spec(embed_out, embed_file, sizeof embed_file, dset, sizeof dset);
+  const int resume_is_ckpt = resume_path && va_same_file(resume_path, ckpt_path);
+  const va_file_use_t inputs[] = {
+      {"input", input_file, 0},
+      {"config file", config_file ? config_file : "", 0},
+      {"corpus", embed_corpus ? embed_corpus : "", 0},
+      {"checkpoint to resume from", resume_path && !resume_is_ckpt ? resume_path : "", 0},
+      {"initial anchors file", cfg->init_kind == VA_INIT_FILE ? cfg->init_file : "", 0}};
+  const va_file_use_t outputs[] = {
+      {"index", cfg->out, 1}, {"metrics file", cfg->metrics, 1}, {"checkpoint", ckpt_path, 0}, {"embedded vectors", embed_file, 1}};
+  return va_files_prepare(inputs, (int)(sizeof inputs / sizeof *inputs), outputs, (int)(sizeof outputs / sizeof *outputs));
+}
+
+/* Collective: the checksum of a file's bytes (rank 0 reads it in 16 MiB pieces; the same value on
+ * every rank); 0 when it cannot be read (the embedder has said why by then). */
+static uint64_t file_checksum(const char *path) {
+  uint64_t sum = 0;
+  if (va_proc.rank == 0) {
+    FILE *f = fopen(path, "rb");
+    const size_t piece = (size_t)16 << 20;
+    char *buf = f ? va_malloc(piece, "checksum buffer") : NULL;
+    size_t got;
+    for (uint64_t i = 0; f && (got = fread(buf, 1, piece, f)) > 0; i++) sum += va_hash_bytes(buf, got, i);
+    free(buf);
+    if (f) fclose(f);
+  }
+  VA_MPI(MPI_Bcast(&sum, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+  return sum;
+}
+
 int va_cmd_compress(int argc, char **argv) {
   double t_start = va_now();
   va_config_t cfg;
@@ -440,6 +481,18 @@ int va_cmd_compress(int argc, char **argv) {
     return 0;
   }
   if (va_agree(rc ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
+  /* What the job reads and writes, checked and the outputs claimed before anything is read. */
+  char ckpt_path[VA_PATH_MAX + 64];
+  va_checkpoint_path(&cfg, ckpt_path, sizeof ckpt_path);
+  if ((rc = prepare_files(&cfg, ckpt_path))) return rc;
+  if (resume_path)
+    snprintf(err, sizeof err, "the checkpoint '%s' is untouched: run the job again with --resume %s (exit %d: the Slurm scripts requeue it)",
+             resume_path, resume_path, VA_EXIT_STOPPED);
+  else
+    snprintf(err, sizeof err, "no iteration ran, so there is no checkpoint: run the job again (exit %d: the Slurm scripts requeue it)",
+             VA_EXIT_STOPPED);
+  va_stop_advice(err);
+  err[0] = 0;
 #ifndef VECANNEAL_CUDA
   if (cfg.backend == VA_BACKEND_CUDA) {
     VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
@@ -470,14 +523,19 @@ int va_cmd_compress(int argc, char **argv) {
     in.dtype = VA_DT_F32;
     in.elem_size = 4;
     in.metric_hint = VA_METRIC_COSINE;
+    in.checksum = file_checksum(embed_corpus); /* the input of a resumed job is the corpus */
   } else {
     va_input_open(cfg.input, &in);
+  }
+  if (resume_path) va_checkpoint_check(resume_path, &cfg, &in);
+  {
+    const int64_t k_most = cfg.k_max > cfg.k ? cfg.k_max : cfg.k_max < 0 ? in.n : cfg.k;
+    if ((rc = va_space_check("index", cfg.out, va_index_payload_bytes(in.n, in.d, k_most) + 32.0 * (double)cfg.max_iter))) return rc;
   }
   if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
     snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k, (long long)in.n, in.file, in.dataset);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   }
-  if ((rc = va_output_check(cfg.out))) return rc;
 
   va_state_t st;
   memset(&st, 0, sizeof st);
@@ -523,14 +581,7 @@ int va_cmd_compress(int argc, char **argv) {
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
 #endif
-  if (cfg.memory_check) {
-    double need = host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), avail = host_bytes_available();
-    int short_of = avail >= 0 && need > avail;
-    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are available "
-             "per rank there (%d ranks on the node); use more nodes or ranks, or set memory_check = off",
-             va_proc.rank, va_proc.host, need / 1073741824.0, (long long)st.n_local, (long long)st.d, avail / 1073741824.0, va_proc.local_nranks);
-    VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
-  }
+  if (cfg.memory_check) check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), threads, st.n_local, st.d);
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
@@ -555,7 +606,7 @@ int va_cmd_compress(int argc, char **argv) {
     }
     goto shard_ready;
   }
-  int64_t bad_row = -1;
+  va_read_result_t read = {-1, 0};
   va_tick_t t;
 #ifdef VECANNEAL_CUDA
   if (direct) {
@@ -567,7 +618,7 @@ int va_cmd_compress(int argc, char **argv) {
     backend_seconds = va_now() - t0;
     t = va_tick();
     va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled, st.be_ctx};
-    va_input_read_into(&in, st.row0, st.n_local, cfg.io, threads, &bad_row, &sink);
+    va_input_read_into(&in, st.row0, st.n_local, cfg.io, threads, &read, &sink);
     va_tock(VA_PH_READ, t);
   } else
 #endif
@@ -579,15 +630,18 @@ int va_cmd_compress(int argc, char **argv) {
     VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
     t = va_tick();
     if (threads > 1) va_prefault(st.X, (size_t)shard_bytes, threads);
-    va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, threads, &bad_row);
+    va_input_read(&in, st.row0, st.n_local, st.X, (size_t)(cfg.read_chunk_mb * 1048576.0), cfg.io, threads, &read);
     va_tock(VA_PH_READ, t);
   }
-  int64_t first_bad = bad_row < 0 ? INT64_MAX : bad_row;
+  va_stop_point("read");
+  int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
   if (first_bad != INT64_MAX) {
     snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset, (long long)first_bad);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   }
+  in.checksum = read.checksum;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &in.checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
 shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
@@ -605,6 +659,7 @@ shard_ready:
     gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
   }
   if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
+  va_stop_point("preprocessing");
   double t_anchors = va_now();
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);
@@ -619,6 +674,7 @@ shard_ready:
   if (st.be == &va_backend_cuda) va_backend_cuda_warm_up(&st);
 #endif
   va_tock(VA_PH_INIT, t);
+  va_stop_point("initialisation");
   double t_init_end = va_now();
   ckpt_job_t ckpt = {.in = &in};
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
@@ -628,11 +684,9 @@ shard_ready:
           va_phase_total(VA_PH_INIT), backend_seconds, t_warm - t_anchors, resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
   double t_loop = va_now();
-  /* Stop signals become "checkpoint at the end of this iteration" only while iterating; before, they
-   * keep their default action (a stuck read of a damaged file); after, the job finishes (checkpoint.h). */
-  va_install_stop_signals(VA_STOP_CHECKPOINT);
+  /* A stop request in the loop: checkpoint at the end of the iteration; after it, the job finishes (stop.h). */
   va_anneal(&st);
-  va_install_stop_signals(VA_STOP_FINISH);
+  va_stop_finishing();
   double loop_seconds = va_now() - t_loop;
   gpu_memory.loop = gpu_memory_used(&plan);
   gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory.loop);
@@ -640,7 +694,7 @@ shard_ready:
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
     va_state_free(&st);
     va_comm_finalize();
-    return VA_EXIT_CHECKPOINTED;
+    return VA_EXIT_STOPPED;
   }
   va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
 
@@ -672,7 +726,7 @@ shard_ready:
     sum.stream_copied_bytes = st.be->streamed_bytes(&st);
   }
 #endif
-  va_metrics_write(cfg.metrics, &sum, &cfg);
+  if ((rc = va_metrics_write(cfg.metrics, &sum, &cfg))) return rc;
   free(anchors); free(counts); free(mse);
   va_state_free(&st);
   va_comm_finalize();

@@ -1,4 +1,5 @@
 /* config.c: the key table, INI parsing, presets, resolution and validation (see config.h). */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include "config.h"
 
 #include <ctype.h>
@@ -7,6 +8,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h> /* fstat */
+#include <sys/types.h>
 
 typedef enum { K_INT, K_UINT, K_DOUBLE, K_STR, K_ENUM } key_type_t;
 
@@ -145,7 +148,7 @@ static char *dupstr(const char *s) {
 
 int va_config_src_add(va_config_src_t *src, const char *key, const char *value, const char *origin, char *err, size_t errlen) {
   if (!find_key(key)) {
-    snprintf(err, errlen, "unknown config key '%s' (%s); did you mean '%s'? ('vecanneal compress --help' lists the keys)", key, origin, closest_key(key));
+    snprintf(err, errlen, "unknown config key '%.80s' (%s); did you mean '%s'? ('vecanneal compress --help' lists the keys)", key, origin, closest_key(key));
     return 1;
   }
   if (src->n == src->cap) {
@@ -167,35 +170,55 @@ static char *trim(char *s) {
 }
 
 int va_config_src_add_kv(va_config_src_t *src, const char *kv, const char *origin, char *err, size_t errlen) {
-  char buf[2 * VA_PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", kv);
+  char *buf = dupstr(kv);
+  if (!buf) { snprintf(err, errlen, "out of memory"); return 1; }
   char *eq = strchr(buf, '=');
-  if (!eq) { snprintf(err, errlen, "expected key=value, got '%s' (%s)", kv, origin); return 1; }
-  *eq = 0;
-  return va_config_src_add(src, trim(buf), trim(eq + 1), origin, err, errlen);
+  int rc;
+  if (!eq) {
+    snprintf(err, errlen, "expected key=value, got '%.80s' (%s)", kv, origin);
+    rc = 1;
+  } else {
+    *eq = 0;
+    rc = va_config_src_add(src, trim(buf), trim(eq + 1), origin, err, errlen);
+  }
+  free(buf);
+  return rc;
 }
 
 int va_config_src_load_file(va_config_src_t *src, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) { snprintf(err, errlen, "cannot open config file '%s': %s", path, strerror(errno)); return 1; }
-  char line[2 * VA_PATH_MAX];
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "config file '%s' is %s; give a file of 'key = value' lines", path,
+             S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    fclose(f);
+    return 1;
+  }
+  char *line = NULL; /* any length: getline grows it */
+  size_t cap = 0;
+  ssize_t len;
   int lineno = 0, rc = 0;
-  while (!rc && fgets(line, sizeof line, f)) {
+  errno = 0;
+  while (!rc && (len = getline(&line, &cap, f)) >= 0) {
     lineno++;
     char origin[VA_PATH_MAX + 32];
     snprintf(origin, sizeof origin, "%s:%d", path, lineno);
+    if ((size_t)len != strlen(line)) { snprintf(err, errlen, "%s: the line holds a NUL byte (not a text file?)", origin); rc = 1; break; }
     /* Comments: a line starting with # or ;, or " #" / " ;" after a value. */
     for (char *p = line; *p; p++)
       if ((*p == '#' || *p == ';') && (p == line || isspace((unsigned char)p[-1]))) { *p = 0; break; }
     char *s = trim(line);
     if (!*s) continue;
     if (*s == '[') {
-      if (s[strlen(s) - 1] != ']') { snprintf(err, errlen, "%s: malformed section header '%s'", origin, s); rc = 1; }
+      if (s[strlen(s) - 1] != ']') { snprintf(err, errlen, "%s: malformed section header '%.80s'", origin, s); rc = 1; }
       continue; /* sections only group keys for readers */
     }
-    if (!strchr(s, '=')) { snprintf(err, errlen, "%s: expected 'key = value', got '%s'", origin, s); rc = 1; break; }
+    if (!strchr(s, '=')) { snprintf(err, errlen, "%s: expected 'key = value', got '%.80s'", origin, s); rc = 1; break; }
     rc = va_config_src_add_kv(src, s, origin, err, errlen);
   }
+  if (!rc && ferror(f)) { snprintf(err, errlen, "cannot read config file '%s': %s", path, strerror(errno)); rc = 1; }
+  free(line);
   fclose(f);
   return rc;
 }

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "commands.h"
+#include "files.h" /* va_files_prepare */
 #include "h5io.h"
 #include "rng.h"
+#include "stop.h" /* va_stop_point */
 #include "util.h"
 
 typedef struct {
@@ -136,7 +138,7 @@ int va_cmd_gen(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--seed"))) { int64_t s; bad = parse_i64(v, 0, &s) ? snprintf(err, sizeof err, "--seed: expected an integer >= 0, got '%s'", v) : 0; g.seed = (uint64_t)s; }
     else if ((v = va_opt(argc, argv, &i, "--spread"))) { char *e; g.spread = strtod(v, &e); bad = (*e || !(g.spread >= 0)) ? snprintf(err, sizeof err, "--spread: expected a number >= 0, got '%s'", v) : 0; }
     else if ((v = va_opt(argc, argv, &i, "--outliers"))) { char *e; g.outliers = strtod(v, &e); bad = (*e || !(g.outliers >= 0 && g.outliers <= 1)) ? snprintf(err, sizeof err, "--outliers: expected a fraction in [0, 1], got '%s'", v) : 0; }
-    else { snprintf(err, sizeof err, "gen: unknown argument '%s' (see vecanneal gen --help)", argv[i]); bad = 1; }
+    else { va_opt_unknown("gen", argv[i], err, sizeof err); bad = 1; }
   }
   if (!bad && !g.out) { snprintf(err, sizeof err, "gen: --out FILE.h5 is required"); bad = 1; }
   if (!bad && strcmp(g.kind, "gauss") && strcmp(g.kind, "vlc-demo")) { snprintf(err, sizeof err, "gen: --kind must be gauss or vlc-demo, got '%s'", g.kind); bad = 1; }
@@ -145,8 +147,13 @@ int va_cmd_gen(int argc, char **argv) {
   if (!bad && strcmp(io, "auto") && io_mode == VA_IO_AUTO) { snprintf(err, sizeof err, "gen: --io must be auto, collective or independent"); bad = 1; }
   if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
   g.half = !strcmp(g.dtype, "float16");
+  const va_file_use_t out = {"output", g.out, 1};
+  int rc = va_files_prepare(NULL, 0, &out, 1);
+  if (rc) return rc;
+  va_stop_point("set-up");
   double t0 = va_now();
-  int rc = va_h5_write_file(g.out, io_mode, gen_setup, gen_rows, &g);
+  const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
+  rc = va_h5_write_file("output", g.out, bytes, io_mode, gen_setup, gen_rows, &g);
   if (rc) return rc;
   va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n, (long long)g.d,
           g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);

@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "checksum.h" /* va_rows_checksum */
+#include "files.h"    /* va_temp_name */
+#include "stop.h"     /* va_stop_requested */
 #include "util.h"
 
 const char *va_dtype_name(va_dtype_t t) {
@@ -210,6 +214,12 @@ static int probe_input(const char *spec, va_input_t *in, char *err, size_t errle
       rc = VA_EXIT_INPUT;
     }
   }
+  /* Chunks never written read as the fill value, but a collective MPI-IO read of a selection that
+   * holds some fails in HDF5 1.10 (MPI_File_set_view: invalid datatype) on every rank count: such a
+   * dataset is read independently. */
+  H5D_space_status_t status;
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Dget_space_status(d, &status) >= 0)
+    in->sparse = status != H5D_SPACE_STATUS_ALLOCATED;
   if (dcpl >= 0) H5Pclose(dcpl);
   if (rc) goto done;
   char dist[64];
@@ -393,13 +403,14 @@ static int pread_threads(int fd, void *buf, size_t bytes, int64_t off, int threa
 /* The one read loop: into out (in place for float32), or, with out NULL, into the sink's buffers, one
  * chunk of sink->rows rows each (in place for float32 again); raw reads where they apply (above). */
 static void read_rows(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int threads,
-                      int64_t *bad_row, const va_row_sink_t *sink) {
-  int collective = va_io_collective(io_mode);
+                      va_read_result_t *res, const va_row_sink_t *sink) {
+  const int collective = va_io_collective(io_mode) && !in->sparse;
   char err[1024] = "";
   int rc = 0;
   hid_t f = open_for_io(in->file, H5F_ACC_RDONLY, collective);
   if (f < 0) { snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error()); rc = VA_EXIT_INPUT; }
   VA_AGREE_OR_EXIT(rc, err);
+  va_h5_scope(VA_EXIT_INPUT, "input", in->file);
   hid_t d = VA_H5(H5Dopen2(f, in->dataset, H5P_DEFAULT));
   hid_t fspace = VA_H5(H5Dget_space(d));
   hid_t mtype = VA_H5(mem_type_for(in->dtype));
@@ -415,8 +426,14 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   float none = 0; /* the destination of a collective round with no rows here */
   int64_t rounds = (count + chunk_rows - 1) / chunk_rows;
   if (collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
-  *bad_row = -1;
+  res->bad_row = -1;
+  res->checksum = 0;
   for (int64_t r = 0; r < rounds; r++) {
+    /* A stop request ends the read between chunks (collective rounds: on every rank at the same one);
+     * the caller's stop point ends the job. */
+    int stop = va_stop_requested();
+    if (collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (stop) break;
     int64_t r0 = r * chunk_rows, nr = count - r0;
     if (nr > chunk_rows) nr = chunk_rows;
     if (nr < 0) nr = 0;
@@ -433,19 +450,22 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
     void *buf = stage ? stage : (void *)dst;
     const int failed = raw_off >= 0 ? nr > 0 && pread_threads(fd, buf, (size_t)(nr * row_bytes), raw_off + (start + r0) * row_bytes, threads) < 0
                                     : H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0;
-    if (failed && !rc) {
+    if (failed) {
       snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
                (long long)(start + r0), (long long)(start + r0 + nr - 1), in->file, in->dataset,
                raw_off >= 0 ? "a read of its raw rows failed or ended short" : va_h5_last_error());
+      /* Inside a collective transfer the peers may wait for this rank: no agreement is possible. */
+      if (collective) va_abort_job(VA_EXIT_INPUT, "%s", err);
       rc = VA_EXIT_INPUT;
     }
     H5Sclose(mspace);
-    if (nr > 0 && !rc && *bad_row < 0) {
+    if (nr > 0 && !rc && res->bad_row < 0) {
       int64_t bad = convert_to_f32(in->dtype, buf, dst, nr * in->d, threads);
-      if (bad >= 0) *bad_row = start + r0 + bad / in->d;
+      if (bad >= 0) res->bad_row = start + r0 + bad / in->d;
+      else res->checksum += va_rows_checksum(dst, (size_t)in->d * sizeof(float), start + r0, nr, threads);
     }
     if (nr > 0 && sink) sink->filled(sink->ctx, r0, nr); /* also after a failed read: the job stops after the loop */
-    if (rc && !collective) break;
+    if (rc) break;
   }
   free(stage);
   if (fd >= 0) close(fd);
@@ -454,50 +474,136 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   H5Sclose(fspace);
   H5Dclose(d);
   H5Fclose(f);
+  va_h5_scope(0, NULL, NULL);
   VA_AGREE_OR_EXIT(rc, err);
 }
 
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int threads,
-                   int64_t *bad_row) {
-  read_rows(in, start, count, out, chunk_bytes, io_mode, threads, bad_row, NULL);
+                   va_read_result_t *res) {
+  read_rows(in, start, count, out, chunk_bytes, io_mode, threads, res, NULL);
 }
 
-void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, int64_t *bad_row,
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, va_read_result_t *res,
                         const va_row_sink_t *sink) {
-  read_rows(in, start, count, NULL, 0, io_mode, threads, bad_row, sink);
+  read_rows(in, start, count, NULL, 0, io_mode, threads, res, sink);
 }
 
 /* --- writing ------------------------------------------------------------------------------------ */
 static int write_collective; /* how the file in hand was opened */
 
-static void partial_name(const char *path, char *out, size_t len) { snprintf(out, len, "%s.partial", path); }
+/* What this rank wrote into the file in hand, for the read-back check: a dataset's selection (whole, or
+ * a block of rows), the memory type and the hash of the bytes handed to H5Dwrite. */
+typedef struct {
+  char dset[256];
+  hid_t memtype;
+  int whole, ndims;
+  hsize_t off[2], cnt[2];
+  size_t bytes;
+  uint64_t hash;
+} written_t;
+static written_t *written;
+static int nwritten, written_cap;
 
-int va_output_check(const char *path) {
-  char tmp[VA_PATH_MAX + 16], err[VA_PATH_MAX + 128] = "";
+static void note_written(hid_t dset, hid_t memtype, int whole, int ndims, const hsize_t *off, const hsize_t *cnt, const void *buf,
+                         size_t bytes) {
+  if (nwritten == written_cap) {
+    written_cap = written_cap ? 2 * written_cap : 64;
+    written_t *w = realloc(written, (size_t)written_cap * sizeof *w);
+    if (!w) va_abort_job(VA_EXIT_RESOURCE, "out of memory for the record of the blocks written");
+    written = w;
+  }
+  written_t *w = &written[nwritten++];
+  memset(w, 0, sizeof *w);
+  if (H5Iget_name(dset, w->dset, sizeof w->dset) <= 0) va_h5_fail("H5Iget_name", __FILE__, __LINE__);
+  w->memtype = VA_H5(H5Tcopy(memtype));
+  w->whole = whole;
+  w->ndims = ndims;
+  for (int q = 0; q < ndims && off; q++) { w->off[q] = off[q]; w->cnt[q] = cnt[q]; }
+  w->bytes = bytes;
+  w->hash = va_hash_bytes(buf, bytes, 0);
+}
+
+static void forget_written(void) {
+  for (int i = 0; i < nwritten; i++) H5Tclose(written[i].memtype);
+  free(written);
+  written = NULL;
+  nwritten = written_cap = 0;
+}
+
+/* Reads back every block this rank wrote into tmp; 0, or 1 with err naming the first that differs. */
+static int read_back(const char *tmp, char *err, size_t errlen) {
+  if (!nwritten) return 0;
+  hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) { snprintf(err, errlen, "it cannot be opened after writing: %s", va_h5_last_error()); return 1; }
+  size_t most = 1;
+  for (int i = 0; i < nwritten; i++) most = written[i].bytes > most ? written[i].bytes : most;
+  void *buf = va_malloc(most, "read-back buffer");
+  int bad = 0;
+  for (int i = 0; i < nwritten && !bad; i++) {
+    const written_t *w = &written[i];
+    hid_t d = H5Dopen2(f, w->dset, H5P_DEFAULT), fs = d >= 0 ? H5Dget_space(d) : -1, ms = -1;
+    int ok = d >= 0 && fs >= 0;
+    if (ok && !w->whole) {
+      ms = H5Screate_simple(w->ndims, w->cnt, NULL);
+      ok = ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, w->off, NULL, w->cnt, NULL) >= 0;
+    }
+    ok = ok && H5Dread(d, w->memtype, w->whole ? H5S_ALL : ms, w->whole ? H5S_ALL : fs, H5P_DEFAULT, buf) >= 0;
+    if (!ok) snprintf(err, errlen, "%s cannot be read back: %s", w->dset, va_h5_last_error());
+    else if (va_hash_bytes(buf, w->bytes, 0) != w->hash) {
+      if (w->whole) snprintf(err, errlen, "%s does not read back as written", w->dset);
+      else snprintf(err, errlen, "rows %llu..%llu of %s do not read back as written", (unsigned long long)w->off[0],
+                    (unsigned long long)(w->off[0] + w->cnt[0] - 1), w->dset);
+      ok = 0;
+    }
+    bad = !ok;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
+  }
+  free(buf);
+  H5Fclose(f);
+  return bad;
+}
+
+int va_space_check(const char *what, const char *path, double bytes) {
+  char err[VA_PATH_MAX * 2 + 256] = "", dir[VA_PATH_MAX + 16];
   int rc = 0;
-  partial_name(path, tmp, sizeof tmp);
-  if (va_proc.rank == 0) {
-    FILE *f = path[0] ? fopen(tmp, "wb") : NULL;
-    if (!path[0]) { snprintf(err, sizeof err, "no output path given (--out)"); rc = VA_EXIT_USAGE; }
-    else if (!f) { snprintf(err, sizeof err, "cannot write output '%s': %s", path, strerror(errno)); rc = VA_EXIT_OUTPUT; }
-    else { fclose(f); unlink(tmp); }
+  if (va_proc.rank == 0 && !getenv("VECANNEAL_FAULT_SKIP_SPACE_CHECK")) {
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    struct statvfs fs;
+    const double margin = 65536.0; /* HDF5's own structures beyond the data */
+    if (statvfs(dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < bytes + margin) {
+      snprintf(err, sizeof err, "cannot write the %s '%s': %s: it needs about %.1f MB and the file system holding '%s' has %.1f MB free",
+               what, path, strerror(ENOSPC), (bytes + margin) / 1e6, dir, (double)fs.f_bavail * (double)fs.f_frsize / 1e6);
+      rc = VA_EXIT_OUTPUT;
+    }
   }
   return va_agree(rc, err);
 }
 
-int va_h5_write_file(const char *path, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows, void *ctx) {
-  int collective = va_io_collective(io_mode);
-  char err[1024] = "", tmp[VA_PATH_MAX + 16];
+int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
+                     void *ctx) {
+  const int collective = va_io_collective(io_mode);
+  char err[VA_PATH_MAX * 2 + 1024] = "", tmp[VA_PATH_MAX + 64];
   int rc = 0;
   hid_t f = -1;
-  partial_name(path, tmp, sizeof tmp);
-  va_set_pending_output(tmp);
+  va_temp_name(path, ".partial", tmp, sizeof tmp);
+  va_pending_add(tmp); /* removed by any exit that does not complete it */
+  if ((rc = va_space_check(what, path, bytes))) return rc;
   if (collective || va_proc.rank == 0) {
     f = open_for_io(tmp, H5F_ACC_TRUNC, collective);
-    if (f < 0) { snprintf(err, sizeof err, "cannot create output '%s': %s (%s)", tmp, va_h5_last_error(), strerror(errno)); rc = VA_EXIT_OUTPUT; }
+    if (f < 0) {
+      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", what, path, tmp, va_write_failure_reason(tmp));
+      rc = VA_EXIT_OUTPUT;
+    }
   }
   if (va_agree(rc, err)) { if (f >= 0) H5Fclose(f); return VA_EXIT_OUTPUT; }
   write_collective = collective;
+  va_h5_scope(VA_EXIT_OUTPUT, what, path);
   if (collective) {
     setup(f, ctx);
     rows(f, ctx);
@@ -511,21 +617,30 @@ int va_h5_write_file(const char *path, int io_mode, va_h5_setup_fn setup, va_h5_
       VA_H5(H5Fclose(f));
     } else {
       VA_MPI(MPI_Recv(&token, 1, MPI_INT, va_proc.rank - 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      f = open_for_io(tmp, H5F_ACC_RDWR, 0);
-      if (f < 0) va_h5_fail("H5Fopen(output, RDWR)", __FILE__, __LINE__);
+      f = VA_H5(open_for_io(tmp, H5F_ACC_RDWR, 0));
       rows(f, ctx);
       VA_H5(H5Fclose(f));
     }
     if (va_proc.rank + 1 < va_proc.nranks) VA_MPI(MPI_Send(&token, 1, MPI_INT, va_proc.rank + 1, 78, MPI_COMM_WORLD));
   }
+  va_h5_scope(0, NULL, NULL);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  /* Every rank reads back what it wrote: a write the MPI-IO layer dropped (Open MPI's OMPIO reports a
+   * full disk on stderr but not to HDF5) reads as zeros here. */
+  char why[1024] = "";
+  if (read_back(tmp, why, sizeof why)) {
+    snprintf(err, sizeof err, "cannot write the %s '%s': %s (%s)", what, path, why, va_write_failure_reason(tmp));
+    rc = VA_EXIT_OUTPUT;
+  }
+  forget_written();
+  if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
   /* Only a complete file gets the final name. */
   if (va_proc.rank == 0 && rename(tmp, path) != 0) {
-    snprintf(err, sizeof err, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", what, path, tmp, strerror(errno));
     rc = VA_EXIT_OUTPUT;
   }
   if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
-  va_set_pending_output(NULL);
+  va_pending_drop(tmp);
   return 0;
 }
 
@@ -537,7 +652,9 @@ void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf) {
     VA_H5(H5Sselect_none(fspace));
     VA_H5(H5Sselect_none(mspace));
   }
-  if (H5Sget_select_npoints(fspace) > 0 || write_collective) VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
+  const hssize_t points = H5Sget_select_npoints(fspace);
+  if (points > 0 || write_collective) VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
+  if (points > 0) note_written(dset, memtype, 1, 0, NULL, NULL, buf, (size_t)points * H5Tget_size(memtype));
   H5Pclose(dxpl);
   H5Sclose(mspace);
   H5Sclose(fspace);
@@ -552,11 +669,11 @@ int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows) {
 void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf) {
   if (nrows <= 0 && !write_collective) return;
   hid_t fspace = VA_H5(H5Dget_space(dset));
-  int rank = H5Sget_simple_extent_ndims(fspace);
+  int rank = VA_H5(H5Sget_simple_extent_ndims(fspace));
   hsize_t mdims[2] = {(hsize_t)(nrows > 0 ? nrows : 1), (hsize_t)cols};
   hid_t mspace = VA_H5(H5Screate_simple(rank, mdims, NULL));
+  hsize_t off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)nrows, (hsize_t)cols};
   if (nrows > 0) {
-    hsize_t off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)nrows, (hsize_t)cols};
     VA_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
   } else {
     VA_H5(H5Sselect_none(fspace));
@@ -564,6 +681,7 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   }
   hid_t dxpl = transfer_plist(write_collective);
   VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
+  if (nrows > 0) note_written(dset, memtype, 0, rank, off, cnt, buf, (size_t)(nrows * (rank > 1 ? cols : 1)) * H5Tget_size(memtype));
   H5Pclose(dxpl);
   H5Sclose(mspace);
   H5Sclose(fspace);

@@ -19,7 +19,17 @@ typedef struct {
   va_dtype_t dtype;
   int elem_size;
   int metric_hint; /* VA_METRIC_COSINE when the dataset or file says 'angular'/'cosine', else VA_METRIC_AUTO */
+  int sparse;      /* chunked storage not all allocated (unwritten chunks read as the fill value): independent reads */
+  uint64_t checksum; /* of the rows as read (the corpus' bytes for embedded rows); 0 until read */
 } va_input_t;
+
+/* What a read found besides the rows: the first global row holding NaN/Inf (-1: none) and the rows'
+ * checksum (checksum.h, of the float32 values; summed over ranks by the caller: the same for any
+ * rank count). */
+typedef struct {
+  int64_t bad_row;
+  uint64_t checksum;
+} va_read_result_t;
 
 const char *va_dtype_name(va_dtype_t t);
 /* Splits "FILE:DATASET" (the last ':' separates; DATASET defaults to /train). */
@@ -33,11 +43,13 @@ void va_input_open(const char *spec, va_input_t *in);
 /* This rank's contiguous row block of n rows. */
 void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *count);
 /* Collective: reads rows [start, start + count) as float32 into out (count x d), converting on load
- * through a staging buffer of at most chunk_bytes. Returns the first global row holding NaN/Inf
- * (or -1) in *bad_row. Read failures (e.g. a truncated file) are agreed and exit with VA_EXIT_INPUT.
- * Independent reads of raw rows (va_input_raw_offset) use pread on up to `threads` threads. */
+ * through a staging buffer of at most chunk_bytes. Read failures (e.g. a truncated file) exit with
+ * VA_EXIT_INPUT on every rank: agreed after independent reads, through va_abort_job inside a
+ * collective one (its peers may wait in it). A stop request (stop.h) ends the read early and the job
+ * at the stop point after it. Independent reads of raw rows (va_input_raw_offset) use pread on up to
+ * `threads` threads. */
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
-                   int io_mode, int threads, int64_t *bad_row);
+                   int io_mode, int threads, va_read_result_t *res);
 /* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
  * `rows` rows, in row order, each read into buffer(ctx, local_row0) (room for its rows x d float32,
  * free to overwrite) and announced with filled(ctx, local_row0, nrows) before the next buffer is asked
@@ -48,7 +60,7 @@ typedef struct {
   void (*filled)(void *ctx, int64_t local_row0, int64_t nrows);
   void *ctx;
 } va_row_sink_t;
-void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, int64_t *bad_row,
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, va_read_result_t *res,
                         const va_row_sink_t *sink);
 /* Local: the file offset of the dataset's rows when an independent read takes them with pread (a
  * contiguous dataset, no external storage, its file type the memory type, the default driver; checked
@@ -57,18 +69,26 @@ int64_t va_input_raw_offset(const va_input_t *in);
 /* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
 int va_io_collective(int io_mode);
 
+
 /* --- writing ------------------------------------------------------------------------------------ */
 /* 'setup' creates datasets and attributes and writes the data every rank holds identically (rank 0's
  * copy is written); 'rows' writes this rank's own rows with va_h5_write_rows. Collective call. */
 typedef void (*va_h5_setup_fn)(hid_t file, void *ctx);
 typedef void (*va_h5_rows_fn)(hid_t file, void *ctx);
-/* Collective: checks early (before any compute) that path can be written; returns 0 or an agreed
- * exit code (message printed by rank 0). */
-int va_output_check(const char *path);
-/* Writes PATH.partial and renames it to path only when complete (the partial file is removed on any
- * failure). Creates the file, runs setup and rows as described, closes. Returns 0, or VA_EXIT_OUTPUT
- * (agreed on every rank, message printed by rank 0) when the file cannot be created. */
-int va_h5_write_file(const char *path, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows, void *ctx);
+/* Collective: whether the file system holding path has room for about `bytes` more; 0, or an agreed
+ * VA_EXIT_OUTPUT ("No space left on device": what is needed and what is free) printed by rank 0.
+ * what names the file's role. */
+int va_space_check(const char *what, const char *path, double bytes);
+/* Writes path's temporary file (files.h: va_temp_name(path, ".partial"), claimed or not) and renames
+ * it to path only when it is complete and reads back: creates the file, runs setup and rows as
+ * described, closes, then every rank reads back what it wrote and compares checksums (an MPI-IO layer
+ * may drop a write without reporting it). what names the file's role in messages; bytes is the
+ * expected size, checked against the free space first. Returns 0, or VA_EXIT_OUTPUT agreed on every
+ * rank (message printed once) when the file cannot be created, lacks room or does not read back. A
+ * failure inside a write ends the job with VA_EXIT_OUTPUT and the system's reason (va_h5_scope).
+ * Either way the temporary file is removed. */
+int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
+                     void *ctx);
 /* Inside setup: writes a whole dataset from rank 0's buffer (other ranks select nothing). */
 void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);
 /* Inside rows: number of write rounds for local_rows in chunks of chunk_rows (max over ranks when

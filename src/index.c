@@ -84,5 +84,7 @@ static void index_rows(hid_t f, void *ctx) {
 }
 
 int va_index_write(const char *path, const va_index_t *ix) {
-  return va_h5_write_file(path, ix->st->cfg->io, index_setup, index_rows, (void *)ix);
+  const va_state_t *st = ix->st;
+  const double bytes = va_index_payload_bytes(st->n, st->d, st->k) + 32.0 * (double)st->iter;
+  return va_h5_write_file("index", path, bytes, st->cfg->io, index_setup, index_rows, (void *)ix);
 }

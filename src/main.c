@@ -5,15 +5,29 @@
 #include <string.h>
 
 #include "commands.h"
+#include "stop.h"
 #include "util.h"
+
+static const char *option_without_value;
 
 const char *va_opt(int argc, char **argv, int *i, const char *name) {
   size_t len = strlen(name);
   if (strncmp(argv[*i], name, len)) return NULL;
   if (argv[*i][len] == '=') return argv[*i] + len + 1;
   if (argv[*i][len] != 0) return NULL;
-  if (*i + 1 >= argc) return NULL;
+  /* The last word, or another option, is no value. */
+  if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+    option_without_value = name;
+    return NULL;
+  }
   return argv[++*i];
+}
+
+void va_opt_unknown(const char *cmd, const char *arg, char *err, size_t len) {
+  if (option_without_value && !strcmp(arg, option_without_value))
+    snprintf(err, len, "%s: option %s needs a value (see vecanneal %s --help)", cmd, arg, cmd);
+  else
+    snprintf(err, len, "%s: unknown argument '%.200s' (see vecanneal %s --help)", cmd, arg, cmd);
 }
 
 static void usage(void) {
@@ -51,6 +65,7 @@ static void singleton_fast_start(void) {
 }
 
 int main(int argc, char **argv) {
+  va_stop_install(); /* a stop request is honoured from here on (stop.h) */
   singleton_fast_start();
   /* Not done: starting the CUDA driver (cuInit, 0.10-0.23 s on an H200 machine) on a thread beside
    * MPI_Init. It saved about 0.03 s of a small GPU job, but Open MPI rewrites memory functions (munmap

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "files.h" /* va_temp_name */
 #include "util.h"
 
 const char *const va_phase_names[VA_NPHASE] = {"read", "init", "assign", "reduce", "allreduce", "update", "maintenance", "write"};
@@ -32,7 +33,7 @@ static void json_cfg(const char *key, const char *value, void *ctx) {
   fputc('"', f);
 }
 
-void va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg) {
+int va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg) {
   double mn[VA_NPHASE], mx[VA_NPHASE], sum[VA_NPHASE];
   VA_MPI(MPI_Reduce(phase_seconds, mn, VA_NPHASE, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(phase_seconds, mx, VA_NPHASE, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -48,14 +49,11 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   VA_MPI(MPI_Reduce(gpu_mem, gmin, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(gpu_mem, gmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(gpu_mem, gsum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-  if (va_proc.rank != 0 || !path || !path[0]) { free(all_rss); return; }
-  char tmp[VA_PATH_MAX + 16];
-  snprintf(tmp, sizeof tmp, "%s.partial", path);
-  FILE *f = fopen(tmp, "w");
+  if (!path || !path[0]) { free(all_rss); return 0; }
+  FILE *f = va_proc.rank == 0 ? va_text_open(path) : NULL;
   if (!f) {
-    fprintf(stderr, "vecanneal: warning: cannot write metrics '%s': %s\n", path, strerror(errno));
     free(all_rss);
-    return;
+    return va_text_commit(NULL, "metrics file", path);
   }
   int P = va_proc.nranks;
   double rmin = all_rss[0], rmax = all_rss[0], rsum = 0;
@@ -85,10 +83,6 @@ void va_metrics_write(const char *path, const va_run_summary_t *s, const va_conf
   fprintf(f, "]},\n  \"config\": {\n    \"_\": \"resolved keys\"");
   va_config_visit(cfg, json_cfg, f);
   fprintf(f, "\n  }\n}\n");
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-    fprintf(stderr, "vecanneal: warning: cannot write metrics '%s'\n", path);
-    unlink(tmp);
-  }
   free(all_rss);
+  return va_text_commit(f, "metrics file", path);
 }

@@ -30,6 +30,8 @@ typedef struct {
    * gpu_memory_used); 0 otherwise */
   double gpu_memory_loop_bytes, gpu_memory_peak_bytes;
 } va_run_summary_t;
-/* Collective: reduces phase times and peak memory over ranks; rank 0 writes path (if non-empty). */
-void va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg);
+/* Collective: reduces phase times and peak memory over ranks; rank 0 writes path (if non-empty) through
+ * its temporary file (files.h). Returns 0, or VA_EXIT_OUTPUT agreed on every rank with the system's
+ * reason printed once. */
+int va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg);
 #endif

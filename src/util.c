@@ -2,16 +2,23 @@
 #define _GNU_SOURCE
 #include "util.h"
 
-#include <hdf5.h>
-#include <sched.h>
+#include <errno.h>     /* errno */
+#include <hdf5.h>      /* H5Ewalk2, H5Eset_auto2 */
+#include <libgen.h>    /* dirname */
+#include <sched.h>     /* sched_getaffinity */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <sys/resource.h> /* getrusage */
+#include <sys/statvfs.h>  /* statvfs */
+#include <unistd.h>       /* unlink, gethostname */
 
 va_proc_t va_proc = {0, 1, 0, 1, "?"};
-static char pending_output[4096];
+
+/* Pending temporary files: fixed slots, so that a signal handler may walk them. */
+#define PENDING_SLOTS 8
+static char pending[PENDING_SLOTS][4096];
+static volatile int pending_used[PENDING_SLOTS];
 
 void va_proc_init(void) {
   VA_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &va_proc.rank));
@@ -27,14 +34,32 @@ void va_proc_init(void) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-void va_set_pending_output(const char *path) {
-  if (!path) pending_output[0] = 0;
-  else snprintf(pending_output, sizeof pending_output, "%s", path);
+void va_pending_add(const char *path) {
+  for (int i = 0; i < PENDING_SLOTS; i++)
+    if (pending_used[i] && !strcmp(pending[i], path)) return;
+  for (int i = 0; i < PENDING_SLOTS; i++)
+    if (!pending_used[i]) {
+      snprintf(pending[i], sizeof pending[i], "%s", path);
+      pending_used[i] = 1;
+      return;
+    }
+  VA_FATAL("more than %d temporary files at once (%s)", PENDING_SLOTS, path);
 }
 
-static void remove_pending(void) {
-  if (pending_output[0]) { unlink(pending_output); pending_output[0] = 0; }
+void va_pending_drop(const char *path) {
+  for (int i = 0; i < PENDING_SLOTS; i++)
+    if (pending_used[i] && !strcmp(pending[i], path)) pending_used[i] = 0;
 }
+
+void va_pending_remove_all(void) {
+  for (int i = 0; i < PENDING_SLOTS; i++)
+    if (pending_used[i]) {
+      unlink(pending[i]);
+      pending_used[i] = 0;
+    }
+}
+
+static void remove_pending(void) { va_pending_remove_all(); }
 
 void va_fatal_at(const char *file, int line, const char *fmt, ...) {
   char msg[2048];
@@ -47,6 +72,21 @@ void va_fatal_at(const char *file, int line, const char *fmt, ...) {
   remove_pending();
   MPI_Abort(MPI_COMM_WORLD, VA_EXIT_INTERNAL);
   exit(VA_EXIT_INTERNAL);
+}
+
+void va_abort_job(int code, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "vecanneal: error: %s (rank %d on %s)\n", msg, va_proc.rank, va_proc.host);
+  fflush(stderr);
+  remove_pending();
+  if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d aborts the job with code %d\n", va_proc.rank, code);
+  fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  exit(code);
 }
 
 void va_mpi_fail(int err, const char *call, const char *file, int line) {
@@ -71,13 +111,72 @@ const char *va_h5_last_error(void) {
   return buf;
 }
 
+static struct { int code; char what[64], path[4096]; } h5_scope;
+
+void va_h5_scope(int code, const char *what, const char *path) {
+  h5_scope.code = path ? code : 0;
+  snprintf(h5_scope.what, sizeof h5_scope.what, "%s", path ? what : "");
+  snprintf(h5_scope.path, sizeof h5_scope.path, "%s", path ? path : "");
+}
+
+/* Collects the system's own words from HDF5's stack: the sec2 driver quotes "error message = '...'",
+ * the MPI-IO driver the MPI error class. */
+static herr_t h5_walk_reason(unsigned n, const H5E_error2_t *e, void *data) {
+  char *out = data;
+  const char *d = e->desc ? e->desc : "", *q = strstr(d, "error message = '");
+  (void)n;
+  if (out[0]) return 0;
+  if (q) {
+    q += strlen("error message = '");
+    const char *end = strchr(q, '\'');
+    snprintf(out, 256, "%.*s", end ? (int)(end - q) : 200, q);
+  } else if (strstr(d, "MPI_ERR_NO_SPACE") || strstr(d, "No space left")) {
+    snprintf(out, 256, "%s", strerror(ENOSPC));
+  } else if (strstr(d, "MPI_ERR_QUOTA")) {
+    snprintf(out, 256, "%s", strerror(EDQUOT));
+  }
+  return 0;
+}
+
+const char *va_write_failure_reason(const char *path) {
+  static char reason[512];
+  const int saved = errno;
+  reason[0] = 0;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_walk_reason, reason);
+  if (reason[0]) return reason;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  struct statvfs fs;
+  if (statvfs(dirname(dir), &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < 1048576.0) {
+    snprintf(reason, sizeof reason, "%s (%.0f bytes free there)", strerror(ENOSPC), (double)fs.f_bavail * (double)fs.f_frsize);
+    return reason;
+  }
+  if (saved) snprintf(reason, sizeof reason, "%s", strerror(saved));
+  else snprintf(reason, sizeof reason, "%s", va_h5_last_error());
+  return reason;
+}
+
 void va_h5_fail(const char *call, const char *file, int line) {
+  if (h5_scope.code == VA_EXIT_OUTPUT)
+    va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (%s at %s:%d)", h5_scope.what, h5_scope.path,
+                 va_write_failure_reason(h5_scope.path), call, file, line);
+  if (h5_scope.code)
+    va_abort_job(h5_scope.code, "cannot read the %s '%s' (damaged or not what it should be): %s (%s at %s:%d)", h5_scope.what,
+                 h5_scope.path, va_h5_last_error(), call, file, line);
   va_fatal_at(file, line, "%s failed: %s", call, va_h5_last_error());
+}
+
+/* How much more memory an allocation of `bytes` would have needed is unknown; the message names the
+ * buffer and its size, and the limits a job can meet. */
+static _Noreturn void out_of_memory(double bytes, const char *what) {
+  va_abort_job(VA_EXIT_RESOURCE, "out of memory: %.0f bytes (%.2f GiB) for %s could not be allocated; the job needs more memory "
+               "than this rank may use (physical memory, ulimit -v/-d, or the cgroup limit of a Slurm job): use more ranks or nodes",
+               bytes, bytes / 1073741824.0, what);
 }
 
 void *va_malloc(size_t bytes, const char *what) {
   void *p = malloc(bytes ? bytes : 1);
-  if (!p) VA_FATAL("out of memory allocating %zu bytes for %s", bytes, what);
+  if (!p) out_of_memory((double)bytes, what);
   return p;
 }
 
@@ -105,7 +204,7 @@ void va_copy_rows_padded(float *dst, int64_t ld, const float *src, int64_t d, in
 
 void *va_calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
-  if (!p) VA_FATAL("out of memory allocating %zu x %zu bytes for %s", count, size, what);
+  if (!p) out_of_memory((double)count * (double)size, what);
   return p;
 }
 

@@ -18,7 +18,7 @@ enum {
   VA_EXIT_INPUT = 3,     /* input file/dataset missing, malformed or holding bad values */
   VA_EXIT_OUTPUT = 4,    /* the output cannot be written */
   VA_EXIT_RESOURCE = 5,  /* not enough memory for the requested job */
-  VA_EXIT_CHECKPOINTED = 75, /* stopped by SIGTERM/SIGUSR1 after writing a checkpoint: resume with --resume (EX_TEMPFAIL) */
+  VA_EXIT_STOPPED = 75,  /* stopped by SIGTERM/SIGUSR1: run again (with --resume when a checkpoint was written) (EX_TEMPFAIL) */
 };
 
 typedef struct {
@@ -34,16 +34,30 @@ void va_proc_init(void);
 _Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define VA_FATAL(...) va_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+/* An expected failure (output not writable, input damaged, memory exhausted) found by one rank at a
+ * point where its peers may already wait inside a collective, so that no agreement is possible: prints
+ * the message (with rank and host), removes the job's temporary files and ends every rank through
+ * MPI_Abort with `code`, which mpirun and srun return as the job's exit status. */
+_Noreturn void va_abort_job(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 void va_mpi_fail(int err, const char *call, const char *file, int line);
 #define VA_MPI(call) do { int va_e_ = (call); if (va_e_ != MPI_SUCCESS) va_mpi_fail(va_e_, #call, __FILE__, __LINE__); } while (0)
 
-/* HDF5: the error stack's innermost message is quoted. Use for herr_t and hid_t results. */
+/* HDF5: the error stack's innermost message is quoted. Use for herr_t and hid_t results. A failure
+ * inside an I/O scope (va_h5_scope) ends the job with the scope's exit code and names its file (for an
+ * output, with the system's reason, "No space left on device"); elsewhere it is an internal failure. */
 void va_h5_fail(const char *call, const char *file, int line);
+/* Opens (path non-NULL) or closes (NULL) the I/O scope of VA_H5 failures: code VA_EXIT_INPUT for a file
+ * read, VA_EXIT_OUTPUT for one written; what names the file's role ("index", "checkpoint"). */
+void va_h5_scope(int code, const char *what, const char *path);
+/* The operating system's reason for the failed write of path: the errno quoted in HDF5's error stack,
+ * else errno, else "No space left on device" when the file system holding path is full. */
+const char *va_write_failure_reason(const char *path);
 #define VA_H5(call) ({ __typeof__(call) va_r_ = (call); if (va_r_ < 0) va_h5_fail(#call, __FILE__, __LINE__); va_r_; })
 /* The innermost HDF5 error message of the current stack, for user-facing messages. */
 const char *va_h5_last_error(void);
 
+/* Allocation failures end the job with VA_EXIT_RESOURCE (5), naming the buffer and its size. */
 void *va_malloc(size_t bytes, const char *what);
 void *va_calloc(size_t count, size_t size, const char *what);
 /* Touches one byte per page of fresh memory from `threads` threads. A single thread filling a large
@@ -63,8 +77,12 @@ _Noreturn void va_exit_all(int code);
 /* Shorthand: agree, and if anyone failed, exit everywhere. */
 #define VA_AGREE_OR_EXIT(code, msg) do { int va_c_ = va_agree((code), (msg)); if (va_c_) va_exit_all(va_c_); } while (0)
 
-/* A temporary output file removed by any fatal or collective exit, so nothing half-written is left. */
-void va_set_pending_output(const char *path);
+/* Temporary files (a claimed or half-written output) removed by any exit that does not complete them:
+ * fatal, aborted or collective. va_pending_drop forgets a file once it has its final name. */
+void va_pending_add(const char *path);
+void va_pending_drop(const char *path);
+/* Removes every pending file now (async-signal-safe: unlink only). */
+void va_pending_remove_all(void);
 
 /* Rank-0 logging to stdout, flushed. */
 void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,6 +26,8 @@
 #include "kernels/cuda_kernels.h"
 #endif
 #include "commands.h"
+#include "files.h" /* va_files_prepare, va_text_open */
+#include "stop.h"  /* va_stop_point */
 #include "embed/embed.h"
 #include "h5io.h"
 #include "json.h"
@@ -115,7 +117,7 @@ static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t 
       char *e;
       a->progress = strtod(v, &e);
       if (*e || !(a->progress >= 0)) { snprintf(err, elen, "embed: --progress: expected seconds >= 0, got '%s'", v); return 1; }
-    } else { snprintf(err, elen, "embed: unknown argument '%s' (see vecanneal embed --help)", argv[i]); return 1; }
+    } else { va_opt_unknown("embed", argv[i], err, elen); return 1; }
   }
   if (!a->input) { snprintf(err, elen, "embed: --input CORPUS is required"); return 1; }
   if (!a->out_spec) { snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required"); return 1; }
@@ -332,7 +334,7 @@ static va_bert_cuda_t *gpu_setup_wait(gpu_setup_t *s) {
 }
 #endif
 
-static void write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
+static int write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
                           const encoder_info_t *ei) {
   double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds},
          fwd_mx[4];
@@ -341,11 +343,9 @@ static void write_metrics(const embed_args_t *a, const embed_out_t *o, const dou
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-  if (va_proc.rank != 0 || !a->metrics) return;
-  char tmp[VA_PATH_MAX + 16];
-  snprintf(tmp, sizeof tmp, "%s.partial", a->metrics);
-  FILE *f = fopen(tmp, "w");
-  if (!f) { fprintf(stderr, "vecanneal: warning: cannot write metrics '%s': %s\n", a->metrics, strerror(errno)); return; }
+  if (!a->metrics) return 0;
+  FILE *f = va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
+  if (!f) return va_text_commit(NULL, "metrics file", a->metrics);
   fprintf(f, "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": ", VECANNEAL_VERSION,
           ei->backend, ei->precision);
   json_escaped(f, ei->device);
@@ -367,11 +367,7 @@ static void write_metrics(const embed_args_t *a, const embed_out_t *o, const dou
   fprintf(f, "  \"phases_seconds\": {\n");
   for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
   fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad || rename(tmp, a->metrics) != 0) {
-    fprintf(stderr, "vecanneal: warning: cannot write metrics '%s': %s\n", a->metrics, strerror(errno));
-    unlink(tmp);
-  }
+  return va_text_commit(f, "metrics file", a->metrics);
 }
 
 /* --- the command --------------------------------------------------------------------------------- */
@@ -466,6 +462,13 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   snprintf(config_path, sizeof config_path, "%s/config.json", a.model_dir);
   snprintf(weights_path, sizeof weights_path, "%s/%s", a.model_dir, !strcmp(a.weights, "fp16") ? "model-fp16.safetensors" : "model.safetensors");
   int rc = 0;
+  if (write_out && !keep) { /* the embed command (compress --embed checks its own files) */
+    const va_file_use_t inputs[] = {{"corpus", a.input, 0}, {"vocabulary", vocab_path, 0}, {"model configuration", config_path, 0},
+                                    {"model weights", weights_path, 0}};
+    const va_file_use_t outputs[] = {{"embedded vectors", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
+    if ((rc = va_files_prepare(inputs, 4, outputs, 2))) return rc;
+    va_stop_advice("nothing was written: run the command again");
+  }
   char merr[768] = "";
   va_tokenizer_t *tok = NULL;
   va_bert_t model;
@@ -510,8 +513,6 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   enc.batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
   ph[PH_LOAD] = va_now() - t0;
 
-  rc = write_out ? va_output_check(a.out_file) : 0;
-  if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
 #ifdef VECANNEAL_CUDA
   gpu_setup_t setup = {.model = &model, .device = device, .precision = va_bert_cuda_precision(enc.precision), .batch = enc.batch};
   if (device >= 0) gpu_setup_start(&setup);
@@ -637,8 +638,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
   int64_t done = 0, tok_done = 0, pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
   double last = va_now();
-  for (int64_t s = 0; s < n_local || pend[1]; s += batch) {
-    int nb = s < n_local ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
+  int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
+  for (int64_t s = 0; (s < n_local && !stopping) || pend[1]; s += batch) {
+    stopping = stopping || va_stop_requested();
+    int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
     int64_t p = 0;
     for (int b = 0; b < nb; b++) {
       int64_t i = order[s + b];
@@ -681,11 +684,12 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   va_tok_free(tok);
   ph[PH_ENCODE] = va_now() - t0;
   double cpu_used = cpu_seconds() - cpu0;
+  va_stop_point("embedding");
 
   /* Write: each rank its own rows, in input order. */
   t0 = va_now();
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
-  rc = write_out ? va_h5_write_file(a.out_file, a.io_mode, embed_setup, embed_rows, &o) : 0;
+  rc = write_out ? va_h5_write_file("embedded vectors", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows, &o) : 0;
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);
@@ -706,7 +710,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
             (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
-  write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc);
+  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc))) return rc;
   va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
           a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
   return 0;

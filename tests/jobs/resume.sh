@@ -45,7 +45,7 @@ run_np 2 "${big[@]}" --set max_iter=$((it + 5)) --out "$WORK/sig_full.h5" > /dev
 echo "SIGUSR1 after iteration $it: checkpoint, exit 75, resume identical"
 # A stop signal after the last iteration (during the final pass and the write) lets the job finish:
 # exit 0 and the same index as a run without it (before, the default action killed every rank).
-VECANNEAL_FAULT_SIGNAL_ON_FINISH=1 timeout 120 mpirun -n 3 --oversubscribe -x VECANNEAL_FAULT_SIGNAL_ON_FINISH "$BIN" "${args[@]}" \
+VECANNEAL_FAULT_SIGNAL_AT=finish timeout 120 mpirun -n 3 --oversubscribe -x VECANNEAL_FAULT_SIGNAL_AT "$BIN" "${args[@]}" \
   --out "$WORK/late.h5" > "$WORK/late.log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { tail "$WORK/late.log"; fail "a signal after the last iteration: exit $rc, expected 0"; }

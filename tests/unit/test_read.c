@@ -5,14 +5,18 @@
  * and (parallel HDF5) collective transfers, and buffers of several sizes, on however many ranks mpirun
  * gives (CTest: 1, 2, 3 and 4). Then the raw reads (pread on several threads, h5io.c): taken for a
  * contiguous native dataset (also one large enough to be split over threads), not for a chunked or a
- * big-endian one, and either way the values written, also in a file with a user block.
- * Rank 0 writes the file; a row count that does not divide evenly leaves the ranks unequal blocks. */
+ * big-endian one, and either way the values written, also in a file with a user block. A chunked
+ * dataset whose last chunks were never written reads as its fill value (zeros) on every rank count and
+ * transfer mode. The rows' checksum (h5io.h) is the same for both reads and, summed over ranks, for any
+ * rank count. Rank 0 writes the file; a row count that does not divide evenly leaves the ranks unequal
+ * blocks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "checksum.h"
 #include "h5io.h"
 #include "util.h"
 
@@ -54,7 +58,9 @@ static float value_at(int64_t e) { return (float)sin(0.37 * (double)e) * 3.0f + 
 
 /* How the float32 dataset is stored (half = 0): contiguous little-endian, chunked, contiguous
  * big-endian, contiguous little-endian in a file with a 512-byte user block. */
-enum { LAYOUT_PLAIN, LAYOUT_CHUNKED, LAYOUT_BIG_ENDIAN, LAYOUT_USERBLOCK };
+enum { LAYOUT_PLAIN, LAYOUT_CHUNKED, LAYOUT_BIG_ENDIAN, LAYOUT_USERBLOCK, LAYOUT_SPARSE };
+/* LAYOUT_SPARSE: chunked in 100 rows, only rows [0, SPARSE_WRITTEN) written (the last chunks never were). */
+#define SPARSE_WRITTEN 900
 
 static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t nan_row, int layout) {
   if (va_proc.rank != 0) return;
@@ -65,7 +71,7 @@ static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (layout == LAYOUT_USERBLOCK) H5Pset_userblock(fcpl, 512);
   hsize_t dims[2] = {(hsize_t)n, (hsize_t)d}, chunk[2] = {(hsize_t)(n < 100 ? n : 100), (hsize_t)d};
-  if (layout == LAYOUT_CHUNKED) H5Pset_chunk(dcpl, 2, chunk);
+  if (layout == LAYOUT_CHUNKED || layout == LAYOUT_SPARSE) H5Pset_chunk(dcpl, 2, chunk);
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
   hid_t sp = H5Screate_simple(2, dims, NULL);
   hid_t ftype = half ? va_h5_half_type() : H5Tcopy(layout == LAYOUT_BIG_ENDIAN ? H5T_IEEE_F32BE : H5T_IEEE_F32LE);
@@ -75,6 +81,13 @@ static void write_file(const char *path, int64_t n, int64_t d, int half, int64_t
     for (int64_t i = 0; i < n * d; i++) h[i] = va_float_to_half(X[i]);
     H5Dwrite(ds, ftype, H5S_ALL, H5S_ALL, H5P_DEFAULT, h);
     free(h);
+  } else if (layout == LAYOUT_SPARSE) {
+    hsize_t off[2] = {0, 0}, cnt[2] = {SPARSE_WRITTEN, (hsize_t)d};
+    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(2, cnt, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL);
+    H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, X);
+    H5Sclose(ms);
+    H5Sclose(fs);
   } else {
     H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, X);
   }
@@ -106,11 +119,25 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
   int64_t row0, count;
   va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
   float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
-  int64_t bad_whole = -1, bad_into = -1;
-  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, 3, &bad_whole); /* 5-row chunks */
+  va_read_result_t res_whole, res_into;
+  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, 3, &res_whole); /* 5-row chunks */
   sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
   va_row_sink_t sink = {sink_rows, sink_buffer, sink_filled, &s};
-  va_input_read_into(&in, row0, count, io, 3, &bad_into, &sink);
+  va_input_read_into(&in, row0, count, io, 3, &res_into, &sink);
+  const int64_t bad_whole = res_whole.bad_row, bad_into = res_into.bad_row;
+  if (nan_row < 0) {
+    /* The checksum: both reads alike, and over all ranks that of the whole dataset (as one rank sees it). */
+    CHECK(res_whole.checksum == res_into.checksum, "%s io %d: checksums differ between the reads", half ? "float16" : "float32", io);
+    uint64_t total = res_whole.checksum, want = 0;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    float *row = malloc((size_t)d * sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+      for (int64_t t = 0; t < d; t++) row[t] = half ? va_half_to_float(va_float_to_half(value_at(i * d + t))) : value_at(i * d + t);
+      want += va_rows_checksum(row, (size_t)d * sizeof(float), i, 1, 1);
+    }
+    free(row);
+    CHECK(total == want, "%s io %d: the checksum summed over %d ranks is not the dataset's", half ? "float16" : "float32", io, va_proc.nranks);
+  }
   const char *what = half ? "float16" : "float32";
   CHECK(rows_not_written(whole, row0, count, d, half, nan_row) == 0, "%s io %d: the rows read are not those written", what, io);
   CHECK(s.errors == 0, "%s io %d buffers of %lld rows: chunks out of order", what, io, (long long)sink_rows);
@@ -144,21 +171,55 @@ static void layout_case(const char *path, int64_t n, int64_t d, int layout, int 
   const int64_t off = va_input_raw_offset(&in);
   CHECK(raw < 0 || (off >= 0) == raw, "%s: raw read %s, want %s", what, off >= 0 ? "taken" : "not taken", raw ? "taken" : "not taken");
   int64_t row0, count, bad = -1;
+  va_read_result_t res;
   va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
   float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
   const int64_t inf_row = nan_row >= 0 && n > 100000 ? n - 1000 : -1;
   const int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : inf_row >= row0 && inf_row < row0 + count ? inf_row : -1;
-  va_input_read(&in, row0, count, whole, (size_t)64 << 20, VA_IO_INDEPENDENT, 3, &bad);
+  va_input_read(&in, row0, count, whole, (size_t)64 << 20, VA_IO_INDEPENDENT, 3, &res);
+  bad = res.bad_row;
   CHECK(bad == want_bad && rows_not_written(whole, row0, count, d, 0, want_bad) == 0,
         "%s: the whole-shard read is not the rows written (first bad row %lld, want %lld)", what, (long long)bad, (long long)want_bad);
   sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
   va_row_sink_t sink = {64, sink_buffer, sink_filled, &s};
-  va_input_read_into(&in, row0, count, VA_IO_INDEPENDENT, 3, &bad, &sink);
+  va_input_read_into(&in, row0, count, VA_IO_INDEPENDENT, 3, &res, &sink);
+  bad = res.bad_row;
   CHECK(s.errors == 0 && s.next_row == count && bad == want_bad && rows_not_written(got, row0, count, d, 0, want_bad) == 0,
         "%s: the buffered read is not the rows written", what);
   if (va_proc.rank == 0) printf("%s: raw read %s (offset %lld)\n", what, off >= 0 ? "taken" : "not taken", (long long)off);
   free(s.buf);
   free(whole);
+  free(got);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+/* A chunked dataset whose last chunks were never written: rows past SPARSE_WRITTEN read as zeros (the
+ * fill value), in both transfer modes (a collective MPI-IO read of such a selection fails in HDF5 1.10,
+ * so such a dataset is read independently). */
+static void sparse_case(const char *path, int64_t n, int64_t d) {
+  write_file(path, n, d, 0, -1, LAYOUT_SPARSE);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  char spec[VA_PATH_MAX + 16];
+  snprintf(spec, sizeof spec, "%s:/train", path);
+  va_input_t in;
+  va_input_open(spec, &in);
+  CHECK(in.sparse, "a dataset with unwritten chunks is not marked sparse");
+  int64_t row0, count;
+  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
+  float *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  const int ios[] = {VA_IO_INDEPENDENT, VA_IO_COLLECTIVE};
+  for (int a = 0; a < 2; a++) {
+    va_read_result_t res;
+    va_input_read(&in, row0, count, got, (size_t)(7 * d * 4), ios[a], 2, &res);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < count; i++)
+      for (int64_t t = 0; t < d; t++) {
+        const float want = row0 + i < SPARSE_WRITTEN ? value_at((row0 + i) * d + t) : 0.0f;
+        wrong += got[i * d + t] != want;
+      }
+    CHECK(wrong == 0 && res.bad_row == -1, "unwritten chunks, io %d: %lld values are not those written or the fill value", ios[a],
+          (long long)wrong);
+  }
   free(got);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
@@ -191,6 +252,7 @@ int main(int argc, char **argv) {
   layout_case(path, n, d, LAYOUT_CHUNKED, 0, -1, "chunked float32");
   layout_case(path, n, d, LAYOUT_BIG_ENDIAN, !little, -1, "big-endian float32");
   layout_case(path, n, d, LAYOUT_USERBLOCK, -1, -1, "float32 after a 512-byte user block");
+  sparse_case(path, n, d);
   if (va_proc.rank == 0) remove(path);
   int total = 0;
   VA_MPI(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
