@@ -1,6 +1,6 @@
 # Core library and the vecanneal executable (CPU backend; CUDA sources join when VECANNEAL_HAVE_CUDA).
 add_library(vecanneal_core STATIC
-  src/util.c src/stop.c src/files.c src/checksum.c src/memlimit.c src/config.c src/h5io.c src/gen.c src/init.c src/anneal.c src/compress.c
+  src/util.c src/stop.c src/files.c src/checksum.c src/memlimit.c src/stall.c src/config.c src/h5io.c src/gen.c src/init.c src/anneal.c src/compress.c
   src/index.c src/info.c src/metrics.c src/checkpoint.c src/backend_cpu.c
   src/dist/comm.c
   src/kernels/cpu_assign.c src/kernels/cpu_stats.c)

@@ -246,9 +246,9 @@ static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, in
  * rank stops the job (VA_EXIT_RESOURCE, naming the limit that is short) when the need exceeds the
  * resident memory it may use (physical memory or cgroup, shared by the node's ranks), or when the
  * need and the address space its threads and libraries map exceed its address-space limit. */
-static void check_memory(double need, int threads, int64_t n_local, int64_t d) {
+static void check_memory(double need, int threads, int blas, int64_t n_local, int64_t d) {
   const va_mem_room_t resident = va_mem_room_resident(va_proc.local_nranks), address = va_mem_room_address();
-  const double overhead = va_mem_address_overhead(threads);
+  const double overhead = va_mem_address_overhead(threads, blas);
   char err[1024] = "";
   int short_of = 0;
   if (resident.bytes >= 0 && need > resident.bytes) {
@@ -259,7 +259,7 @@ static void check_memory(double need, int threads, int64_t n_local, int64_t d) {
     short_of = 1;
   } else if (address.bytes >= 0 && need + overhead > address.bytes) {
     snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB of address space (its %lld rows x %lld dims plus buffers, and "
-             "%.2f GiB of thread stacks, malloc arenas and BLAS buffers for %d thread(s)) but %s of %.2f GiB leaves it %.2f GiB; "
+             "%.2f GiB of thread stacks and library buffers for %d thread(s)) but %s of %.2f GiB leaves it %.2f GiB; "
              "raise the limit, use more ranks, or set memory_check = off",
              va_proc.rank, va_proc.host, (need + overhead) / 1073741824.0, (long long)n_local, (long long)d, overhead / 1073741824.0,
              threads, address.source, address.limit_bytes / 1073741824.0, address.bytes / 1073741824.0);
@@ -448,7 +448,7 @@ static int prepare_files(const va_config_t *cfg, const char *ckpt_path) {
       {"checkpoint to resume from", resume_path && !resume_is_ckpt ? resume_path : "", 0},
       {"initial anchors file", cfg->init_kind == VA_INIT_FILE ? cfg->init_file : "", 0}};
   const va_file_use_t outputs[] = {
-      {"index", cfg->out, 1}, {"metrics file", cfg->metrics, 1}, {"checkpoint", ckpt_path, 0}, {"embedded vectors", embed_file, 1}};
+      {"index", cfg->out, 1}, {"metrics file", cfg->metrics, 1}, {"checkpoint", ckpt_path, 0}, {"vectors file", embed_file, 1}};
   return va_files_prepare(inputs, (int)(sizeof inputs / sizeof *inputs), outputs, (int)(sizeof outputs / sizeof *outputs));
 }
 
@@ -581,7 +581,9 @@ int va_cmd_compress(int argc, char **argv) {
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
 #endif
-  if (cfg.memory_check) check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), threads, st.n_local, st.d);
+  if (cfg.memory_check)
+    check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), threads,
+                 !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise

@@ -224,7 +224,7 @@ int va_files_prepare(const va_file_use_t *inputs, int ninputs, const va_file_use
       char tmp[PATH_MAX + 64];
       va_temp_name(outputs[o].path, ".partial", tmp, sizeof tmp);
       rc = claim(outputs[o].role, outputs[o].path, tmp, err, sizeof err);
-      if (!rc) va_pending_add(tmp);
+      if (!rc) va_pending_add(tmp, 1);
     }
   }
   rc = va_agree(rc, err);
@@ -236,7 +236,7 @@ int va_files_prepare(const va_file_use_t *inputs, int ninputs, const va_file_use
     if (outputs[o].claim && outputs[o].path && outputs[o].path[0]) {
       char tmp[PATH_MAX + 64];
       va_temp_name(outputs[o].path, ".partial", tmp, sizeof tmp);
-      va_pending_add(tmp);
+      va_pending_add(tmp, 1);
     }
   return 0;
 }
@@ -249,7 +249,7 @@ FILE *va_text_open(const char *path) {
   va_temp_name(path, ".partial", tmp, sizeof tmp);
   FILE *f = fopen(tmp, "w");
   text_open_errno = f ? 0 : errno;
-  if (f) va_pending_add(tmp);
+  if (f) va_pending_add(tmp, 0);
   return f;
 }
 

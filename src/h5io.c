@@ -13,6 +13,7 @@
 
 #include "checksum.h" /* va_rows_checksum */
 #include "files.h"    /* va_temp_name */
+#include "stall.h"    /* va_stall_guard_* */
 #include "stop.h"     /* va_stop_requested */
 #include "util.h"
 
@@ -411,6 +412,7 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   if (f < 0) { snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error()); rc = VA_EXIT_INPUT; }
   VA_AGREE_OR_EXIT(rc, err);
   va_h5_scope(VA_EXIT_INPUT, "input", in->file);
+  if (collective) va_stall_guard_begin(VA_EXIT_INPUT, "input", in->file);
   hid_t d = VA_H5(H5Dopen2(f, in->dataset, H5P_DEFAULT));
   hid_t fspace = VA_H5(H5Dget_space(d));
   hid_t mtype = VA_H5(mem_type_for(in->dtype));
@@ -465,6 +467,7 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
       else res->checksum += va_rows_checksum(dst, (size_t)in->d * sizeof(float), start + r0, nr, threads);
     }
     if (nr > 0 && sink) sink->filled(sink->ctx, r0, nr); /* also after a failed read: the job stops after the loop */
+    if (collective) va_stall_guard_progress();
     if (rc) break;
   }
   free(stage);
@@ -474,6 +477,7 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   H5Sclose(fspace);
   H5Dclose(d);
   H5Fclose(f);
+  va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_AGREE_OR_EXIT(rc, err);
 }
@@ -521,6 +525,7 @@ static void note_written(hid_t dset, hid_t memtype, int whole, int ndims, const 
   for (int q = 0; q < ndims && off; q++) { w->off[q] = off[q]; w->cnt[q] = cnt[q]; }
   w->bytes = bytes;
   w->hash = va_hash_bytes(buf, bytes, 0);
+  va_stall_guard_progress();
 }
 
 static void forget_written(void) {
@@ -568,7 +573,7 @@ static int read_back(const char *tmp, char *err, size_t errlen) {
 int va_space_check(const char *what, const char *path, double bytes) {
   char err[VA_PATH_MAX * 2 + 256] = "", dir[VA_PATH_MAX + 16];
   int rc = 0;
-  if (va_proc.rank == 0 && !getenv("VECANNEAL_FAULT_SKIP_SPACE_CHECK")) {
+  if (va_proc.rank == 0 && !getenv("VECANNEAL_FAULT_SKIP_SPACE_CHECK")) { /* tests: let the reservation or the write meet it */
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
@@ -585,6 +590,20 @@ int va_space_check(const char *what, const char *path, double bytes) {
   return va_agree(rc, err);
 }
 
+/* Rank 0, right after creating tmp: reserves its expected size on disk (fallocate, keeping the file's
+ * size: HDF5 writes into the reserved blocks and its closing truncation gives back what is left), so
+ * that a full file system is found before any data is written, and not by a write inside a collective
+ * call (which HDF5 1.10 does not survive on every rank). 0, or the errno of a full disk or quota;
+ * file systems without fallocate reserve nothing. */
+static int reserve_space(const char *tmp, double bytes) {
+  if (getenv("VECANNEAL_FAULT_SKIP_RESERVE")) return 0; /* tests: let the write itself meet the full disk */
+  int fd = open(tmp, O_WRONLY);
+  if (fd < 0) return 0;
+  int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)(bytes + 1048576.0)) == 0 ? 0 : errno;
+  close(fd);
+  return rc == ENOSPC || rc == EDQUOT ? rc : 0;
+}
+
 int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
                      void *ctx) {
   const int collective = va_io_collective(io_mode);
@@ -592,7 +611,7 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   int rc = 0;
   hid_t f = -1;
   va_temp_name(path, ".partial", tmp, sizeof tmp);
-  va_pending_add(tmp); /* removed by any exit that does not complete it */
+  va_pending_add(tmp, 0); /* removed by any exit that does not complete it */
   if ((rc = va_space_check(what, path, bytes))) return rc;
   if (collective || va_proc.rank == 0) {
     f = open_for_io(tmp, H5F_ACC_TRUNC, collective);
@@ -602,8 +621,14 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
     }
   }
   if (va_agree(rc, err)) { if (f >= 0) H5Fclose(f); return VA_EXIT_OUTPUT; }
+  /* Nothing is written yet: a full disk found here ends the job at once (closing the file would flush
+   * its first metadata, the very write that may fail inside a collective call). */
+  const int reserve = va_proc.rank == 0 ? reserve_space(tmp, bytes) : 0;
+  if (reserve) va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (reserving %.1f MB for '%s' failed)", what, path,
+                            strerror(reserve), bytes / 1e6, tmp);
   write_collective = collective;
   va_h5_scope(VA_EXIT_OUTPUT, what, path);
+  if (collective) va_stall_guard_begin(VA_EXIT_OUTPUT, what, path);
   if (collective) {
     setup(f, ctx);
     rows(f, ctx);
@@ -623,6 +648,7 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
     }
     if (va_proc.rank + 1 < va_proc.nranks) VA_MPI(MPI_Send(&token, 1, MPI_INT, va_proc.rank + 1, 78, MPI_COMM_WORLD));
   }
+  va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
   /* Every rank reads back what it wrote: a write the MPI-IO layer dropped (Open MPI's OMPIO reports a

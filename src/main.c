@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "memlimit.h" /* va_mem_room_address */
 #include "stop.h"
 #include "util.h"
 
@@ -64,6 +65,20 @@ static void singleton_fast_start(void) {
 #endif
 }
 
+/* Collective: an address-space or data limit (ulimit -v, -d) that leaves a started process less than
+ * the libraries need to open a file and start their threads (HDF5 has been seen to crash inside
+ * H5Fopen when an allocation fails) stops every rank with VA_EXIT_RESOURCE before anything else; the
+ * per-job memory check (compress) comes later, when the job's size is known. */
+static void check_start_room(void) {
+  const double least = 128.0 * 1048576.0;
+  const va_mem_room_t room = va_mem_room_address();
+  char err[512];
+  snprintf(err, sizeof err, "%s of %.0f MB leaves rank %d on %s %.0f MB after start-up; vecanneal needs at least %.0f MB more than "
+           "its libraries map: raise the limit", room.source, room.limit_bytes / 1048576.0, va_proc.rank, va_proc.host,
+           room.bytes / 1048576.0, least / 1048576.0);
+  VA_AGREE_OR_EXIT(room.bytes >= 0 && room.bytes < least ? VA_EXIT_RESOURCE : 0, err);
+}
+
 int main(int argc, char **argv) {
   va_stop_install(); /* a stop request is honoured from here on (stop.h) */
   singleton_fast_start();
@@ -78,6 +93,7 @@ int main(int argc, char **argv) {
   /* Errors come back to us (we print them with context and abort ourselves). */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   va_proc_init();
+  check_start_room();
   int rc;
   const char *cmd = argc > 1 ? argv[1] : "help";
   if (!strcmp(cmd, "gen")) rc = va_cmd_gen(argc - 2, argv + 2);

@@ -128,9 +128,7 @@ va_mem_room_t va_mem_room_address(void) {
   return r;
 }
 
-double va_mem_address_overhead(int threads) {
-  const double t = threads > 0 ? threads : 1;
-  /* per thread: an 8 MiB stack and a 64 MiB malloc arena (glibc reserves one per thread that
-   * allocates, up to 8 per core); the BLAS library's buffers: 64 MiB plus 32 MiB per thread */
-  return t * (8.0 + 64.0) * 1048576.0 + (64.0 + 32.0 * t) * 1048576.0;
+double va_mem_address_overhead(int threads, int blas) {
+  const double t = threads > 0 ? threads : 1, mib = 1048576.0;
+  return t * 8.0 * mib + 32.0 * mib + (blas ? t * 128.0 * mib : 0.0);
 }

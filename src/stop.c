@@ -10,10 +10,14 @@
 
 #include "util.h" /* va_proc, va_exit_all, VA_MPI */
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, finishing;
+/* Records the request. Until the job finishes, the outputs' claims go at once: a rank blocked in a
+ * collective whose peer died never reaches a stop point, and the launcher kills it after this signal;
+ * a job that stops removes them anyway. The claim that becomes the index while finishing stays. */
 static void on_stop(int sig) {
   (void)sig;
   stop_flag = 1;
+  if (!finishing) va_pending_remove_claims();
 }
 
 void va_stop_install(void) {
@@ -54,4 +58,7 @@ void va_stop_point(const char *phase) {
   va_exit_all(VA_EXIT_STOPPED);
 }
 
-void va_stop_finishing(void) { va_stop_fault_point("finish"); }
+void va_stop_finishing(void) {
+  finishing = 1;
+  va_stop_fault_point("finish");
+}

@@ -6,6 +6,7 @@
 #include <hdf5.h>      /* H5Ewalk2, H5Eset_auto2 */
 #include <libgen.h>    /* dirname */
 #include <sched.h>     /* sched_getaffinity */
+#include <signal.h>    /* sig_atomic_t */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ va_proc_t va_proc = {0, 1, 0, 1, "?"};
 /* Pending temporary files: fixed slots, so that a signal handler may walk them. */
 #define PENDING_SLOTS 8
 static char pending[PENDING_SLOTS][4096];
-static volatile int pending_used[PENDING_SLOTS];
+static volatile sig_atomic_t pending_used[PENDING_SLOTS], pending_claim[PENDING_SLOTS];
 
 void va_proc_init(void) {
   VA_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &va_proc.rank));
@@ -34,13 +35,14 @@ void va_proc_init(void) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-void va_pending_add(const char *path) {
+void va_pending_add(const char *path, int claim) {
   for (int i = 0; i < PENDING_SLOTS; i++)
     if (pending_used[i] && !strcmp(pending[i], path)) return;
   for (int i = 0; i < PENDING_SLOTS; i++)
     if (!pending_used[i]) {
       snprintf(pending[i], sizeof pending[i], "%s", path);
-      pending_used[i] = 1;
+      pending_claim[i] = claim;
+      pending_used[i] = 1; /* last: a signal handler sees the slot only once it is complete */
       return;
     }
   VA_FATAL("more than %d temporary files at once (%s)", PENDING_SLOTS, path);
@@ -56,6 +58,14 @@ void va_pending_remove_all(void) {
     if (pending_used[i]) {
       unlink(pending[i]);
       pending_used[i] = 0;
+    }
+}
+
+void va_pending_remove_claims(void) {
+  for (int i = 0; i < PENDING_SLOTS; i++)
+    if (pending_used[i] && pending_claim[i]) {
+      unlink(pending[i]);
+      pending_used[i] = 0; /* forgotten: a later exit must not remove another job's new claim */
     }
 }
 

@@ -78,11 +78,15 @@ _Noreturn void va_exit_all(int code);
 #define VA_AGREE_OR_EXIT(code, msg) do { int va_c_ = va_agree((code), (msg)); if (va_c_) va_exit_all(va_c_); } while (0)
 
 /* Temporary files (a claimed or half-written output) removed by any exit that does not complete them:
- * fatal, aborted or collective. va_pending_drop forgets a file once it has its final name. */
-void va_pending_add(const char *path);
+ * fatal, aborted or collective. claim: an output's claim (files.h), which a stop signal also removes
+ * at once (va_pending_remove_claims), since a rank may be killed before it reaches a stop point.
+ * va_pending_drop forgets a file once it has its final name. */
+void va_pending_add(const char *path, int claim);
 void va_pending_drop(const char *path);
-/* Removes every pending file now (async-signal-safe: unlink only). */
+/* Removes every pending file now. */
 void va_pending_remove_all(void);
+/* Removes the pending claims now (async-signal-safe: unlink only). */
+void va_pending_remove_claims(void);
 
 /* Rank-0 logging to stdout, flushed. */
 void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

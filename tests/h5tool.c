@@ -5,7 +5,12 @@
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
  *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata, damaged: a
  *                                   checksummed chunk overwritten, found only by the read) or a
- *                                   valid 64 x 8 one of another type (f64, u8, i8), or huge (1 TiB declared) */
+ *                                   valid 64 x 8 one of another type (f64, u8, i8), or huge (1 TiB declared),
+ *                                   or sparse: 2000 x 16 in chunks of 100 rows, rows 0..1899 written (all 1)
+ *                                   and the last chunk never, and dense: the same values all written
+ *   h5tool delete FILE OBJECT       unlink a dataset or group
+ *   h5tool poke FILE DATASET I V    set element I (flat index) of a dataset to V (NaN, inf, numbers)
+ *   h5tool set-attr FILE NAME V     set a root integer attribute to V */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -155,6 +160,18 @@ static int cmd_make_bad(const char *out, const char *kind) {
     }
     return 0;
   }
+  else if (!strcmp(kind, "sparse") || !strcmp(kind, "dense")) {
+    enum { R = 2000, C = 16, WRITTEN = 1900 };
+    static float v[R * C];
+    for (int i = 0; i < R * C; i++) v[i] = i < WRITTEN * C ? 1.0f + (float)(i % 7) : 0.0f;
+    hsize_t dims[2] = {R, C}, chunk[2] = {100, C}, cnt[2] = {!strcmp(kind, "sparse") ? WRITTEN : R, C}, off[2] = {0, 0};
+    hid_t s = H5Screate_simple(2, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE), ms = H5Screate_simple(2, cnt, NULL);
+    H5Pset_chunk(pl, 2, chunk);
+    hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    H5Sselect_hyperslab(s, H5S_SELECT_SET, off, NULL, cnt, NULL);
+    if (H5Dwrite(d, H5T_NATIVE_FLOAT, ms, s, H5P_DEFAULT, v) < 0) return 2;
+    H5Dclose(d); H5Pclose(pl); H5Sclose(ms); H5Sclose(s);
+  }
   else if (!strcmp(kind, "f64")) { double v[512]; for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25; write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v); }
   else if (!strcmp(kind, "u8")) { unsigned char v[512]; for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20); write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v); }
   else if (!strcmp(kind, "i8")) { signed char v[512]; for (int i = 0; i < 512; i++) v[i] = (signed char)(rows[i] * 10 - 50); write_ds(f, "/train", H5T_NATIVE_SCHAR, 2, dims2, v); }
@@ -163,11 +180,50 @@ static int cmd_make_bad(const char *out, const char *kind) {
   return 0;
 }
 
+static int cmd_delete(const char *path, const char *obj) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  int ok = f >= 0 && H5Ldelete(f, obj, H5P_DEFAULT) >= 0;
+  if (f >= 0) H5Fclose(f);
+  return ok ? 0 : 2;
+}
+
+static int cmd_poke(const char *path, const char *name, long long index, const char *value) {
+  double v = strtod(value, NULL);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), d = f >= 0 ? H5Dopen2(f, name, H5P_DEFAULT) : -1;
+  hid_t s = d >= 0 ? H5Dget_space(d) : -1;
+  int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1, ok = 0;
+  if (nd >= 1 && nd <= 2) {
+    hsize_t dims[2] = {1, 1}, coord[2];
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    coord[0] = nd == 2 ? (hsize_t)index / dims[1] : (hsize_t)index;
+    coord[1] = nd == 2 ? (hsize_t)index % dims[1] : 0;
+    hsize_t one = 1;
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    ok = H5Sselect_elements(s, H5S_SELECT_SET, 1, coord) >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, s, H5P_DEFAULT, &v) >= 0;
+    H5Sclose(ms);
+  }
+  if (s >= 0) H5Sclose(s);
+  if (d >= 0) H5Dclose(d);
+  if (f >= 0) H5Fclose(f);
+  return ok ? 0 : 2;
+}
+
+static int cmd_set_attr(const char *path, const char *name, long long value) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), a = f >= 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+  int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_LLONG, &value) >= 0;
+  if (a >= 0) H5Aclose(a);
+  if (f >= 0) H5Fclose(f);
+  return ok ? 0 : 2;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "attr")) return cmd_attr(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "same")) return cmd_same(argv[2], argv[3]);
   if ((argc == 5 || argc == 6) && !strcmp(argv[1], "close")) return cmd_close(argv[2], argv[3], atof(argv[4]), argc == 6 ? atof(argv[5]) : 0.0);
   if (argc == 4 && !strcmp(argv[1], "make-bad")) return cmd_make_bad(argv[2], argv[3]);
-  fprintf(stderr, "usage: h5tool attr|same|close|make-bad ...\n");
+  if (argc == 4 && !strcmp(argv[1], "delete")) return cmd_delete(argv[2], argv[3]);
+  if (argc == 6 && !strcmp(argv[1], "poke")) return cmd_poke(argv[2], argv[3], atoll(argv[4]), argv[5]);
+  if (argc == 5 && !strcmp(argv[1], "set-attr")) return cmd_set_attr(argv[2], argv[3], atoll(argv[4]));
+  fprintf(stderr, "usage: h5tool attr|same|close|make-bad|delete|poke|set-attr ...\n");
   return 2;
 }

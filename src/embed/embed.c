@@ -465,7 +465,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   if (write_out && !keep) { /* the embed command (compress --embed checks its own files) */
     const va_file_use_t inputs[] = {{"corpus", a.input, 0}, {"vocabulary", vocab_path, 0}, {"model configuration", config_path, 0},
                                     {"model weights", weights_path, 0}};
-    const va_file_use_t outputs[] = {{"embedded vectors", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
+    const va_file_use_t outputs[] = {{"vectors file", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
     if ((rc = va_files_prepare(inputs, 4, outputs, 2))) return rc;
     va_stop_advice("nothing was written: run the command again");
   }
@@ -689,7 +689,7 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   /* Write: each rank its own rows, in input order. */
   t0 = va_now();
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
-  rc = write_out ? va_h5_write_file("embedded vectors", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows, &o) : 0;
+  rc = write_out ? va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows, &o) : 0;
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);
