@@ -55,6 +55,15 @@ static uint64_t content_hash(const ckpt_content_t *c, uint64_t assignments_sum) 
   return va_hash_mix(h ^ assignments_sum);
 }
 
+/* The checksum of what the early check reads (scalars, configuration, the input's name and type):
+ * damage there is told apart from another configuration before the data is read. */
+static uint64_t metadata_hash(const ckpt_scalars_t *sc, uint64_t config_hash, const char *file, const char *dataset, const char *dtype) {
+  uint64_t h = va_hash_bytes(sc, sizeof *sc, 21) ^ va_hash_mix(config_hash);
+  h = va_hash_mix(h ^ va_hash_bytes(file, strlen(file), 22));
+  h = va_hash_mix(h ^ va_hash_bytes(dataset, strlen(dataset), 23));
+  return va_hash_mix(h ^ va_hash_bytes(dtype, strlen(dtype), 24));
+}
+
 static void hash_config_pair(const char *key, const char *value, void *ctx) {
   uint64_t *h = ctx;
   *h = va_hash_mix(*h ^ va_hash_bytes(key, strlen(key), 11) ^ va_hash_bytes(value, strlen(value), 12));
@@ -72,7 +81,7 @@ typedef struct {
   const va_state_t *st;
   const va_input_t *in;
   ckpt_scalars_t sc;
-  uint64_t checksum;
+  uint64_t checksum, metadata_checksum;
 } ckpt_ctx_t;
 
 static void write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int64_t len, const void *buf) {
@@ -117,6 +126,7 @@ static void ckpt_setup(hid_t f, void *vctx) {
   for (size_t i = 0; i < N_REAL; i++) va_h5_attr_f64(f, REAL_NAMES[i], reals[i]);
   va_h5_attr_i64(f, "ranks", va_proc.nranks);
   va_h5_attr_i64(f, "checksum", (int64_t)c->checksum);
+  va_h5_attr_i64(f, "metadata_checksum", (int64_t)c->metadata_checksum);
   hid_t cg = VA_H5(H5Gcreate2(f, "/config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   va_config_visit(st->cfg, config_attr, &cg);
   H5Gclose(cg);
@@ -130,12 +140,13 @@ static void ckpt_rows(hid_t f, void *vctx) {
 }
 
 int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t *in) {
-  ckpt_ctx_t c = {st, in, {0}, 0};
+  ckpt_ctx_t c = {st, in, {0}, 0, 0};
   c.sc = (ckpt_scalars_t){st->n, st->d, st->k, st->k_initial, st->iter, st->still, st->converged, st->merges, st->splits, st->reseeds,
                           st->changed, (int64_t)in->checksum, st->T, st->E, st->E_prev, st->total_var};
   ckpt_content_t content = {c.sc, st->A, st->vel, st->rms_prev, st->center, st->h_energy, st->h_temp, st->h_changed, st->h_k, 0};
   va_config_visit(st->cfg, hash_config_pair, &content.config_hash);
   c.checksum = content_hash(&content, assignments_sum(st));
+  c.metadata_checksum = metadata_hash(&c.sc, content.config_hash, in->file, in->dataset, va_dtype_name(in->dtype));
   const double bytes = 20.0 * (double)st->k * (double)st->d + 8.0 * (double)(st->k + st->d) + 32.0 * (double)st->iter + 4.0 * (double)st->n;
   return va_h5_write_file("checkpoint", path, bytes, st->cfg->io, ckpt_setup, ckpt_rows, &c);
 }
@@ -167,12 +178,13 @@ static int read_scalars(hid_t f, ckpt_scalars_t *sc) {
 }
 
 typedef struct { hid_t cg; char *err; size_t errlen; int bad; uint64_t hash; } cmp_ctx_t;
+/* Hashes every saved key = value and records the first difference from this run's configuration. */
 static void compare_key(const char *key, const char *value, void *vctx) {
   cmp_ctx_t *c = vctx;
   char saved[VA_PATH_MAX + 32];
   if (va_h5_attr_read_str(c->cg, key, saved, sizeof saved)) {
-    if (!c->bad) snprintf(c->err, c->errlen, "key '%s' is missing from its configuration", key);
-    c->bad = c->bad ? c->bad : VA_EXIT_INPUT;
+    if (!c->bad) snprintf(c->err, c->errlen, "key '%s' is missing from its configuration (damaged file?)", key);
+    c->bad = VA_EXIT_INPUT;
     return;
   }
   hash_config_pair(key, saved, &c->hash);
@@ -196,32 +208,36 @@ static int open_checked(const char *path, const va_config_t *cfg, const va_input
     snprintf(err, errlen, "cannot resume from '%s': it is not a vecanneal checkpoint (no format = vecanneal-checkpoint)", path);
     return VA_EXIT_INPUT;
   }
-  int64_t checksum;
-  if (read_scalars(*f, sc) || attr_read(*f, "checksum", H5T_NATIVE_INT64, &checksum)) {
+  int64_t checksum, meta_saved;
+  if (read_scalars(*f, sc) || attr_read(*f, "checksum", H5T_NATIVE_INT64, &checksum) ||
+      attr_read(*f, "metadata_checksum", H5T_NATIVE_INT64, &meta_saved)) {
     snprintf(err, errlen, "cannot resume from '%s': it lacks attributes every checkpoint has (damaged, or written by an older "
              "vecanneal)", path);
     return VA_EXIT_INPUT;
   }
-  if (!va_h5_attr_read_str(*f, "source_file", s, sizeof s)) {
-    char ds[256] = "";
-    va_h5_attr_read_str(*f, "source_dataset", ds, sizeof ds);
-    snprintf(src, sizeof src, "'%s:%s'", s, ds);
-  }
+  char file[VA_PATH_MAX] = "", dset[256] = "";
+  va_h5_attr_read_str(*f, "source_file", file, sizeof file);
+  va_h5_attr_read_str(*f, "source_dataset", dset, sizeof dset);
   va_h5_attr_read_str(*f, "source_dtype", dtype, sizeof dtype);
-  if (sc->n != in->n || sc->d != in->d || strcmp(dtype, va_dtype_name(in->dtype))) {
-    snprintf(err, errlen, "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s:%s' is %lld x %lld %s; "
-             "resume with the input it was made from", path, src, (long long)sc->n, (long long)sc->d, dtype, in->file, in->dataset,
-             (long long)in->n, (long long)in->d, va_dtype_name(in->dtype));
-    return VA_EXIT_INPUT;
-  }
+  snprintf(src, sizeof src, "'%s:%s'", file, dset);
   char why[2 * VA_PATH_MAX] = "";
   cmp_ctx_t c = {H5Gopen2(*f, "/config", H5P_DEFAULT), why, sizeof why, 0, 0};
   if (c.cg < 0) snprintf(why, sizeof why, "it has no /config group"), c.bad = VA_EXIT_INPUT;
   else va_config_visit(cfg, compare_key, &c), H5Gclose(c.cg);
   *config_hash = c.hash;
+  if (c.bad != VA_EXIT_INPUT && (uint64_t)meta_saved != metadata_hash(sc, c.hash, file, dset, dtype)) {
+    snprintf(err, errlen, "cannot resume from '%s': its attributes do not match their checksum (damaged file)", path);
+    return VA_EXIT_INPUT;
+  }
   if (c.bad) {
     snprintf(err, errlen, "cannot resume from '%s': %s", path, why);
     return c.bad;
+  }
+  if (sc->n != in->n || sc->d != in->d || strcmp(dtype, va_dtype_name(in->dtype))) {
+    snprintf(err, errlen, "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s:%s' is %lld x %lld %s; "
+             "resume with the input it was made from", path, src, (long long)sc->n, (long long)sc->d, dtype, in->file, in->dataset,
+             (long long)in->n, (long long)in->d, va_dtype_name(in->dtype));
+    return VA_EXIT_INPUT;
   }
   return 0;
 }

@@ -105,9 +105,12 @@ static int claim(const char *role, const char *path, const char *tmp, char *err,
   for (int attempt = 0; attempt < 2; attempt++) {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd >= 0) {
-      char line[768];
-      int len = snprintf(line, sizeof line, CLAIM_TAG " host=%s pid=%ld slurm_job=%s slurm_restart=%s started=%lld\n", va_proc.host,
-                         (long)getpid(), env_or("SLURM_JOB_ID", "-"), env_or("SLURM_RESTART_COUNT", "0"), (long long)time(NULL));
+      char line[768], when[32];
+      const time_t t = time(NULL);
+      struct tm utc;
+      strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &utc));
+      int len = snprintf(line, sizeof line, CLAIM_TAG " host=%s pid=%ld slurm_job=%s slurm_restart=%s started=%s\n", va_proc.host,
+                         (long)getpid(), env_or("SLURM_JOB_ID", "-"), env_or("SLURM_RESTART_COUNT", "0"), when);
       const int wrote = (int)write(fd, line, (size_t)len) == len, saved = errno;
       const int closed = close(fd) == 0;
       if (wrote && closed) return 0;

@@ -12,6 +12,7 @@
 #include "h5io.h"
 #include "metrics.h"
 #include "rng.h"
+#include "stop.h" /* va_stop_point */
 #include "util.h"
 
 typedef struct { uint64_t key; int64_t row; } keyed_t;
@@ -102,6 +103,7 @@ static void init_farthest(va_state_t *st) {
   for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
   int64_t row = 0;
   for (int64_t q = 0; q < st->k; q++) {
+    if ((q & 63) == 63) va_stop_point("initialisation"); /* collective: every rank runs the same picks */
     va_fetch_rows(st, &row, 1, st->A + q * d);
     float an;
     va_row_norms(st->A + q * d, 1, d, &an);
@@ -153,6 +155,7 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   candidate_distances(C, cn, m, d, pick, st->cosine, dist);
   for (int64_t i = 0; i < m; i++) best[i] = dist[i];
   for (int64_t q = 1; q < k; q++) {
+    if ((q & 63) == 0) va_stop_point("initialisation"); /* collective: every rank runs the same draws */
     double pot = 0;
     for (int64_t i = 0; i < m; i++) pot += w[i] * best[i];
     /* The draws depend only on the potential before this step, so the trials' distances (one sgemv
@@ -208,6 +211,7 @@ static void init_kmeans_parallel(va_state_t *st) {
   double l = c->kmeans_oversample * (double)k;
   int64_t *picked = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "kmeans|| picks");
   for (int64_t round = 1; round <= c->kmeans_rounds || (ncand < k && round <= c->kmeans_rounds + 5); round++) {
+    va_stop_point("initialisation");
     double phi = 0;
     for (int64_t i = 0; i < n; i++) phi += mind[i];
     va_allreduce_sum_f64(&phi, 1);

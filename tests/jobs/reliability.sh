@@ -24,8 +24,9 @@
 #   resume          a checkpoint with NaN anchors, with flipped data or metadata bytes, of other data
 #                   of the same size, of an input of another size: exit 3 naming the file; the input
 #                   named another way (./, a copy) resumes bitwise identical
-#   memory          ulimit -v from 130 MB up over a small job: exit 0 or 5 (with the limit named),
-#                   never a crash, exit 1 or a hang (Open MPI's own start-up failing aside)
+#   memory          a cgroup limit (v2 and v1, on a parent of the process's cgroup) is seen: exit 5;
+#                   ulimit -v from 130 MB up over a small job: exit 0 or 5 (with the limit named), never
+#                   a crash, exit 1 or a hang (the loader's or Open MPI's own start-up failing aside)
 #   info            info on an index with a dataset deleted, a truncated one, a text file: exit 3
 source "$(dirname "$0")/lib.sh"
 CASE=${1:?case}
@@ -37,8 +38,11 @@ rm -rf "$WORK"/* 2> /dev/null
 # matching PATTERN (when PATTERN is not empty), and every rank's exit when the ranks agreed.
 expect_rc() {
   local code=$1 pattern=$2 np=$3; shift 3
-  VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n "$np" --oversubscribe -x VECANNEAL_TRACE_EXIT -x VECANNEAL_FAULT_SIGNAL_AT \
-    -x VECANNEAL_FAULT_SKIP_SPACE_CHECK -x VECANNEAL_FAULT_SKIP_RESERVE -x VECANNEAL_STALL_SECONDS "$BIN" "$@" > "$WORK/out.log" 2> "$WORK/err.log"
+  local pass=(-x VECANNEAL_TRACE_EXIT) v
+  for v in VECANNEAL_FAULT_SIGNAL_AT VECANNEAL_FAULT_SKIP_SPACE_CHECK VECANNEAL_FAULT_SKIP_RESERVE VECANNEAL_STALL_SECONDS; do
+    [ -n "${!v:-}" ] && pass+=(-x "$v")
+  done
+  VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n "$np" --oversubscribe "${pass[@]}" "$BIN" "$@" > "$WORK/out.log" 2> "$WORK/err.log"
   local rc=$?
   printf '  np %s rc %-3s %s\n' "$np" "$rc" "$(grep -h -m1 'vecanneal: error:\|stopped by' "$WORK/err.log" "$WORK/out.log" | cut -c1-150)"
   [ $rc -eq 124 ] && { tail -5 "$WORK/err.log"; fail "hang: $*"; }
@@ -55,9 +59,9 @@ expect_rc() {
   return 0
 }
 sum() { md5sum "$1" | cut -d' ' -f1; }
-nothing_left() { # nothing_left DIR: no index, partial, checkpoint or claim in DIR
+nothing_left() { # nothing_left DIR: no index, temporary file, checkpoint or claim in DIR
   local left
-  left=$(ls -A "$1" 2> /dev/null | grep -v '^data' || true)
+  left=$(cd "$1" && ls -A | grep '\.partial$\|\.ckpt\.h5$\|^idx\|^big\.h5$\|^\.vecanneal-' || true)
   [ -z "$left" ] || fail "left behind in $1: $left"
 }
 gen() { run_np 1 gen "$@" > /dev/null || fail "gen $*"; }
@@ -249,6 +253,8 @@ resume)
   "$TOOL" poke part.h5.ckpt.h5 /anchors 5 nan || fail poke
   expect_rc 3 "part.h5.ckpt.h5" $P "${args[@]}" --input sub/data.h5:/train --out part.h5 --resume part.h5.ckpt.h5
   cp good.ckpt.h5 part.h5.ckpt.h5 && "$TOOL" set-attr part.h5.ckpt.h5 iter 4 || fail set-attr
+  expect_rc 3 "damaged" $P "${args[@]}" --input sub/data.h5:/train --out part.h5 --resume part.h5.ckpt.h5
+  cp good.ckpt.h5 part.h5.ckpt.h5 && "$TOOL" set-attr part.h5.ckpt.h5 merges 7 || fail set-attr
   expect_rc 3 "checksum" $P "${args[@]}" --input sub/data.h5:/train --out part.h5 --resume part.h5.ckpt.h5
   cp good.ckpt.h5 part.h5.ckpt.h5 && "$TOOL" poke part.h5.ckpt.h5 /assignments 4321 3 || fail poke
   expect_rc 3 "checksum" $P "${args[@]}" --input sub/data.h5:/train --out part.h5 --resume part.h5.ckpt.h5
@@ -274,13 +280,31 @@ resume)
 
 memory)
   gen --out data.h5 --n 20000 --d 16 --clusters 16
-  for mb in $(seq 130 10 1200); do
+  gen --out data_big.h5 --n 400000 --d 64 --clusters 16   # 102 MB of rows
+  # the cgroup limit of the process (as Slurm sets it on a job and its step), v2 and v1, read from a
+  # made-up hierarchy: 150 MB on the job, 80 MB of it used
+  mkdir -p cg/job/step cg/memory/job/step
+  echo "0::/job/step" > self_v2
+  printf '12:memory:/job/step\n3:cpu,cpuacct:/job\n' > self_v1
+  echo max > cg/job/step/memory.max && echo 157286400 > cg/job/memory.max && echo 83886080 > cg/job/memory.current
+  echo 9223372036854771712 > cg/memory/job/step/memory.limit_in_bytes
+  echo 157286400 > cg/memory/job/memory.limit_in_bytes && echo 83886080 > cg/memory/job/memory.usage_in_bytes
+  for v in v2 v1; do
+    VECANNEAL_TEST_PROC_CGROUP=$WORK/self_$v VECANNEAL_TEST_CGROUP_MOUNT=$WORK/cg timeout 60 mpirun -n 1 -x VECANNEAL_TEST_PROC_CGROUP \
+      -x VECANNEAL_TEST_CGROUP_MOUNT "$BIN" "${COMPRESS[@]}" --input data_big.h5:/train --anchors 16 --out idx.h5 > cg.log 2>&1
+    rc=$?
+    [ $rc -eq 5 ] && grep -q "cgroup.*0.15 GiB" cg.log || { cat cg.log; fail "cgroup $v: exit $rc, expected 5 naming the cgroup's limit"; }
+    echo "  cgroup $v: $(grep -o 'vecanneal: error: .\{0,200\}' cg.log)"
+  done
+  for mb in $(seq 130 15 900); do
     (ulimit -v $((mb * 1024)); timeout 60 mpirun -n 1 "$BIN" "${COMPRESS[@]}" --input data.h5:/train --anchors 16 --out idx.h5 \
       --set max_iter=3 > mem.log 2>&1)
     rc=$?
-    # Open MPI's own start-up (mpirun, orte_init, MPI_Init) may fail under a tight limit before vecanneal runs.
-    if [ $rc -ne 0 ] && [ $rc -ne 5 ] && grep -qi "orte_init\|opal_init\|ompi_mpi_init\|MPI_INIT\|dynamic memory\|error while loading\|mpirun" mem.log &&
-       ! grep -q "vecanneal:" mem.log; then rc=mpi; fi
+    # Before vecanneal's first instruction: the loader, mpirun, or Open MPI's own start-up (orte_init, MPI_Init).
+    if [ $rc -ne 0 ] && [ $rc -ne 5 ] && ! grep -q "^vecanneal: \(error\|fatal\)" mem.log &&
+       grep -qi "orte_init\|opal_init\|ompi_mpi_init\|MPI_INIT\|dynamic memory\|error while loading\|failed to map\|mpirun" mem.log; then
+      rc=mpi
+    fi
     case $rc in
       0) [ -f idx.h5 ] || fail "$mb MB: exit 0 without an index" ;;
       5) grep -q "vecanneal: error:.*ulimit -v" mem.log || { cat mem.log; fail "$mb MB: exit 5 without naming the limit"; } ;;
