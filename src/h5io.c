@@ -601,7 +601,7 @@ static int reserve_space(const char *tmp, double bytes) {
   if (fd < 0) return 0;
   int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)(bytes + 1048576.0)) == 0 ? 0 : errno;
   close(fd);
-  return rc == ENOSPC || rc == EDQUOT ? rc : 0;
+  return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
 }
 
 int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
@@ -694,6 +694,14 @@ int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows) {
 
 void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf) {
   if (nrows <= 0 && !write_collective) return;
+  /* Fault injection for tests: VECANNEAL_FAULT_WRITE_FAILS_ON=R fails rank R's first block of rows as a
+   * full disk would, inside the transfer its peers are in. */
+  const char *fault = getenv("VECANNEAL_FAULT_WRITE_FAILS_ON");
+  if (fault && atoi(fault) == va_proc.rank && nrows > 0) {
+    H5Eclear2(H5E_DEFAULT);
+    errno = ENOSPC;
+    va_h5_fail("H5Dwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", __FILE__, __LINE__);
+  }
   hid_t fspace = VA_H5(H5Dget_space(dset));
   int rank = VA_H5(H5Sget_simple_extent_ndims(fspace));
   hsize_t mdims[2] = {(hsize_t)(nrows > 0 ? nrows : 1), (hsize_t)cols};

@@ -15,7 +15,14 @@ static volatile sig_atomic_t stop_flag, finishing;
  * collective whose peer died never reaches a stop point, and the launcher kills it after this signal;
  * a job that stops removes them anyway. The claim that becomes the index while finishing stays. */
 static void on_stop(int sig) {
-  (void)sig;
+  if (stop_flag) {
+    /* A second request before the job acted on the first (a read stuck inside HDF5 never reaches a stop
+     * point): the default action, after the temporary files are gone. */
+    va_pending_remove_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
   stop_flag = 1;
   if (!finishing) va_pending_remove_claims();
 }
@@ -28,6 +35,9 @@ void va_stop_install(void) {
   sa.sa_flags = SA_RESTART; /* reads and writes in progress go on; the job stops at its next stop point */
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGUSR1, &sa, NULL);
+  /* A write past a file-size limit (ulimit -f) then fails with EFBIG, reported as an output that cannot
+   * be written (exit 4), instead of killing the process with a core dump. */
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 int va_stop_requested(void) {

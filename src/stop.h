@@ -7,7 +7,10 @@
  *   in the loop the request travels with the statistics and the job checkpoints at the end of the
  *     iteration, then exits with VA_EXIT_STOPPED (anneal.c);
  *   after the last iteration (va_stop_finishing) the final pass and the index write are short and
- *     bounded: the job completes instead of losing its finished work. */
+ *     bounded: the job completes instead of losing its finished work.
+ * A second request before the job acted on the first takes the signal's default action (the process
+ * ends at once, its temporary files removed): a call that never returns (a read stuck inside HDF5 on a
+ * damaged file) never reaches a stop point. */
 #ifndef VECANNEAL_STOP_H
 #define VECANNEAL_STOP_H
 

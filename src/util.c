@@ -71,6 +71,14 @@ void va_pending_remove_claims(void) {
 
 static void remove_pending(void) { va_pending_remove_all(); }
 
+static void (*exit_hook)(int aborting);
+void va_set_exit_hook(void (*hook)(int aborting)) { exit_hook = hook; }
+static void run_exit_hook(int aborting) {
+  void (*hook)(int) = exit_hook;
+  exit_hook = NULL; /* once, also when the hook itself fails */
+  if (hook) hook(aborting);
+}
+
 void va_fatal_at(const char *file, int line, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
@@ -80,6 +88,7 @@ void va_fatal_at(const char *file, int line, const char *fmt, ...) {
   fprintf(stderr, "vecanneal: fatal: rank %d on %s, %s:%d: %s\n", va_proc.rank, va_proc.host, file, line, msg);
   fflush(stderr);
   remove_pending();
+  run_exit_hook(1);
   MPI_Abort(MPI_COMM_WORLD, VA_EXIT_INTERNAL);
   exit(VA_EXIT_INTERNAL);
 }
@@ -93,6 +102,7 @@ void va_abort_job(int code, const char *fmt, ...) {
   fprintf(stderr, "vecanneal: error: %s (rank %d on %s)\n", msg, va_proc.rank, va_proc.host);
   fflush(stderr);
   remove_pending();
+  run_exit_hook(1);
   if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d aborts the job with code %d\n", va_proc.rank, code);
   fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, code);
@@ -240,6 +250,7 @@ int va_agree(int code, const char *msg) {
 
 void va_exit_all(int code) {
   remove_pending();
+  run_exit_hook(0);
   /* Tests check that every rank leaves with the agreed code. */
   if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d exits with code %d\n", va_proc.rank, code);
   fflush(stdout);

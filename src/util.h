@@ -72,6 +72,10 @@ void va_copy_rows_padded(float *dst, int64_t ld, const float *src, int64_t d, in
 /* Collective: every rank passes its own status (0 = fine). Returns the largest code. When non-zero,
  * rank 0 prints the message of the lowest failing rank, once. */
 int va_agree(int code, const char *msg);
+/* The communication layer's clean-up before any exit: aborting 1 from a fatal or aborted exit (one
+ * rank, local: NCCL communicators aborted, so that peers are released), 0 from a collective exit
+ * (every rank: communicators finalized). Called once. */
+void va_set_exit_hook(void (*hook)(int aborting));
 /* Collective exit: finalize MPI and exit with code on every rank (removes the pending temporary file). */
 _Noreturn void va_exit_all(int code);
 /* Shorthand: agree, and if anyone failed, exit everywhere. */

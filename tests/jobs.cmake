@@ -35,7 +35,7 @@ add_test(NAME soak_short COMMAND python3 ${VA_TEST_DIR}/soak/soak.py --vecanneal
   --h5tool $<TARGET_FILE:h5tool> --jobs 40 --seed 11 --time-limit 600)
 set_tests_properties(soak_short PROPERTIES LABELS "soak;mpi" TIMEOUT 900)
 # Failure classes (tests/jobs/reliability.sh): one CTest per case; label reliability runs them all.
-foreach(case sparse_chunks disk_full outputs one_job config stop resume memory info)
+foreach(case sparse_chunks disk_full write_fault outputs one_job config stop resume memory info)
   va_job_test(reliability_${case} reliability.sh ${case})
   set_tests_properties(reliability_${case} PROPERTIES LABELS "mpi;reliability" SKIP_RETURN_CODE 77)
 endforeach()

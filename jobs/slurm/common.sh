@@ -78,7 +78,8 @@ va_resume_args() {
 # va_step NTASKS ARGS...: launches 'vecanneal ARGS' on NTASKS ranks in the background, so that this
 # shell can take signals while it runs, and returns its exit status.
 #   USR1 (#SBATCH --signal=B:USR1@T goes to this shell only) is forwarded to the launcher, which
-#        forwards it to every rank: vecanneal (later) checkpoints and exits 75.
+#        forwards it to every rank: vecanneal checkpoints at the end of its iteration (or, before
+#        its first, stops) and exits 75.
 #   TERM (scancel, time limit, preemption) already reaches every process of the job from Slurm;
 #        the trap only keeps this shell alive to see the exit code, and notes (VA_TERM=1) that
 #        the job is being ended, so that va_finish does not requeue it.
@@ -100,8 +101,10 @@ va_step() {
   return $rc
 }
 
-# va_finish RC: exit 75 from vecanneal means "checkpoint written, requeue me". Requeueing keeps
-# the job id, so the next run finds the checkpoint in VA_OUT. Slurm kills this script as it
+# va_finish RC: exit 75 from vecanneal means "stopped by a signal, requeue me": with a checkpoint
+# when the job had iterated, without one when it stopped during its read or initialisation (the
+# next run then starts afresh). Requeueing keeps the job id, so the next run finds the checkpoint,
+# if any, in VA_OUT. Slurm kills this script as it
 # requeues; it exits RC otherwise. Not after a SIGTERM to this shell: scancel must cancel (the
 # checkpoint stays, for a manual --resume), and Slurm's own PreemptMode=REQUEUE handles preemption.
 va_finish() {
@@ -109,7 +112,7 @@ va_finish() {
   if [ "$rc" = 75 ] && [ "$VA_TERM" = 1 ]; then
     va_log "exit 75 after SIGTERM: job cancelled or at its limit, not requeued; checkpoint kept in $VA_OUT"
   elif [ "$rc" = 75 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
-    va_log "exit 75: checkpoint written, requeueing job $SLURM_JOB_ID"
+    va_log "exit 75: stopped by the signal (checkpoint written if it had iterated), requeueing job $SLURM_JOB_ID"
     scontrol requeue "$SLURM_JOB_ID" && exit 0
     va_log "scontrol requeue failed (job not requeueable, or being cancelled)"
   fi

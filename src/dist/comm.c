@@ -17,7 +17,18 @@ static va_nccl_t *nccl;
 static void *dev_buf;
 static size_t dev_bytes;
 
-void va_comm_use_nccl(va_nccl_t *c) { nccl = c; }
+/* Any exit with a communicator alive: finalized when every rank leaves together, aborted when one
+ * rank fails (util.h). */
+static void comm_exit_hook(int aborting) {
+  if (!nccl) return;
+  if (aborting) va_nccl_abort(nccl);
+  else va_comm_finalize();
+}
+
+void va_comm_use_nccl(va_nccl_t *c) {
+  nccl = c;
+  va_set_exit_hook(comm_exit_hook);
+}
 
 void va_comm_finalize(void) {
   if (!nccl) return;

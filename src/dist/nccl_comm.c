@@ -137,6 +137,12 @@ int va_nccl_rank(const va_nccl_t *c) { return c->rank; }
 int va_nccl_size(const va_nccl_t *c) { return c->size; }
 int va_nccl_device(const va_nccl_t *c) { return c->device; }
 
+void va_nccl_abort(va_nccl_t *c) {
+  if (!c || !c->comm) return;
+  ncclCommAbort(c->comm);
+  c->comm = NULL;
+}
+
 void va_nccl_destroy(va_nccl_t *c) {
   if (!c) return;
   VA_NC_CUDA(cudaSetDevice(c->device));

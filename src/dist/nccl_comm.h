@@ -41,6 +41,9 @@ int va_nccl_size(const va_nccl_t *c);
 int va_nccl_device(const va_nccl_t *c);
 /* Collective: finalizes and destroys the communicator. */
 void va_nccl_destroy(va_nccl_t *c);
+/* Local, on a failing rank's way out: aborts the communicator (its peers' pending collectives return
+ * with an error instead of waiting); unchecked, idempotent. */
+void va_nccl_abort(va_nccl_t *c);
 
 #ifdef __cplusplus
 }

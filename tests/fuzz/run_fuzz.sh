@@ -21,7 +21,7 @@ TARGETS=(config_file config_kv h5probe tokenizer vocab json safetensors)
 sources_of() {
   case $1 in
     config_file|config_kv) echo "src/config.c" ;;
-    h5probe) echo "src/h5io.c src/util.c" ;;
+    h5probe) echo "src/h5io.c src/util.c src/checksum.c src/files.c src/stop.c src/stall.c" ;;
     tokenizer|vocab) echo "src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     json) echo "src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     safetensors) echo "src/embed/safetensors.c src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;

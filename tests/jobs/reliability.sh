@@ -11,6 +11,8 @@
 #                   too, by the write itself (an HDF5 error, the read-back after the MPI-IO layer dropped
 #                   a write without a word, or the stall guard when a rank fails inside HDF5's collective
 #                   close); a metrics file that cannot even be created
+#   write_fault     one rank's write fails inside the transfer (VECANNEAL_FAULT_WRITE_FAILS_ON, any file
+#                   system): exit 4 naming the reason, no hang, nothing left; index, checkpoint and gen
 #   outputs         outputs never touch inputs: --out, --metrics, the checkpoint, --embed-out against
 #                   the input, the config and each other, also through ./, a symbolic and a hard link:
 #                   exit 2 naming both, the inputs unchanged; an output that is a directory; a legal
@@ -39,7 +41,8 @@ rm -rf "$WORK"/* 2> /dev/null
 expect_rc() {
   local code=$1 pattern=$2 np=$3; shift 3
   local pass=(-x VECANNEAL_TRACE_EXIT) v
-  for v in VECANNEAL_FAULT_SIGNAL_AT VECANNEAL_FAULT_SKIP_SPACE_CHECK VECANNEAL_FAULT_SKIP_RESERVE VECANNEAL_STALL_SECONDS; do
+  for v in VECANNEAL_FAULT_SIGNAL_AT VECANNEAL_FAULT_SKIP_SPACE_CHECK VECANNEAL_FAULT_SKIP_RESERVE VECANNEAL_STALL_SECONDS \
+    VECANNEAL_FAULT_WRITE_FAILS_ON; do
     [ -n "${!v:-}" ] && pass+=(-x "$v")
   done
   VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n "$np" --oversubscribe "${pass[@]}" "$BIN" "$@" > "$WORK/out.log" 2> "$WORK/err.log"
@@ -119,6 +122,23 @@ disk_full)
   expect_rc 4 "metrics file.*No space left on device" $P "${COMPRESS[@]}" --input data_small.h5:/train --anchors 8 --out idx.h5 \
     --metrics small/m.json
   [ -e idx.h5 ] && fail "an index was written"
+  ;;
+
+write_fault)
+  # one rank's write fails inside the transfer (as a full disk would), on any file system: the index,
+  # a checkpoint, gen's output; the others may wait in a collective: the job ends with 4, nothing left
+  gen --out data.h5 --n 30000 --d 8
+  for io in collective independent; do
+    for r in 0 2; do
+      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "index.*No space left on device" $P "${COMPRESS[@]}" --input data.h5:/train \
+        --anchors 8 --out idx.h5 --set io=$io --set max_iter=3
+      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "checkpoint.*No space left on device" $P "${COMPRESS[@]}" --input data.h5:/train \
+        --anchors 8 --out idx.h5 --set io=$io --set max_iter=3 --set checkpoint_every=1
+      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "output.*No space left on device" $P gen --out g.h5 --n 30000 --d 8 --io $io
+      nothing_left "$WORK"
+      [ -e g.h5 ] && fail "gen left its output"
+    done
+  done
   ;;
 
 outputs)
@@ -222,6 +242,16 @@ stop)
     rm -f data_big.h5
     nothing_left "$WORK"
   done
+  # the embedding stage (embed, and compress --embed) stops between encoder batches
+  MODEL=${VECANNEAL_MODEL:-$VECANNEAL_SOURCE/models/all-MiniLM-L6-v2}
+  [ -f "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
+  for i in $(seq 1 300); do echo "line $i of a corpus about stopping"; done > corpus.txt
+  VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding" $P embed --input corpus.txt --out vec.h5 --model "$MODEL"
+  [ -e vec.h5 ] && fail "embed wrote its output after a stop"
+  VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding: no iteration ran" $P compress --embed corpus.txt \
+    --embed-model "$MODEL" --embed-out vec.h5 --anchors 4 --out idx.h5
+  nothing_left "$WORK"
+  [ -e vec.h5 ] && fail "compress --embed wrote its vectors after a stop"
   ;;
 
 resume)

@@ -316,7 +316,7 @@ for L in $LAUNCHERS; do
   [ "$s" = COMPLETED ] && [ "$r" = 1 ] && [ "$e" = 0:0 ] || fail "requeue test ($L) job $id: state $s, restarts $r, exit $e"
   it=$(sed -n 's/^checkpoint after iteration \([0-9]*\) written.*/\1/p' "$log" | head -n 1)
   [ -n "$it" ] || fail "requeue test ($L): no 'checkpoint after iteration' in $log"
-  grep -q "exit 75: checkpoint written, requeueing" "$log" || fail "requeue test ($L): the script did not requeue on 75"
+  grep -q "exit 75: stopped by the signal.*requeueing" "$log" || fail "requeue test ($L): the script did not requeue on 75"
   grep -q "^resuming from $out.ckpt.h5 after iteration $it " "$log" || fail "requeue test ($L): the second run did not resume from $out.ckpt.h5"
   [ ! -e "$out.ckpt.h5" ] || fail "requeue test ($L): the checkpoint outlived the completed job"
   got=$(summary "$out")
