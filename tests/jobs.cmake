@@ -39,3 +39,5 @@ foreach(case sparse_chunks disk_full write_fault outputs one_job config stop res
   va_job_test(reliability_${case} reliability.sh ${case})
   set_tests_properties(reliability_${case} PROPERTIES LABELS "mpi;reliability" SKIP_RETURN_CODE 77)
 endforeach()
+va_job_test(reliability_gpu reliability.sh gpu)
+set_tests_properties(reliability_gpu PROPERTIES LABELS "gpu;mpi;reliability" SKIP_RETURN_CODE 77)

@@ -5,6 +5,7 @@
  * phase and counts the bytes it moves. */
 #include "dist/comm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "metrics.h"
@@ -23,6 +24,8 @@ static void comm_exit_hook(int aborting) {
   if (!nccl) return;
   if (aborting) va_nccl_abort(nccl);
   else va_comm_finalize();
+  if (getenv("VECANNEAL_TRACE_EXIT")) /* tests check that no communicator is left behind */
+    fprintf(stderr, "vecanneal: rank %d: NCCL communicator %s\n", va_proc.rank, aborting ? "aborted" : "finalized");
 }
 
 void va_comm_use_nccl(va_nccl_t *c) {

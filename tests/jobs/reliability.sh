@@ -30,6 +30,8 @@
 #                   ulimit -v from 130 MB up over a small job: exit 0 or 5 (with the limit named), never
 #                   a crash, exit 1 or a hang (the loader's or Open MPI's own start-up failing aside)
 #   info            info on an index with a dataset deleted, a truncated one, a text file: exit 3
+#   gpu             the CUDA backend on 2 GPUs with NCCL: stop requests before the loop (exit 75) and a
+#                   rank's failed index or checkpoint write (exit 4); communicators finalized or aborted
 source "$(dirname "$0")/lib.sh"
 CASE=${1:?case}
 P=3
@@ -360,6 +362,34 @@ info)
   expect_rc 3 "text.h5" 1 info text.h5
   expect_rc 3 "not a vecanneal index" 1 info data.h5
   expect_rc 0 "" 1 info idx.h5
+  ;;
+
+gpu)
+  # The CUDA backend on 2 GPUs, the statistics through NCCL (label gpu; SKIP 77 with fewer than 2):
+  # stop requests during the read, the preprocessing and the initialisation, and one rank's failed
+  # write of the index and of a checkpoint with the communicator alive. Exit 75 or 4 on every rank,
+  # nothing left behind, and the communicators finalized (a collective exit) or aborted (the failing
+  # rank) as each rank reports (VECANNEAL_TRACE_EXIT).
+  "$BIN" --version | grep -q "cuda yes, nccl yes" || { echo "SKIP: built without CUDA and NCCL"; exit 77; }
+  ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+  [ "${ngpu:-0}" -ge 2 ] || { echo "SKIP: needs 2 CUDA devices, found ${ngpu:-0}"; exit 77; }
+  export NCCL_NVLS_ENABLE=0
+  gen --out data.h5 --n 400000 --d 64 --clusters 64
+  G=(--backend cuda --set gpu_min_work=0)
+  for at in read preprocessing initialisation; do
+    VECANNEAL_FAULT_SIGNAL_AT=$at expect_rc 75 "during the $at: no iteration ran" 2 "${COMPRESS[@]}" "${G[@]}" --input data.h5:/train \
+      --anchors 64 --out idx.h5
+    [ "$(grep -c 'NCCL communicator finalized' "$WORK/err.log")" -eq 2 ] || { cat "$WORK/err.log"; fail "stop during the $at: not finalized"; }
+    nothing_left "$WORK"
+  done
+  for what in index checkpoint; do
+    extra=()
+    [ $what = checkpoint ] && extra=(--set checkpoint_every=2)
+    VECANNEAL_FAULT_WRITE_FAILS_ON=1 expect_rc 4 "$what.*No space left on device" 2 "${COMPRESS[@]}" "${G[@]}" --input data.h5:/train \
+      --anchors 64 --out idx.h5 --set max_iter=4 "${extra[@]}"
+    grep -q "rank 1: NCCL communicator aborted" "$WORK/err.log" || { cat "$WORK/err.log"; fail "$what write failure: not aborted"; }
+    nothing_left "$WORK"
+  done
   ;;
 
 *) fail "unknown case $CASE" ;;
