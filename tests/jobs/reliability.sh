@@ -246,7 +246,7 @@ stop)
   done
   # the embedding stage (embed, and compress --embed) stops between encoder batches
   MODEL=${VECANNEAL_MODEL:-$VECANNEAL_SOURCE/models/all-MiniLM-L6-v2}
-  [ -f "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
+  [ -e "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
   for i in $(seq 1 300); do echo "line $i of a corpus about stopping"; done > corpus.txt
   VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding" $P embed --input corpus.txt --out vec.h5 --model "$MODEL"
   [ -e vec.h5 ] && fail "embed wrote its output after a stop"
@@ -332,9 +332,11 @@ memory)
     (ulimit -v $((mb * 1024)); timeout 60 mpirun -n 1 "$BIN" "${COMPRESS[@]}" --input data.h5:/train --anchors 16 --out idx.h5 \
       --set max_iter=3 > mem.log 2>&1)
     rc=$?
-    # Before vecanneal's first instruction: the loader, mpirun, or Open MPI's own start-up (orte_init, MPI_Init).
+    # Before vecanneal's first instruction: the loader, mpirun itself (no rank reported), or Open MPI's
+    # own start-up inside the rank (orte_init, MPI_Init).
     if [ $rc -ne 0 ] && [ $rc -ne 5 ] && ! grep -q "^vecanneal: \(error\|fatal\)" mem.log &&
-       grep -qi "orte_init\|opal_init\|ompi_mpi_init\|MPI_INIT\|dynamic memory\|error while loading\|failed to map\|mpirun" mem.log; then
+       { grep -qi "orte_init\|opal_init\|ompi_mpi_init\|MPI_INIT\|dynamic memory\|error while loading\|failed to map" mem.log ||
+         ! grep -q "mpirun noticed that process rank\|Exit code:" mem.log; }; then
       rc=mpi
     fi
     case $rc in
