@@ -50,9 +50,11 @@ static void compress_usage(void) {
       "  --embed-model DIR     model directory for --embed (default as vecanneal embed)\n"
       "  --embed-out F.h5:/D   also write the embedded vectors there\n"
       "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
-      "current iteration and exits with 75; checkpoint_every = N also writes one every N iterations.\n"
+      "current iteration and exits with 75; before the first iteration (read, initialisation) the job\n"
+      "stops at once with 75 and no checkpoint. checkpoint_every = N also writes one every N iterations.\n"
+      "Every output is claimed (OUT.partial) and checked against the inputs before anything is read.\n"
       "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
-      "writable, 5 not enough memory, 75 stopped by a signal after writing a checkpoint.\n\n");
+      "writable (full disk, claimed by another job), 5 not enough memory, 75 stopped by a signal.\n\n");
   va_config_print_keys(stdout);
 }
 
