@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "kernels/cuda_kernels.h"
-#include "kernels/stats.h"
-#include "util.h"
+#include "core/config.h"
+#include "cuda/kernels.h"
+#include "cpu/stats.h"
+#include "util/util.h"
 #include "bench_data.h"
 
 #define CK(call)                                                                                   \

@@ -1,9 +1,13 @@
 # Core library and the vecanneal executable (CPU backend; CUDA sources join when VECANNEAL_HAVE_CUDA).
 add_library(vecanneal_core STATIC
-  src/util.c src/stop.c src/files.c src/checksum.c src/memlimit.c src/stall.c src/config.c src/h5io.c src/gen.c src/init.c src/anneal.c src/compress.c
-  src/index.c src/info.c src/metrics.c src/checkpoint.c src/backend_cpu.c
-  src/dist/comm.c
-  src/kernels/cpu_assign.c src/kernels/cpu_stats.c)
+  src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c
+  src/core/config.c src/core/stop.c src/core/metrics.c src/core/init.c src/core/anneal.c src/core/checkpoint.c
+  src/io/files.c src/io/h5io.c src/io/index.c
+  src/comm/comm.c
+  src/cpu/assign.c src/cpu/stats.c
+  src/backend/cpu.c
+  src/job/compress.c src/job/gen.c src/job/info.c
+  src/cli/options.c)
 target_include_directories(vecanneal_core PUBLIC src ${CBLAS_INCLUDE_DIR} ${HDF5_INCLUDE_DIRS})
 target_compile_definitions(vecanneal_core PUBLIC ${HDF5_DEFINITIONS}
   VECANNEAL_VERSION="${PROJECT_VERSION}"
@@ -14,5 +18,5 @@ if(OpenMP_C_FOUND)
   target_link_libraries(vecanneal_core PUBLIC OpenMP::OpenMP_C)
 endif()
 
-add_executable(vecanneal src/main.c)
+add_executable(vecanneal src/cli/main.c)
 target_link_libraries(vecanneal PRIVATE vecanneal_core)

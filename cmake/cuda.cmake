@@ -1,4 +1,4 @@
-# CUDA backend: device kernels (src/kernels/cuda_*.cu) and the NCCL wrapper (src/dist/nccl_comm.c),
+# CUDA backend: device kernels (src/cuda/*.cu) and the NCCL wrapper (src/comm/nccl.c),
 # added to vecanneal_core. Included by the top-level CMakeLists.txt when VECANNEAL_HAVE_CUDA (the CUDA
 # language is enabled and CUDAToolkit found there); VECANNEAL_HAVE_NCCL adds NCCL.
 set(CMAKE_CUDA_STANDARD 17)
@@ -8,13 +8,13 @@ set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(VECANNEAL_CUDA_ARCHITECTURES "90;80" CACHE STRING "CUDA architectures of the vecanneal kernels")
 
 target_sources(vecanneal_core PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_context.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_stats.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_init.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_set_assign.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_vmm.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/context.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/assign.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/stats.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/init.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/set_assign.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/blas.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/vmm.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
@@ -25,8 +25,8 @@ target_compile_options(vecanneal_core PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
 # The Hopper argmin kernel (wgmma) exists for sm_90a alone: its own object library built for that target
 # only, whatever VECANNEAL_CUDA_ARCHITECTURES says, so no sm_90 or sm_80 image of it can be picked at run
-# time (cuda_assign.cu launches it on compute capability 9.0 only).
-add_library(vecanneal_wgmma OBJECT ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_assign_wgmma.cu)
+# time (cuda/assign.cu launches it on compute capability 9.0 only).
+add_library(vecanneal_wgmma OBJECT ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/assign_wgmma.cu)
 set_target_properties(vecanneal_wgmma PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
@@ -38,16 +38,16 @@ target_include_directories(vecanneal_wgmma PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../
 target_sources(vecanneal_core PRIVATE $<TARGET_OBJECTS:vecanneal_wgmma>)
 target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_CUDA=1)
 target_include_directories(vecanneal_core PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
-# cuBLAS and cuBLASLt are opened at their first use (cuda_blas.cuh says why), not linked: the
+# cuBLAS and cuBLASLt are opened at their first use (cuda/blas.cuh says why), not linked: the
 # directory the toolkit's libcublas was found in is the loader's fallback after the sonames.
 get_target_property(VA_CUBLAS_LOCATION CUDA::cublas IMPORTED_LOCATION)
 get_filename_component(VA_CUBLAS_DIR "${VA_CUBLAS_LOCATION}" DIRECTORY)
-set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/../src/kernels/cuda_blas.cu APPEND PROPERTY COMPILE_DEFINITIONS
+set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/blas.cu APPEND PROPERTY COMPILE_DEFINITIONS
   VA_CUBLAS_DIR="${VA_CUBLAS_DIR}")
 target_link_libraries(vecanneal_core PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
 
 if(VECANNEAL_HAVE_NCCL)
-  target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/dist/nccl_comm.c)
+  target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/comm/nccl.c)
   target_include_directories(vecanneal_core PUBLIC ${NCCL_INCLUDE_DIR})
   target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_NCCL=1)
   target_link_libraries(vecanneal_core PUBLIC ${NCCL_LIBRARY})

@@ -3,11 +3,11 @@
 # link it like every other command. The model is not part of the build: scripts/fetch-model installs
 # it under models/ (docs/EMBED.md).
 set(VA_EMBED_SOURCES
-  src/embed/embed.c src/embed/tokenizer.c src/embed/unicode_tables.c src/embed/json.c
+  src/job/embed.c src/embed/tokenizer.c src/embed/unicode_tables.c src/embed/json.c
   src/embed/safetensors.c src/embed/bert_cpu.c)
 target_sources(vecanneal_core PRIVATE ${VA_EMBED_SOURCES})
 # The source tree's model directory is embed's last fallback, so a build run from anywhere finds it.
-set_property(SOURCE src/embed/embed.c APPEND PROPERTY COMPILE_DEFINITIONS
+set_property(SOURCE src/job/embed.c APPEND PROPERTY COMPILE_DEFINITIONS
   VA_EMBED_SOURCE_MODEL_DIR="${CMAKE_CURRENT_SOURCE_DIR}/models/all-MiniLM-L6-v2")
 # Lets gcc if-convert and vectorise the encoder's element-wise loops (GELU, softmax exp): neither flag
 # reorders arithmetic or assumes finite values, so results are those of the plain build.

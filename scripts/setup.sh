@@ -6,8 +6,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev libhdf5-dev hdf5-tools
       libopenblas-dev python3)
-# The test suite also fuzzes (clang's libFuzzer) and runs valgrind.
-[ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(clang libclang-rt-14-dev valgrind)
+# The test suite also fuzzes (clang's libFuzzer), runs valgrind and checks the layout (clang-format 14).
+[ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(clang libclang-rt-14-dev valgrind clang-format-14)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

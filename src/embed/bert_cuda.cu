@@ -24,7 +24,8 @@
 #include <type_traits>
 
 #include "bert_cuda.h"
-#include "kernels/cuda_internal.cuh"
+#include "cuda/blas.cuh"  /* va_blas */
+#include "cuda/check.cuh" /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED */
 
 namespace {
 

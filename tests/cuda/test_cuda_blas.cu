@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/cuda_blas.cuh"
+#include "cuda/blas.cuh"
 
 static int failures = 0;
 static void check(bool ok, const char *what) {

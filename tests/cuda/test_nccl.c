@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dist/nccl_comm.h"
-#include "util.h"
+#include "comm/nccl.h"
+#include "util/util.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

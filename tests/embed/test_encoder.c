@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "embed/bert_cpu.h"
-#include "kernels/assign.h"
+#include "cpu/assign.h"
 #include "embed/tokenizer.h"
 #include "fixture.h"
 

@@ -24,9 +24,9 @@
 #include "embed/bert_cuda.h"
 #include "embed/tokenizer.h"
 #include "fixture.h"
-#include "kernels/assign.h"
-#include "kernels/cuda_kernels.h"
-#include "util.h"
+#include "cpu/assign.h"
+#include "cuda/kernels.h"
+#include "util/util.h"
 
 static double now(void) {
   struct timespec ts;

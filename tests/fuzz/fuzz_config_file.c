@@ -6,7 +6,7 @@
  * rest of the program relies on. */
 #include "fuzz_common.h"
 
-#include "config.h"
+#include "core/config.h"
 
 static void visit(const char *key, const char *value, void *ctx) {
   FZ_CHECK(key && *key && value, "visit got an empty key or NULL value");

@@ -3,7 +3,7 @@
  * makes them), then va_config_resolve. Same contract checks as fuzz_config_file.c. */
 #include "fuzz_common.h"
 
-#include "config.h"
+#include "core/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[4096] = "";

@@ -10,8 +10,8 @@
 
 #include <hdf5.h>
 
-#include "h5io.h"
-#include "util.h"
+#include "io/h5io.h"
+#include "util/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc; (void)argv;

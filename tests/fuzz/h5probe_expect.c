@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "h5io.h"
+#include "io/h5io.h"
 
 int main(int argc, char **argv) {
   if (argc != 2) { fprintf(stderr, "usage: h5probe_expect TESTS_FUZZ_DIR\n"); return 2; }

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anneal.h"
-#include "config.h"
-#include "kernels/assign.h"
-#include "kernels/stats.h"
-#include "rng.h"
+#include "core/anneal.h"
+#include "core/config.h"
+#include "cpu/assign.h"
+#include "cpu/stats.h"
+#include "util/rng.h"
 
 static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anneal.h"
-#include "rng.h"
-#include "util.h"
+#include "core/anneal.h"
+#include "util/rng.h"
+#include "util/util.h"
 
 static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)

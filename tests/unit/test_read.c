@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checksum.h"
-#include "h5io.h"
-#include "util.h"
+#include "util/checksum.h"
+#include "io/h5io.h"
+#include "util/util.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                                 \

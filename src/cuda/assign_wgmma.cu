@@ -1,0 +1,652 @@
+/* cuda_assign_wgmma.cu: the assign pass's argmin kernel on Hopper's warpgroup tensor-core instruction
+ * (wgmma, sm_90a; built for that target alone, cmake/cuda.cmake). It does what fused_rx_kernel in
+ * cuda_assign.cu does with mma.sync: the block's rows stay on the SM for the whole pass (16-bit: in
+ * shared memory; tf32: as A fragments in registers), the anchors stream through shared memory in tiles
+ * (cp.async ring, each tile with its half biases), the products give -x.a (rows negated: by the
+ * instruction, or when loaded) and the scan adds hb, so the smallest of hb - x.a wins, and a running
+ * smallest value with its first column per row stays in registers: ties to the lowest anchor. What
+ * wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16 (32-bit: 8)
+ * elements of d, reading the anchors straight from shared memory, asynchronously; so each warpgroup
+ * keeps two accumulator sets and scans one while the tensor cores fill the other. Two kernels:
+ * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring) and pieced_wgmma_kernel
+ * (rows of 640 to 1536 bytes: anchor tiles in 128-byte pieces). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+
+#include <type_traits>
+#include <utility>
+
+#include "cuda/assign_wgmma.cuh"
+#include "cuda/async.cuh"
+#include "cuda/kernels.h"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "cuda_assign_wgmma.cu is built for sm_90a only (wgmma)"
+#endif
+
+namespace {
+
+/* this thread's shared-memory writes (cp.async) made visible to the tensor cores' reads (async proxy) */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* Pins the compiler's ordering of ordinary accesses to accumulators around the asynchronous products. */
+template <int NA> __device__ __forceinline__ void fence_regs(float (&d)[NA]) {
+#pragma unroll
+  for (int i = 0; i < NA; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* Accumulator lists: D per warp as m16n8 tiles, d[4i..4i+3] = (row g, cols 8i + 2tq, +1), (row g + 8,
+ * same cols) (warp w of the group: rows 16w..16w+15 of the 64). scale-d acc_in: 0 = D = A B, else += . */
+#define VA_F4(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define VA_F16(d, i) VA_F4(d, i), VA_F4(d, i + 4), VA_F4(d, i + 8), VA_F4(d, i + 12)
+#define VA_F32(d, i) VA_F16(d, i), VA_F16(d, i + 16)
+#define VA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define VA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+               "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+               "%62, %63}"
+/* tf32, rows in registers: D (64 x 64) += A (64 x 8: one 32-byte step of d, as mma.sync's m16n8k8 A
+ * fragment per warp, negated when loaded) * B (the step's 64 anchors, from shared memory through the
+ * descriptor); tf32 takes no transpose operand. */
+struct WgTf32 {
+  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : VA_F32(d, 0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));
+  }
+};
+/* fp16 / bf16, rows in shared memory: D (64 x 128) += -A (64 x 16, descriptor adesc: the rows in the
+ * anchors' layout) * B (the step's 128 anchors, bdesc); scale-a -1 negates the rows (exact), neither
+ * operand transposed (both K-major). */
+template <typename T> struct WgS;
+#define VA_WGS(TYPE, SHAPE)                                                                                    \
+  template <> struct WgS<TYPE> {                                                                             \
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t adesc, uint64_t bdesc, int acc_in) {  \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D64 ", %64, %65, p, -1, 1, 0, 0;\n}\n"     \
+                   : VA_F32(d, 0), VA_F32(d, 32)                                                             \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                   \
+    }                                                                                                        \
+  };
+VA_WGS(__half, "m64n128k16.f32.f16.f16")
+VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
+#undef VA_WGS
+/* fp16 / bf16, rows longer than 128 elements in registers: D (64 x 64) += A (64 x 16: one 32-byte step
+ * of d, as mma.sync's m16n8k16 A fragment per warp, negated when loaded) * B (the step's 64 anchors,
+ * bdesc, K-major). */
+template <typename T> struct WgR;
+#define VA_WGR(TYPE, SHAPE)                                                                                    \
+  template <> struct WgR<TYPE> {                                                                             \
+    static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" \
+                   : VA_F32(d, 0)                                                                            \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                    \
+    }                                                                                                        \
+  };
+VA_WGR(__half, "m64n64k16.f32.f16.f16")
+VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
+#undef VA_WGR
+/* Rows of 640 to 1536 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
+ * of d, adesc: the rows in the anchors' layout) * B (the step's 64 anchors, bdesc); scale-a -1 negates
+ * the rows (exact); 16-bit: neither operand transposed (both K-major); tf32 takes no transpose operand. */
+template <typename T> struct WgP;
+#define VA_WGP(TYPE, SHAPE, TRANS)                                                                              \
+  template <> struct WgP<TYPE> {                                                                              \
+    static __device__ __forceinline__ void run(float (&d)[32], uint64_t adesc, uint64_t bdesc, int acc_in) {   \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                             \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", %32, %33, p, -1, 1" TRANS ";\n}\n"  \
+                   : VA_F32(d, 0)                                                                             \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                    \
+    }                                                                                                         \
+  };
+VA_WGP(float, "m64n64k8.f32.tf32.tf32", "")
+VA_WGP(__half, "m64n64k16.f32.f16.f16", ", 0, 0")
+VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
+#undef VA_WGP
+#undef VA_D64
+#undef VA_D32
+#undef VA_F32
+#undef VA_F16
+#undef VA_F4
+
+/* f(I) for I = 0 .. N - 1, each a std::integral_constant: loops whose index must be a compile-time
+ * constant (accumulator sets, pieces of a row, kernel instances) */
+template <typename F, int... I> __host__ __device__ __forceinline__ void static_for_seq(F &&f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, typename F> __host__ __device__ __forceinline__ void static_for(F &&f) { static_for_seq(f, std::make_integer_sequence<int, N>{}); }
+
+/* The smallest of mv[0, N) and its index mi, ties to the lower index: adjacent pairs at stride S, so
+ * each comparison's left side holds only lower indices; log2 N levels of independent selects. */
+template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
+#pragma unroll
+  for (int i = 0; i < N; i += 2 * S) {
+    const bool p = mv[i + S] < mv[i];
+    mv[i] = p ? mv[i + S] : mv[i];
+    mi[i] = p ? mi[i + S] : mi[i];
+  }
+  if constexpr (2 * S < N) argmin_tree<2 * S, N>(mv, mi);
+}
+
+/* One completed accumulator set d (a 64 x BN tile's products, m16n8 layout) of tile t: + the half bias,
+ * then per row (h: rows g and g + 8 of the warp's 16) the tile's smallest value and its first column by
+ * a tree of selects (no branches: a search for the column after the smallest value was a chain of
+ * dependent selects the two warps per scheduler could not hide), merged into the running best (strictly
+ * smaller: ties stay with the earlier tile). Both rows' pairs per bias load: the accumulators turn into
+ * pairs as they are read, so the set, its pairs and the biases are never all live at once (three
+ * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). */
+template <int BN>
+__device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float *bias, int t, int tq, float (&best)[2], int (&bidx)[2]) {
+  float mv[2][BN / 8];
+  int mi[2][BN / 8];
+#pragma unroll
+  for (int i = 0; i < BN / 8; i++) { /* columns 8i + 2tq and + 1 */
+    const float2 b = *(const float2 *)(bias + 8 * i + 2 * tq);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const float v0 = d[4 * i + 2 * h] + b.x, v1 = d[4 * i + 2 * h + 1] + b.y;
+      const bool p = v1 < v0;
+      mv[h][i] = p ? v1 : v0;
+      mi[h][i] = 8 * i + (p ? 1 : 0);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    argmin_tree<1, BN / 8>(mv[h], mi[h]);
+    const bool p = mv[h][0] < best[h];
+    best[h] = p ? mv[h][0] : best[h];
+    bidx[h] = p ? t * BN + 2 * tq + mi[h][0] : bidx[h];
+  }
+}
+
+/* The end of a block: per row the quad's (4 threads sharing a row) best, ties to the lowest anchor; then
+ * a[] and the changed count against the rows' previous a[] (old_a, indexed by the block's row). wrow0:
+ * this warp's first row in its warpgroup's row block 0 (row block rb adds 64 rb). */
+template <int RB>
+__device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int (&bidx)[RB][2], int wrow0, int64_t row0, int64_t n,
+                                           const uint32_t *old_a, uint32_t *assign, unsigned long long *counter) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  unsigned changed = 0;
+#pragma unroll
+  for (int rb = 0; rb < RB; rb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float bv = best[rb][h];
+      int bi = bidx[rb][h];
+#pragma unroll
+      for (int o = 1; o <= 2; o <<= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+      }
+      const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
+      if (tq == 0 && row0 + r < n) { /* rows past n are padding: computed, not written */
+        changed += old_a[r] != (uint32_t)bi;
+        assign[row0 + r] = (uint32_t)bi;
+      }
+    }
+  changed = __reduce_add_sync(0xffffffffu, changed);
+  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
+}
+
+/* The block's BM rows from row0 into shared memory at s_rows, each 64-row block laid out as a 64-anchor
+ * tile (piece p of row i at p 64 128 + i 128, its 16-byte chunk c at c ^ (i % 8)); rows past the
+ * allocation (readable) zero, never written. cp.async: the caller commits and waits. */
+template <int BM, int KS, int NTH>
+__device__ __forceinline__ void load_rows_shared(uint32_t s_rows, const void *X, int64_t row0, int64_t readable) {
+  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16;
+  static_assert((BM * CPR) % NTH == 0, "row chunks");
+#pragma unroll 4
+  for (int q = 0; q < BM * CPR / NTH; q++) {
+    const int e = q * NTH + (int)threadIdx.x, r = e / CPR, c = e % CPR, i = r & 63;
+    const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+    if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
+    else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+  }
+}
+/* The rows of the block `ahead` blocks on (BM rows of ROWB bytes from row0 + ahead BM, the next one this
+ * SM runs) fetched into L2, a piece per warp, where the whole block lies inside the allocation. */
+template <int BM, int ROWB, int NTH>
+__device__ __forceinline__ void prefetch_next_rows(const void *X, int64_t row0, int64_t readable, int ahead) {
+  constexpr int PIECE = BM * ROWB / (NTH / 32);
+  static_assert(PIECE % 16 == 0, "prefetch pieces");
+  const int64_t next0 = row0 + (int64_t)ahead * BM;
+  if ((threadIdx.x & 31) == 0 && next0 + BM <= readable)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)(threadIdx.x >> 5) * PIECE),
+                 "r"(PIECE)
+                 : "memory");
+}
+
+/* Block: NWG warpgroups, each owning two blocks of 64 rows (rows [128 NWG b, 128 NWG (b + 1))); every
+ * warpgroup scans all anchors. An anchor tile (BN anchors) sits in shared memory in the layout the tensor cores
+ * read with 128-byte swizzling, K-major: the row of 32 KS bytes is cut into 128-byte pieces; piece p of
+ * anchor j lies at p * BN * 128 + j * 128, its 16-byte chunk c at chunk c ^ (j % 8) (every piece block
+ * 1024-aligned). A descriptor for step s (32 bytes of d) starts at piece s / 4, byte 32 (s % 4); 8-anchor
+ * groups are 1024 bytes apart. The tile's BN half biases follow.
+ * Work is a sequence of units u = (tile u / 2, row block u % 2), each KS products into accumulator set
+ * u % 2; a unit's products run while the previous unit's set is scanned. STAGES tiles in the ring: at
+ * tile t the stage of tile t - 2 is refilled (every unit of it has completed before the barrier of t),
+ * so STAGES - 2 tiles load ahead.
+ * SS (16-bit): the block's rows sit in shared memory beside the ring, each 64-row block laid out as a
+ * 64-anchor tile, loaded once with the first tile; the registers the rows' fragments took (64 a thread)
+ * make room for a third warpgroup (168 registers a thread), so three warps per scheduler hide the scan's
+ * latencies instead of two. 1M x 128 x 1024, argmin kernel alone, H100, one call, two runs each: fp16
+ * 0.522 / 0.515 ms against 0.558 / 0.551 with two warpgroups and the rows in registers, bf16 0.505 /
+ * 0.507 against 0.544 / 0.544; at d 64 0.400 / 0.399 against 0.406 / 0.406; at 8M fp16 4.876 against
+ * 5.030 ms. (With both operands in shared memory and two warpgroups, session 13: no change.) tf32 rows
+ * (512 bytes) do not fit beside the ring for 384 rows: two warpgroups, rows in registers. */
+/* Units per group (group() below): a group ends with every product retired, so a longer one leaves the
+ * tensor cores idle less often. 1M x 128 x 1024 on an H200, one call (argmin kernel alone, median ms):
+ * groups of 4 / 8 / 16 units: fp16 0.603 / 0.571 / 0.550, bf16 0.586 / 0.558 / 0.546, tf32 0.977 / 0.945
+ * / 0.952 (its 16-unit instances spill a few bytes; 6 ring stages instead of 4 were slower). k 1024 is
+ * one group of 16 at fp16/bf16. */
+/* SS at KS 4 (d 64): groups of 8 or 16 spill (488 / 1604 bytes) in 168 registers, groups of 4 do not */
+template <typename T, int KS> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : KS != 8 ? 4 : 16; }
+
+/* RB: 64-row blocks per warpgroup. 2: units alternate the two row blocks (and accumulator sets) within a
+ * tile; 1 (16-bit rows longer than 128 elements, in registers: two blocks' fragments would not fit):
+ * units are whole tiles, alternating the accumulator sets from tile to tile. */
+template <typename T, int BN, int KS, int STAGES, int NWG, bool SS, int RB>
+__global__ void __launch_bounds__(NWG * 128, 1)
+fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
+                   uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
+  constexpr int NTH = NWG * 128, BM = NWG * 64 * RB; /* rows per block */
+  /* a row: ROWB bytes in global memory (KS steps of 32 bytes), SROWB in shared memory (whole 128-byte
+   * pieces: a row of 1.5 pieces, d 96 at 16 bits, fills two, its swizzled chunks spread over both
+   * lines of the second) */
+  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16, TILE_B = BN * SROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
+  constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
+  constexpr int GROUP = unit_group<T, KS>();
+  static_assert(KS % 2 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
+  /* a thread's chunks of a tile share their column and swizzle (one destination computed once), or not */
+  constexpr bool FIXED_COL = NTH % CPR == 0 && (NTH / CPR) % 8 == 0;
+  static_assert(!SS || (sizeof(T) == 2 && RB == 2 && FIXED_COL), "rows in shared memory: 16-bit, two row blocks");
+  static_assert(RB == 2 || RB == 1, "row blocks");
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
+  const unsigned char *smem = smem_raw + (s_base - s_raw);
+  const uint32_t s_rows = s_base + (uint32_t)(STAGES * STAGE_B); /* SS: the block's rows, 64-row blocks as the tiles */
+  /* the rows' previous a[] (for the changed count), after the rows */
+  const uint32_t s_old = s_rows + (uint32_t)(SS ? BM * SROWB : 0);
+  const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+  /* the block's first row; rows up to `readable` (the allocation, a multiple of 256) may be read */
+  const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
+  /* this warp's first row in row block 0 of its warpgroup, relative to row0; row block 1 adds 64 */
+  const int wrow0 = (warp >> 2) * (64 * RB) + (warp & 3) * 16;
+
+  /* this thread's chunk of every tile: anchor n0 + q NTH / CPR, 16-byte column c of the row */
+  const int c = tid % CPR, n0 = tid / CPR;
+  const uint32_t dst0 = (uint32_t)((c >> 3) * (BN * 128) + n0 * 128 + (((c & 7) ^ (n0 & 7)) << 4));
+  auto load_tile = [&](int t) {
+    const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + tid * 16;
+    const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
+#pragma unroll
+    for (int q = 0; q < LOADS; q++) {
+      if ((BN * CPR) % NTH != 0 && q * NTH + tid >= BN * CPR) continue;
+      if constexpr (FIXED_COL) {
+        cp_async16(st + dst0 + q * (NTH / CPR) * 128, src + q * NTH * 16);
+      } else { /* chunk e of the tile: anchor e / CPR, column e % CPR (constant divisors) */
+        const int e = q * NTH + tid, j = e / CPR, cc = e % CPR;
+        cp_async16(st + (uint32_t)((cc >> 3) * (BN * 128) + j * 128 + (((cc & 7) ^ (j & 7)) << 4)), src + q * NTH * 16);
+      }
+    }
+    if (tid < BN / 4) cp_async16(st + TILE_B + tid * 16, hb + (size_t)t * BN + tid * 4);
+  };
+  /* SS: the block's rows into shared memory with the first tile */
+  if constexpr (SS) load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
+  /* the rows' previous a[] with the first group (read at the end; loaded there, the block's last act
+   * waited on a global load); and (SS) the next block's rows into L2 (12 warps x 8 KB for 384 16-bit
+   * rows), so its start reads L2, not HBM. H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16
+   * 0.516 / 0.508 / 0.509 -> 0.485 / 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 /
+   * 0.479; 8M fp16 4.782 -> 4.692. tf32 (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963,
+   * no gain, so not there. */
+  if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
+  if constexpr (SS) prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; s++) {
+    if (s < ntiles) load_tile(s);
+    cp_async_commit();
+  }
+
+  /* rows in registers: A fragments, negated (sign bits: exact), as fused_rx_kernel's: word 0 = row g,
+   * bytes 4tq of the step; 1 = row g + 8; 2 = row g, bytes 16 + 4tq; 3 = row g + 8, bytes 16 + 4tq */
+  constexpr uint32_t NEG = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  uint32_t af[SS ? 1 : RB][SS ? 1 : KS][4];
+#pragma unroll
+  for (int rb = 0; rb < (SS ? 0 : RB); rb++) {
+    const uint32_t *x0 = (const uint32_t *)((const unsigned char *)X + (size_t)(row0 + wrow0 + rb * 64 + g) * ROWB);
+    const uint32_t *x1 = x0 + 8 * ROWB / 4;
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      af[rb][ks][0] = __ldg(x0 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][1] = __ldg(x1 + ks * 8 + tq) ^ NEG;
+      af[rb][ks][2] = __ldg(x0 + ks * 8 + 4 + tq) ^ NEG;
+      af[rb][ks][3] = __ldg(x1 + ks * 8 + 4 + tq) ^ NEG;
+    }
+  }
+
+  float acc[2][NACC] = {}; /* products start from zero (scale-d 0); defined before their first use anyway */
+  float best[RB][2];
+  int bidx[RB][2];
+#pragma unroll
+  for (int rb = 0; rb < RB; rb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
+  /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
+  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  /* SS: this warpgroup's row block 0 in shared memory */
+  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * SROWB))) >> 4);
+
+  /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
+  auto top = [&](int t) {
+    cp_async_wait<STAGES - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    if (t + STAGES - 2 < ntiles) load_tile(t + STAGES - 2);
+    cp_async_commit();
+  };
+  /* unit u into accumulator set J = row block = u % 2 (compile-time). The products start from zero
+   * (scale-d 0 on the first step): accumulators that ordinary instructions wrote before the products
+   * make the compiler wait for every product in flight before issuing (seen in the SASS), so the bias
+   * is added when the set is scanned instead. */
+  auto issue = [&](auto J, int u) {
+    constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
+    const int t = u / RB;
+    if (RB == 1 || set == 0) top(t);
+    const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
+    fence_regs(acc[set]);
+    wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4);
+      if constexpr (SS) {
+        /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors took
+         * 4 KS registers, which spilled) */
+        uint64_t adesc;
+        asm volatile("add.s64 %0, %1, %2;\n"
+                     : "=l"(adesc)
+                     : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
+        WgS<T>::run(acc[set], adesc, bdesc, ks > 0);
+      } else if constexpr (sizeof(T) == 4)
+        WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
+      else
+        WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
+    }
+    wg_commit();
+  };
+  /* unit u's set once its products have completed (wgmma.wait_group). Tile t's stage is refilled only
+   * at tile t + 2, after every unit of t has been retired. */
+  auto retire = [&](auto J, int u) {
+    constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
+    const int t = u / RB;
+    fence_regs(acc[set]);
+    scan_tile<BN>(acc[set], (const float *)(smem + (t % STAGES) * STAGE_B + TILE_B), t, tq, best[rb], bidx[rb]);
+  };
+  /* P units from u (even): each unit's products run while the previous unit's set is scanned; all have
+   * completed at the end. A group never spans the loop's back edge: products in flight across it make
+   * the compiler serialise them (seen in the SASS). GROUP units a group, then 4, 2 and 1 for the rest. */
+  auto group = [&](auto P, int u) {
+    constexpr int np = decltype(P)::value;
+    issue(std::integral_constant<int, 0>{}, u);
+#pragma unroll
+    for (int q = 1; q < np; q++) {
+      if (q & 1) issue(std::integral_constant<int, 1>{}, u + q);
+      else issue(std::integral_constant<int, 0>{}, u + q);
+      wg_wait<1>();
+      if (q & 1) retire(std::integral_constant<int, 0>{}, u + q - 1);
+      else retire(std::integral_constant<int, 1>{}, u + q - 1);
+    }
+    wg_wait<0>();
+    retire(std::integral_constant<int, (np - 1) & 1>{}, u + np - 1);
+  };
+  using P2 = std::integral_constant<int, 2>;
+  using P4 = std::integral_constant<int, 4>;
+  using PG = std::integral_constant<int, GROUP>;
+  const int units = RB * ntiles;
+  int u = 0;
+  for (; u + GROUP <= units; u += GROUP) group(PG{}, u);
+  for (; u + 4 <= units; u += 4) group(P4{}, u);
+  if (u + 2 <= units) {
+    group(P2{}, u);
+    u += 2;
+  }
+  if (u < units) group(std::integral_constant<int, 1>{}, u); /* RB 1: an odd tile count */
+
+  write_rows<RB>(best, bidx, wrow0, row0, n, old_a, assign, counter);
+}
+
+/* Rows of 640 to 1536 bytes (tf32: 160 to 384 elements; fp16/bf16: 416 to 768). Neither the rows'
+ * fragments (tf32 d 384: 192 registers a thread for one 64-row block) nor a ring of whole anchor tiles
+ * beside rows held in shared memory fit, so the block's rows sit in shared memory (NWG 64-row blocks,
+ * laid out as in SS above, loaded once) and the anchors arrive in pieces: a ring stage holds one
+ * 128-byte piece (4 steps of d, one swizzle span) of a 64-anchor tile, 8 KB. Every warpgroup multiplies
+ * its 64 rows by each piece (both operands from shared memory), a tile's pieces accumulating into one
+ * set; the sets alternate from tile to tile, and tile t's set is scanned (scan_tile) while tile t + 1's
+ * first piece is multiplied; a tile's biases come with its first piece into one of 4 slots of their
+ * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
+ * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
+ * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
+ * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). ncu at tf32 d 384 (docs/CUDA.md): L2
+ * at 13%, the SM at 45%: latency-bound, not bound by the anchors' traffic. */
+template <typename T, int KS, int NWG, int STAGES>
+__global__ void __launch_bounds__(NWG * 128, 1)
+pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
+                    uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
+  constexpr int BN = 64, NTH = NWG * 128, BM = NWG * 64, LEAD = STAGES - 2;
+  /* a row: ROWB bytes in global memory, NP 128-byte pieces in shared memory (the last one half used
+   * when KS % 4 == 2) */
+  constexpr int ROWB = KS * 32, NP = (KS + 3) / 4, SROWB = NP * 128, CPR = ROWB / 16, PIECE_B = BN * 128;
+  constexpr int GROUP = 4; /* tiles per group: a group ends with every product retired (see group() above) */
+  /* a bias slot is refilled (with piece 0 of tile t + 4, loaded at piece (t + 4) NP - LEAD) after every
+   * thread scanned tile t (at piece (t + 1) NP) */
+  static_assert(KS % 2 == 0 && STAGES >= 3 && 3 * NP > LEAD, "pieces");
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
+  const unsigned char *smem = smem_raw + (s_base - s_raw);
+  const uint32_t s_rows = s_base + (uint32_t)(STAGES * PIECE_B), s_old = s_rows + (uint32_t)(BM * SROWB);
+  const uint32_t s_bias = s_old + (uint32_t)(BM * 4); /* 4 tiles' half biases */
+  const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
+  const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
+  const int wrow0 = (warp >> 2) * 64 + (warp & 3) * 16;
+
+  /* with the first piece: the block's rows, their previous a[], and the next block's rows into L2, as
+   * in the SS kernel */
+  load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
+  if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
+  prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
+  /* piece s = (tile s / NP, piece s % NP) into its stage: chunk c of anchor j at c ^ (j % 8) */
+  const int npieces = ntiles * NP;
+  auto load_piece = [&](int s) {
+    const int t = s / NP, p = s - t * NP;
+    const int lg = (CPR % 8 != 0 && p == NP - 1) ? 2 : 3; /* log2 of the piece's 16-byte chunks per anchor */
+    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
+    const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + p * 128;
+#pragma unroll
+    for (int q = 0; q < (BN * 8 + NTH - 1) / NTH; q++) {
+      const int e = q * NTH + tid, j = e >> lg, c = e & ((1 << lg) - 1);
+      if (e < (BN << lg)) cp_async16(st + (uint32_t)(j * 128 + ((c ^ (j & 7)) << 4)), src + (size_t)j * ROWB + c * 16);
+    }
+    if (p == 0 && tid < BN / 4) cp_async16(s_bias + (uint32_t)((t & 3) * (BN * 4) + tid * 16), hb + (size_t)t * BN + tid * 4);
+  };
+#pragma unroll
+  for (int s = 0; s < LEAD; s++) {
+    if (s < npieces) load_piece(s);
+    cp_async_commit();
+  }
+
+  float acc[2][BN / 2];
+  float best[1][2] = {{INFINITY, INFINITY}};
+  int bidx[1][2] = {{0, 0}};
+  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * (64 * SROWB))) >> 4);
+
+  /* piece P (compile-time) of tile t into set J: once it has landed in every thread's view (one
+   * cp.async group per piece), the stage of piece s - 2 takes piece s + LEAD; then the products */
+  auto piece = [&](auto J, auto P, int t) {
+    constexpr int set = decltype(J)::value, p = decltype(P)::value;
+    const int s = t * NP + p;
+    cp_async_wait<LEAD - 1>();
+    fence_proxy_async();
+    __syncthreads();
+    if (s + LEAD < npieces) load_piece(s + LEAD);
+    cp_async_commit();
+    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
+    fence_regs(acc[set]);
+    wg_fence();
+#pragma unroll
+    for (int ks = 4 * p; ks < (4 * p + 4 < KS ? 4 * p + 4 : KS); ks++) {
+      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks & 3) * 32)) >> 4);
+      uint64_t adesc; /* formed at each use from one base, as in the SS kernel */
+      asm volatile("add.s64 %0, %1, %2;\n" : "=l"(adesc) : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
+      WgP<T>::run(acc[set], adesc, bdesc, ks > 0);
+    }
+    wg_commit();
+  };
+  auto retire = [&](auto J, int t) {
+    fence_regs(acc[decltype(J)::value]);
+    scan_tile<BN>(acc[decltype(J)::value], (const float *)(smem + (s_bias - s_base) + (t & 3) * (BN * 4)), t, tq, best[0], bidx[0]);
+  };
+  /* one tile's pieces into set J; the previous tile's set (J ^ 1) scanned after the first of them */
+  auto tile = [&](auto J, auto SCAN_PREV, int t) {
+    static_for<NP>([&](auto P) {
+      piece(J, P, t);
+      wg_wait<1>();
+      if constexpr (decltype(P)::value == 0 && decltype(SCAN_PREV)::value) retire(std::integral_constant<int, decltype(J)::value ^ 1>{}, t - 1);
+    });
+  };
+  auto group = [&](auto G, int t0) {
+    constexpr int ng = decltype(G)::value;
+    static_for<ng>([&](auto I) {
+      constexpr int i = decltype(I)::value;
+      tile(std::integral_constant<int, i & 1>{}, std::integral_constant<bool, (i > 0)>{}, t0 + i);
+    });
+    wg_wait<0>();
+    retire(std::integral_constant<int, (ng - 1) & 1>{}, t0 + ng - 1);
+  };
+  int t = 0;
+  for (; t + GROUP <= ntiles; t += GROUP) group(std::integral_constant<int, GROUP>{}, t);
+  if (t + 2 <= ntiles) {
+    group(std::integral_constant<int, 2>{}, t);
+    t += 2;
+  }
+  if (t < ntiles) group(std::integral_constant<int, 1>{}, t);
+
+  write_rows<1>(best, bidx, wrow0, row0, n, old_a, assign, counter);
+}
+
+/* Per element type and row length: anchors per tile, ring stages, warpgroups, rows in shared memory, row
+ * blocks per warpgroup. tf32: 64-anchor tiles keep the two accumulator sets and the rows' 128 fragment
+ * registers under 255. 16-bit rows up to 128 elements: in shared memory, three warpgroups. Longer 16-bit
+ * rows (WIDE): neither 384 such rows nor the ring of 128-anchor tiles fit in shared memory, so each
+ * warpgroup holds one 64-row block's fragments in registers (dp / 4 a thread, 96 at d 384) and the
+ * anchors come in 64-anchor tiles, 4 stages. Longer rows still: pieced_wgmma_kernel (PCfg). */
+/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes. fused_wgmma_kernel:
+ * 16-bit rows of 32 to 384 elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's
+ * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
+ * rows of 640 to 1536 bytes, 16-bit rows of 416 to 768 elements, tf32 rows of 160 to 384 (whole pieces). */
+constexpr int KS_MAX = 48; /* 1536-byte rows */
+constexpr bool ks_pieced(size_t es, int ks) { return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0); }
+constexpr bool ks_ok(size_t es, int ks) {
+  return ks_pieced(es, ks) || (es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16);
+}
+constexpr bool ks_wide(size_t es, int ks) { return es == 2 && ks > 8; }
+template <typename T, bool WIDE = false> struct Cfg {
+  static constexpr bool SS = sizeof(T) == 2 && !WIDE;
+  static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2, RB = WIDE ? 1 : 2;
+  template <int KS> static constexpr size_t smem() {
+    constexpr size_t BM = (size_t)NWG * 64 * RB, ROWS = SS ? BM : 0, SROWB = (KS + 3) / 4 * 128; /* rows held in shared memory */
+    return (size_t)STAGES * (BN * SROWB + 1024) + ROWS * SROWB + BM * 4 + 1024;
+  }
+};
+/* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
+ * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (up to 8: the
+ * three-warpgroup instances spilled 96-188 bytes in their 168 registers once the bias slots came) */
+template <int KS> struct PCfg {
+  static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;
+  /* stages, rows and their previous a[], 4 tiles' biases, alignment */
+  static constexpr size_t bytes(int nwg, int stages) { return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024 + 1024; }
+  static constexpr int BN = 64, RB = 1, NWG = bytes(3, 4) <= SMEM_MAX ? 3 : 2;
+  static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 6 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 6;
+  static_assert(STAGES >= 4, "pieced stages");
+  template <int> static constexpr size_t smem() { return bytes(NWG, STAGES); }
+};
+template <typename T, int KS> using CfgOf = std::conditional_t<ks_pieced(sizeof(T), KS), PCfg<KS>, Cfg<T, ks_wide(sizeof(T), KS)>>;
+
+/* f(KS) (a std::integral_constant) for the instance that takes rows of dp elements; false where none
+ * does (the mma.sync kernels, or the GEMM path, take them) */
+template <typename T, typename F> bool with_ks(int64_t dp, F &&f) {
+  if (dp <= 0 || dp % 32 || dp * (int64_t)sizeof(T) > KS_MAX * 32) return false;
+  const int ks = (int)(dp * (int64_t)sizeof(T) / 32);
+  bool found = false;
+  static_for<KS_MAX / 2>([&](auto Q) {
+    constexpr int q = 2 * (decltype(Q)::value + 1);
+    if constexpr (ks_ok(sizeof(T), q))
+      if (ks == q) {
+        f(std::integral_constant<int, q>{});
+        found = true;
+      }
+  });
+  return found;
+}
+
+template <typename T> size_t smem_of(int64_t dp) {
+  size_t bytes = 0;
+  with_ks<T>(dp, [&](auto KS) { bytes = CfgOf<T, decltype(KS)::value>::template smem<decltype(KS)::value>(); });
+  return bytes;
+}
+
+template <typename T, int KS>
+cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t k, uint32_t *assign,
+                      unsigned long long *counter, int sms, cudaStream_t stream) {
+  using C = CfgOf<T, KS>;
+  constexpr bool PIECED = ks_pieced(sizeof(T), KS);
+  constexpr int BM = C::NWG * 64 * C::RB;
+  const size_t smem = C::template smem<KS>();
+  void (*kern)(const T *, const T *, const float *, int64_t, int, uint32_t *, unsigned long long *, int);
+  if constexpr (PIECED) kern = pieced_wgmma_kernel<T, KS, C::NWG, C::STAGES>;
+  else kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (e != cudaSuccess) return e;
+  const int ntiles = (int)((k + C::BN - 1) / C::BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */
+  const unsigned blocks = (unsigned)((n + BM - 1) / BM);
+  /* one block per SM: the block an SM runs next is about `sms` blocks on */
+  kern<<<blocks, C::NWG * 128, smem, stream>>>((const T *)X, (const T *)A, hb, n, ntiles, assign, counter, sms);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, uint32_t *assign,
+                   unsigned long long *counter, int sms, cudaStream_t stream) {
+  cudaError_t e = cudaErrorInvalidValue;
+  with_ks<T>(dp, [&](auto KS) { e = launch_ks<T, decltype(KS)::value>(X, A, hb, n, k, assign, counter, sms, stream); });
+  return e;
+}
+
+} // namespace
+
+size_t va_wgmma_smem(int precision, int64_t dp) {
+  switch (precision) {
+  case VA_CUDA_TF32: return smem_of<float>(dp);
+  case VA_CUDA_FP16: return smem_of<__half>(dp);
+  case VA_CUDA_BF16: return smem_of<__nv_bfloat16>(dp);
+  }
+  return 0;
+}
+
+cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
+                            int64_t k, uint32_t *assign, unsigned long long *counter, int sms, cudaStream_t stream) {
+  switch (precision) {
+  case VA_CUDA_TF32: return launch<float>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+  case VA_CUDA_FP16: return launch<__half>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+  case VA_CUDA_BF16: return launch<__nv_bfloat16>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+  }
+  return cudaErrorInvalidValue;
+}

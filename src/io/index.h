@@ -1,0 +1,20 @@
+/* index.h: the compressed index file (schema in docs/INDEX_FORMAT.md). */
+#ifndef VECANNEAL_INDEX_H
+#define VECANNEAL_INDEX_H
+#include "core/anneal.h"
+#include "io/h5io.h"
+
+typedef struct {
+  const va_state_t *st;
+  const va_input_t *in;
+  const float *anchors;  /* k x d in input coordinates */
+  const double *counts, *mse;
+  double energy, distortion, ratio, seconds;
+  const char *backend;
+} va_index_t;
+
+/* Bytes of the index payload (anchors, assignments, per-anchor statistics). */
+double va_index_payload_bytes(int64_t n, int64_t d, int64_t k);
+/* Collective: writes the index (atomically: OUT.partial, then renamed). Returns 0 or an exit code. */
+int va_index_write(const char *path, const va_index_t *ix);
+#endif

@@ -1,0 +1,733 @@
+/* embed.c: `vecanneal embed`, sentence embeddings of a text corpus with all-MiniLM-L6-v2, written as an
+ * ann-benchmarks style HDF5 dataset (distance = angular) that `vecanneal compress` takes as it is.
+ * Each rank takes a contiguous block of lines (split by bytes, then moved to line starts, so no rank
+ * scans the whole file), tokenizes it, encodes it in batches of similar length (longest first, so a
+ * memory shortage shows at once and the ETA is never optimistic), and writes its rows -- in input
+ * order -- with the sharded HDF5 writer. The encoder is the CPU one (bert_cpu.c) or, in a CUDA build
+ * with a device on every rank, the GPU one (bert_cuda.cu: one GPU per rank, node-local rank modulo the
+ * visible devices), which keeps two batches in flight so that packing and unpacking on the host overlap
+ * the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no
+ * device for --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "embed/bert_cpu.h"
+#ifdef VECANNEAL_CUDA
+#include "backend/cuda.h"
+#include "embed/bert_cuda.h"
+#include "cuda/kernels.h"
+#endif
+#include "cli/commands.h"
+#include "cli/options.h"  /* va_opt, va_opt_unknown */
+#include "io/files.h" /* va_files_prepare, va_text_open */
+#include "core/stop.h"  /* va_stop_point */
+#include "job/embed.h"
+#include "io/h5io.h"
+#include "embed/json.h"
+#include "cpu/assign.h"
+#include "embed/tokenizer.h"
+#include "util/util.h"
+
+#ifndef VA_EMBED_SOURCE_MODEL_DIR
+#define VA_EMBED_SOURCE_MODEL_DIR "models/all-MiniLM-L6-v2"
+#endif
+
+typedef struct {
+  const char *input, *out_spec, *metrics, *model, *weights, *format, *io, *backend, *precision;
+  int batch, max_tokens, threads; /* batch 0: the backend's default */
+  double progress;
+  /* derived */
+  char out_file[VA_PATH_MAX], dataset[256], model_dir[VA_PATH_MAX];
+  int jsonl, io_mode;
+} embed_args_t;
+
+/* Everything the HDF5 callbacks need. */
+typedef struct {
+  const embed_args_t *a;
+  int64_t n, row0, n_local;
+  int d;
+  const float *emb;
+  int64_t tokens, truncated, invalid, empty;
+} embed_out_t;
+
+static void embed_usage(void) {
+  va_log0(
+      "usage: vecanneal embed --input CORPUS.txt|CORPUS.jsonl --out FILE.h5[:/DATASET] [options]\n"
+      "Embeds one text per line with all-MiniLM-L6-v2 (384-d, mean pooling, unit length) into FILE.h5:/train\n"
+      "(float32, attributes distance = angular and dimension = 384), ready for 'vecanneal compress --input'.\n"
+      "Lines are split over the MPI ranks in contiguous blocks; row i of the output is line i of the input.\n"
+      "  --input FILE           text, one per line ('\\n'; a final line without '\\n' counts); '.jsonl' files hold\n"
+      "                         one JSON object per line with a string field \"text\"\n"
+      "  --out FILE.h5[:DSET]   output file (replaced; written to FILE.h5.partial first) and dataset [/train]\n"
+      "  --model DIR            model directory from scripts/fetch-model [$VECANNEAL_MODEL, else\n"
+      "                         ./models/all-MiniLM-L6-v2, else the source tree's models/all-MiniLM-L6-v2]\n"
+      "  --weights fp32|fp16    model.safetensors or model-fp16.safetensors (read as fp32 either way) [fp32]\n"
+      "  --backend auto|cpu|cuda  encoder: cuda = one GPU per rank (node-local rank modulo the visible devices);\n"
+      "                         auto = cuda when this build has it and every rank sees a device [auto]\n"
+      "  --precision auto|fp32|fp16|bf16  GPU arithmetic (the CPU encoder is fp32) [auto: fp16 on a GPU]\n"
+      "  --batch B              sentences per encoder batch (sorted by length within a rank) [64 CPU, 256 GPU]\n"
+      "  --max-tokens N         truncate to N tokens including [CLS] and [SEP], 2..512 [256]\n"
+      "  --threads T            threads per rank (tokenizer, BLAS, element-wise loops) [cores / ranks on the node]\n"
+      "  --format auto|text|jsonl  input format [auto: jsonl when the name ends in .jsonl]\n"
+      "  --metrics FILE.json    timings, throughput, counts and peak memory (max over ranks)\n"
+      "  --progress SECONDS     rank-0 progress interval, 0 = off [10]\n"
+      "  --io auto|collective|independent  HDF5 transfer mode [auto]\n"
+      "An empty line is kept as a row: the embedding of '[CLS] [SEP]'. Over-long lines are truncated and\n"
+      "ill-formed UTF-8 is replaced (U+FFFD, which BERT's normaliser drops); both are counted and reported.\n"
+      "Exit codes: 0 done, 1 internal/library failure, 2 bad usage, 3 bad input or model, 4 output not writable.\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) return 1;
+  *out = (int)v;
+  return 0;
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t elen, int *help) {
+  const char *v;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; return 0; }
+    else if ((v = va_opt(argc, argv, &i, "--input"))) a->input = v;
+    else if ((v = va_opt(argc, argv, &i, "--out"))) a->out_spec = v;
+    else if ((v = va_opt(argc, argv, &i, "--metrics"))) a->metrics = v;
+    else if ((v = va_opt(argc, argv, &i, "--model"))) a->model = v;
+    else if ((v = va_opt(argc, argv, &i, "--weights"))) a->weights = v;
+    else if ((v = va_opt(argc, argv, &i, "--format"))) a->format = v;
+    else if ((v = va_opt(argc, argv, &i, "--io"))) a->io = v;
+    else if ((v = va_opt(argc, argv, &i, "--backend"))) a->backend = v;
+    else if ((v = va_opt(argc, argv, &i, "--precision"))) a->precision = v;
+    else if ((v = va_opt(argc, argv, &i, "--batch"))) { if (parse_int(v, 1, 1 << 16, &a->batch)) { snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v); return 1; } }
+    else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) { if (parse_int(v, 2, 512, &a->max_tokens)) { snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v); return 1; } }
+    else if ((v = va_opt(argc, argv, &i, "--threads"))) { if (parse_int(v, 1, 1024, &a->threads)) { snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v); return 1; } }
+    else if ((v = va_opt(argc, argv, &i, "--progress"))) {
+      char *e;
+      a->progress = strtod(v, &e);
+      if (*e || !(a->progress >= 0)) { snprintf(err, elen, "embed: --progress: expected seconds >= 0, got '%s'", v); return 1; }
+    } else { va_opt_unknown("embed", argv[i], err, elen); return 1; }
+  }
+  if (!a->input) { snprintf(err, elen, "embed: --input CORPUS is required"); return 1; }
+  if (!a->out_spec) { snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required"); return 1; }
+  if (va_split_spec(a->out_spec, a->out_file, sizeof a->out_file, a->dataset, sizeof a->dataset)) {
+    snprintf(err, elen, "embed: --out: expected FILE.h5[:/DATASET], got '%s'", a->out_spec);
+    return 1;
+  }
+  if (strcmp(a->weights, "fp32") && strcmp(a->weights, "fp16")) { snprintf(err, elen, "embed: --weights must be fp32 or fp16, got '%s'", a->weights); return 1; }
+  if (strcmp(a->backend, "auto") && strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda")) {
+    snprintf(err, elen, "embed: --backend must be auto, cpu or cuda, got '%s'", a->backend);
+    return 1;
+  }
+  if (strcmp(a->precision, "auto") && strcmp(a->precision, "fp32") && strcmp(a->precision, "fp16") && strcmp(a->precision, "bf16")) {
+    snprintf(err, elen, "embed: --precision must be auto, fp32, fp16 or bf16, got '%s'", a->precision);
+    return 1;
+  }
+  if (!strcmp(a->backend, "cpu") && (!strcmp(a->precision, "fp16") || !strcmp(a->precision, "bf16"))) {
+    snprintf(err, elen, "embed: --precision %s is for the GPU encoder; the CPU encoder computes in fp32", a->precision);
+    return 1;
+  }
+#ifndef VECANNEAL_CUDA
+  if (!strcmp(a->backend, "cuda")) { snprintf(err, elen, "embed: --backend cuda: this build has no CUDA (configure with -DVECANNEAL_CUDA=ON)"); return 1; }
+#endif
+  if (!strcmp(a->format, "auto")) {
+    size_t L = strlen(a->input);
+    a->jsonl = L >= 6 && !strcmp(a->input + L - 6, ".jsonl");
+  } else if (!strcmp(a->format, "jsonl")) a->jsonl = 1;
+  else if (!strcmp(a->format, "text")) a->jsonl = 0;
+  else { snprintf(err, elen, "embed: --format must be auto, text or jsonl, got '%s'", a->format); return 1; }
+  a->io_mode = !strcmp(a->io, "collective") ? VA_IO_COLLECTIVE : !strcmp(a->io, "independent") ? VA_IO_INDEPENDENT : VA_IO_AUTO;
+  if (strcmp(a->io, "auto") && a->io_mode == VA_IO_AUTO) { snprintf(err, elen, "embed: --io must be auto, collective or independent"); return 1; }
+  /* model directory: explicit, environment, working directory, source tree */
+  const char *env = getenv("VECANNEAL_MODEL");
+  if (a->model) snprintf(a->model_dir, sizeof a->model_dir, "%s", a->model);
+  else if (env && *env) snprintf(a->model_dir, sizeof a->model_dir, "%s", env);
+  else if (file_exists("models/all-MiniLM-L6-v2")) snprintf(a->model_dir, sizeof a->model_dir, "models/all-MiniLM-L6-v2");
+  else snprintf(a->model_dir, sizeof a->model_dir, "%s", VA_EMBED_SOURCE_MODEL_DIR);
+  return 0;
+}
+
+/* --- input: this rank's block of lines ---------------------------------------------------------- */
+typedef struct {
+  char *buf;       /* the block's bytes */
+  size_t len;
+  char **line;     /* starts within buf */
+  size_t *line_len;
+  int64_t n;
+} lines_t;
+
+/* Reads the lines whose first byte lies in [size*r/P, size*(r+1)/P). 0, or an error in err. */
+static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
+  memset(L, 0, sizeof *L);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) { snprintf(err, elen, "embed: cannot open input '%s': %s", path, strerror(errno)); return 1; }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { snprintf(err, elen, "embed: input '%s' is not a regular file", path); close(fd); return 1; }
+  int64_t size = st.st_size, P = va_proc.nranks, r = va_proc.rank;
+  int64_t b = size * r / P, e = size * (r + 1) / P;
+  /* Move b to a line start: b itself if the byte before it is '\n', else past the next '\n'. */
+  int64_t start = b;
+  if (b > 0) {
+    start = -1;
+    char chunk[65536];
+    for (int64_t pos = b - 1; pos < size && start < 0;) {
+      ssize_t got = pread(fd, chunk, sizeof chunk, (off_t)pos);
+      if (got <= 0) { if (got < 0) { snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno)); close(fd); return 1; } break; }
+      for (ssize_t k = 0; k < got; k++)
+        if (chunk[k] == '\n') { start = pos + k + 1; break; }
+      pos += got;
+    }
+    if (start < 0) start = size;
+  }
+  if (start >= e) { close(fd); return 0; } /* no line starts in this rank's range */
+  /* Read [start, e) and on to the end of the last line starting before e: the first '\n' at or
+   * after byte e-1 (or the end of the file). */
+  size_t cap = (size_t)(e - start) + 65536, n = 0, scan = (size_t)(e - 1 - start);
+  char *buf = malloc(cap + 1);
+  if (!buf) { snprintf(err, elen, "embed: out of memory reading %lld bytes of '%s'", (long long)(e - start), path); close(fd); return 1; }
+  for (;;) {
+    if (n == cap) {
+      char *nb = realloc(buf, 2 * cap + 1);
+      if (!nb) { free(buf); snprintf(err, elen, "embed: out of memory reading '%s'", path); close(fd); return 1; }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t got = pread(fd, buf + n, cap - n, (off_t)(start + (int64_t)n));
+    if (got < 0) { free(buf); snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno)); close(fd); return 1; }
+    if (got == 0) break;
+    n += (size_t)got;
+    while (scan < n && buf[scan] != '\n') scan++;
+    if (scan < n) { n = scan + 1; break; }
+  }
+  close(fd);
+  L->buf = buf;
+  L->len = n;
+  int64_t cnt = 0;
+  for (size_t k = 0; k < n; k++) cnt += buf[k] == '\n';
+  if (n && buf[n - 1] != '\n') cnt++;
+  L->n = cnt;
+  L->line = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line);
+  L->line_len = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line_len);
+  if (!L->line || !L->line_len) { snprintf(err, elen, "embed: out of memory indexing %lld lines", (long long)cnt); return 1; }
+  size_t s = 0;
+  int64_t k = 0;
+  for (size_t i = 0; i <= n && k < cnt; i++)
+    if (i == n || buf[i] == '\n') { L->line[k] = buf + s; L->line_len[k] = i - s; k++; s = i + 1; }
+  return 0;
+}
+
+static void lines_free(lines_t *L) {
+  free(L->buf);
+  free(L->line);
+  free(L->line_len);
+}
+
+/* --- the HDF5 output ----------------------------------------------------------------------------- */
+static void embed_setup(hid_t file, void *ctx) {
+  const embed_out_t *o = ctx;
+  hsize_t dims[2] = {(hsize_t)o->n, (hsize_t)o->d};
+  hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
+  hid_t lcpl = VA_H5(H5Pcreate(H5P_LINK_CREATE));
+  VA_H5(H5Pset_create_intermediate_group(lcpl, 1)); /* --out f.h5:/group/train */
+  hid_t ds = VA_H5(H5Dcreate2(file, o->a->dataset, H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT));
+  va_h5_attr_str(ds, "model", "sentence-transformers/all-MiniLM-L6-v2");
+  VA_H5(H5Dclose(ds));
+  VA_H5(H5Pclose(lcpl));
+  VA_H5(H5Sclose(space));
+  va_h5_attr_str(file, "distance", "angular");
+  va_h5_attr_i64(file, "dimension", o->d);
+  va_h5_attr_str(file, "generator", "vecanneal embed");
+  va_h5_attr_str(file, "model", "sentence-transformers/all-MiniLM-L6-v2");
+  va_h5_attr_str(file, "pooling", "mean, L2-normalised");
+  va_h5_attr_str(file, "source", o->a->input);
+  va_h5_attr_i64(file, "max_tokens", o->a->max_tokens);
+  va_h5_attr_i64(file, "tokens", o->tokens);
+  va_h5_attr_i64(file, "truncated_lines", o->truncated);
+  va_h5_attr_i64(file, "invalid_utf8", o->invalid);
+  va_h5_attr_i64(file, "empty_lines", o->empty);
+}
+
+static void embed_rows(hid_t file, void *ctx) {
+  const embed_out_t *o = ctx;
+  hid_t ds = VA_H5(H5Dopen2(file, o->a->dataset, H5P_DEFAULT));
+  va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, (size_t)o->d * sizeof(float), o->emb);
+  VA_H5(H5Dclose(ds));
+}
+
+/* --- metrics ------------------------------------------------------------------------------------- */
+static void json_escaped(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+enum { PH_LOAD, PH_READ, PH_TOKENIZE, PH_ENCODE, PH_WRITE, PH_TOTAL, NPH };
+
+/* CPU seconds of this process (all its threads): throughput per CPU second is what survives a busy
+ * machine, where wall-clock rates drop with the load. */
+static double cpu_seconds(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static const char *const ph_names[NPH] = {"load_model", "read", "tokenize", "encode", "write", "total"};
+
+/* The encoder a rank runs: its name, precision, and (GPU) device description and summed forward time. */
+typedef struct {
+  const char *backend, *precision;
+  char device[256];
+  int batch;
+  double forward_seconds; /* device time of the forward passes (CUDA events); 0 on the CPU */
+  double setup_seconds;   /* GPU: device context, cuBLASLt, weight upload, warm-up batch (its own thread) */
+  double setup_wait_seconds; /* GPU: how long the encode phase waited for that thread, plus the scratch */
+} encoder_info_t;
+
+#ifdef VECANNEAL_CUDA
+/* The GPU encoder is set up (device context, cuBLASLt, weights, a warm-up batch) on a thread of its own
+ * while this one reads and tokenizes the rank's lines: on an H100 0.35-0.45 s that came before the
+ * first batch otherwise. The scratch is sized afterwards, for the longest batch (va_bert_cuda_reserve).
+ * The thread calls neither MPI nor the tokenizer; a CUDA failure on it ends the job as anywhere else. */
+typedef struct {
+  const va_bert_t *model;
+  int device, precision, batch;
+  va_bert_cuda_t *gpu; /* NULL with err when the model or device does not suit the GPU encoder */
+  char err[512];
+  double seconds;
+  pthread_t thread;
+  int running;
+} gpu_setup_t;
+
+static void *gpu_setup_main(void *arg) {
+  gpu_setup_t *s = arg;
+  double t = va_now();
+  s->gpu = va_bert_cuda_create(s->model, s->device, s->precision, s->batch, 1, s->err, sizeof s->err);
+  if (s->gpu) va_bert_cuda_warm_up(s->gpu);
+  s->seconds = va_now() - t;
+  return NULL;
+}
+
+static void gpu_setup_start(gpu_setup_t *s) {
+  s->running = pthread_create(&s->thread, NULL, gpu_setup_main, s) == 0;
+  if (!s->running) gpu_setup_main(s); /* no thread to be had: set up here, before the read */
+}
+
+static va_bert_cuda_t *gpu_setup_wait(gpu_setup_t *s) {
+  if (s->running && pthread_join(s->thread, NULL) != 0) VA_FATAL("cannot join the GPU encoder's set-up thread");
+  s->running = 0;
+  return s->gpu;
+}
+#endif
+
+static int write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
+                          const encoder_info_t *ei) {
+  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds},
+         fwd_mx[4];
+  VA_MPI(MPI_Reduce(fwd, fwd_mx, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  if (!a->metrics) return 0;
+  FILE *f = va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
+  if (!f) return va_text_commit(NULL, "metrics file", a->metrics);
+  fprintf(f, "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": ", VECANNEAL_VERSION,
+          ei->backend, ei->precision);
+  json_escaped(f, ei->device);
+  fprintf(f, ",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ", weights_dtype);
+  json_escaped(f, a->input);
+  fprintf(f, ",\n  \"output\": ");
+  json_escaped(f, a->out_spec);
+  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n", va_proc.nranks, threads, ei->batch, a->max_tokens);
+  fprintf(f, "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  \"empty_lines\": %lld,\n",
+          (long long)o->n, (long long)o->tokens, (long long)o->truncated, (long long)o->invalid, (long long)o->empty);
+  double total = mx[PH_TOTAL] > 0 ? mx[PH_TOTAL] : 1e-9, enc = mx[PH_ENCODE] > 0 ? mx[PH_ENCODE] : 1e-9;
+  fprintf(f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
+          (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
+  fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum, cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
+  if (!strcmp(ei->backend, "cuda")) /* the GPU's own time for the forward passes, without the host's share */
+    fprintf(f, "  \"gpu_setup_seconds_max\": %.6f,\n  \"gpu_setup_wait_seconds_max\": %.6f,\n  \"gpu_forward_seconds\": {\"min\": %.6f, \"max\": %.6f},\n"
+               "  \"gpu_forward_lines_per_second\": %.2f,\n",
+            fwd_mx[2], fwd_mx[3], -fwd_mx[1], fwd_mx[0], fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
+  fprintf(f, "  \"phases_seconds\": {\n");
+  for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
+  fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
+  return va_text_commit(f, "metrics file", a->metrics);
+}
+
+/* --- the command --------------------------------------------------------------------------------- */
+static const int *sort_lens; /* qsort has no context argument in C11 */
+static int by_len_desc(const void *x, const void *y) {
+  int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+  if (sort_lens[i] != sort_lens[j]) return sort_lens[i] > sort_lens[j] ? -1 : 1;
+  return (i > j) - (i < j); /* stable: input order among equal lengths */
+}
+
+static void fmt_secs(double s, char *out, size_t len) {
+  if (!(s >= 0) || s > 1e8) snprintf(out, len, "?");
+  else if (s < 60) snprintf(out, len, "%.0fs", s);
+  else if (s < 3600) snprintf(out, len, "%dm%02ds", (int)s / 60, (int)s % 60);
+  else snprintf(out, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+/* One slice of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
+typedef struct {
+  int64_t first, end; /* lines [first, end) of the block */
+  int32_t *ids;
+  int64_t used, cap;
+  int64_t truncated, invalid, empty;
+  int64_t bad; /* a line that is not a JSON object with a string "text" (then err says which), else -1 */
+  char err[600];
+} tok_slice_t;
+
+static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lines_t *L, int64_t row0, int64_t *off, int *lens, tok_slice_t *sl) {
+  sl->bad = -1;
+  sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
+  sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
+  if (!sl->ids) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
+  for (int64_t i = sl->first; i < sl->end; i++) {
+    if (sl->used + a->max_tokens > sl->cap) {
+      sl->cap = 2 * sl->cap + a->max_tokens;
+      int32_t *p = realloc(sl->ids, (size_t)sl->cap * sizeof *sl->ids);
+      if (!p) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
+      sl->ids = p;
+    }
+    const char *text = L->line[i];
+    size_t tlen = L->line_len[i];
+    va_json_t *j = NULL;
+    if (a->jsonl) {
+      char jerr[256];
+      int64_t lone = 0;
+      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { text += 3; tlen -= 3; } /* byte-order mark */
+      j = va_json_parse(text, tlen, jerr, sizeof jerr, &lone);
+      const va_json_t *tf = va_json_get(j, "text");
+      if (!j) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: not valid JSON (%s)", a->input, (long long)(row0 + i + 1), jerr);
+      else if (j->type != VA_JSON_OBJ) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a->input, (long long)(row0 + i + 1));
+      else if (!tf || tf->type != VA_JSON_STR) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: no string field \"text\"", a->input, (long long)(row0 + i + 1));
+      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) { sl->bad = i; va_json_free(j); return; }
+      text = tf->str;
+      tlen = tf->len;
+      sl->invalid += lone;
+    }
+    va_tok_info_t info;
+    int k = va_tok_encode(tok, text, tlen, a->max_tokens, sl->ids + sl->used, &info);
+    va_json_free(j);
+    if (k < 0) VA_FATAL("out of memory tokenizing line %lld", (long long)(row0 + i + 1));
+    off[i] = sl->used;
+    lens[i] = k;
+    sl->used += k;
+    sl->truncated += info.truncated != 0;
+    sl->invalid += info.invalid_utf8;
+    sl->empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
+  }
+}
+
+/* The whole embed job. write_out: check and write --out (the embed command); keep: hand this rank's
+ * rows to the caller instead of freeing them (compress --embed). */
+static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) {
+  embed_args_t a = {0};
+  a.weights = "fp32";
+  a.format = "auto";
+  a.io = "auto";
+  a.backend = "auto";
+  a.precision = "auto";
+  a.max_tokens = 256;
+  a.progress = 10;
+  char err[1024] = "";
+  int help = 0;
+  int bad = parse_args(argc, argv, &a, err, sizeof err, &help);
+  if (help) { embed_usage(); return 0; }
+  if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
+  double ph[NPH] = {0}, t_start = va_now(), t0;
+
+  /* Model: every rank loads its own copy (read-only afterwards). */
+  t0 = va_now();
+  char vocab_path[VA_PATH_MAX + 64], config_path[VA_PATH_MAX + 64], weights_path[VA_PATH_MAX + 64];
+  snprintf(vocab_path, sizeof vocab_path, "%s/vocab.txt", a.model_dir);
+  snprintf(config_path, sizeof config_path, "%s/config.json", a.model_dir);
+  snprintf(weights_path, sizeof weights_path, "%s/%s", a.model_dir, !strcmp(a.weights, "fp16") ? "model-fp16.safetensors" : "model.safetensors");
+  int rc = 0;
+  if (write_out && !keep) { /* the embed command (compress --embed checks its own files) */
+    const va_file_use_t inputs[] = {{"corpus", a.input, 0}, {"vocabulary", vocab_path, 0}, {"model configuration", config_path, 0},
+                                    {"model weights", weights_path, 0}};
+    const va_file_use_t outputs[] = {{"vectors file", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
+    if ((rc = va_files_prepare(inputs, 4, outputs, 2))) return rc;
+    va_stop_advice("nothing was written: run the command again");
+  }
+  char merr[768] = "";
+  va_tokenizer_t *tok = NULL;
+  va_bert_t model;
+  memset(&model, 0, sizeof model);
+  if (!file_exists(a.model_dir)) { snprintf(merr, sizeof merr, "model directory '%s' does not exist", a.model_dir); rc = VA_EXIT_INPUT; }
+  if (!rc && !(tok = va_tok_load(vocab_path, merr, sizeof merr))) rc = VA_EXIT_INPUT;
+  if (!rc && va_bert_load(config_path, weights_path, &model, merr, sizeof merr)) rc = VA_EXIT_INPUT;
+  if (!rc && va_tok_vocab_size(tok) != model.vocab) {
+    snprintf(merr, sizeof merr, "'%s' has %d entries but the model's vocabulary is %d", vocab_path, va_tok_vocab_size(tok), model.vocab);
+    rc = VA_EXIT_INPUT;
+  }
+  if (rc) snprintf(err, sizeof err, "embed: model: %s (run scripts/fetch-model, or pass --model DIR)", merr);
+  if (!rc && a.max_tokens > model.max_pos) {
+    snprintf(err, sizeof err, "embed: --max-tokens %d exceeds the model's %d positions", a.max_tokens, model.max_pos);
+    rc = VA_EXIT_USAGE;
+  }
+  rc = va_agree(rc, err);
+  if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
+
+  /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
+  encoder_info_t enc = {"cpu", "fp32", "", 0, 0, 0, 0};
+  int device = -1;
+#ifdef VECANNEAL_CUDA
+  if (strcmp(a.backend, "cpu")) device = va_cuda_pick_device(-1);
+  int all_have = device >= 0;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (!strcmp(a.backend, "cuda") && !all_have) {
+    snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank, va_proc.host);
+    rc = va_agree(device < 0 ? VA_EXIT_USAGE : 0, err);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
+  if (all_have) {
+    enc.backend = "cuda";
+    enc.precision = strcmp(a.precision, "auto") ? a.precision : "fp16";
+  } else
+    device = -1;
+#endif
+  if (device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
+    va_log0("embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n", a.precision);
+  enc.batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
+  ph[PH_LOAD] = va_now() - t0;
+
+#ifdef VECANNEAL_CUDA
+  gpu_setup_t setup = {.model = &model, .device = device, .precision = va_bert_cuda_precision(enc.precision), .batch = enc.batch};
+  if (device >= 0) gpu_setup_start(&setup);
+#define GPU_SETUP_DROP() va_bert_cuda_free(gpu_setup_wait(&setup))
+#else
+#define GPU_SETUP_DROP() ((void)0)
+#endif
+
+  /* Input block. */
+  t0 = va_now();
+  lines_t L;
+  rc = read_block(a.input, &L, err, sizeof err) ? VA_EXIT_INPUT : 0;
+  rc = va_agree(rc, err);
+  if (rc) { GPU_SETUP_DROP(); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+  int64_t n_local = L.n, row0 = 0, n = 0;
+  VA_MPI(MPI_Exscan(&n_local, &row0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  if (va_proc.rank == 0) row0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
+  VA_MPI(MPI_Allreduce(&n_local, &n, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  if (n == 0) snprintf(err, sizeof err, "embed: input '%s' holds no lines (empty corpus)", a.input);
+  rc = va_agree(n == 0 ? VA_EXIT_INPUT : 0, err);
+  if (rc) { GPU_SETUP_DROP(); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+  ph[PH_READ] = va_now() - t0;
+
+  /* Tokenize (JSONL: take the "text" field first), in slices of lines, one thread and tokenizer each. */
+  t0 = va_now();
+  double cpu0 = cpu_seconds();
+  int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  if (threads < 1) threads = 1;
+  int nsl = n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
+  tok_slice_t *sl = calloc((size_t)nsl, sizeof *sl);
+  int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
+  int *lens = malloc((size_t)(n_local + 1) * sizeof *lens);
+  if (!sl || !off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
+  for (int k = 0; k < nsl; k++) {
+    sl[k].first = n_local * k / nsl;
+    sl[k].end = n_local * (k + 1) / nsl;
+  }
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(nsl) schedule(static, 1)
+#endif
+  for (int k = 0; k < nsl; k++) {
+    char terr[512];
+    va_tokenizer_t *tk = k == 0 ? tok : va_tok_load(vocab_path, terr, sizeof terr); /* its scratch is per thread */
+    if (!tk) VA_FATAL("cannot load the vocabulary again for tokenizer thread %d: %s", k, terr);
+    tokenize_slice(tk, &a, &L, row0, off, lens, &sl[k]);
+    if (k) va_tok_free(tk);
+  }
+  /* The slices' ids back to back, in line order; the first bad line (in line order) is the error. */
+  rc = 0;
+  int64_t used = 0, truncated = 0, invalid = 0, empty = 0;
+  for (int k = 0; k < nsl; k++) used += sl[k].used;
+  for (int k = 0; k < nsl && !rc; k++)
+    if (sl[k].bad >= 0) { snprintf(err, sizeof err, "%s", sl[k].err); rc = VA_EXIT_INPUT; }
+  int32_t *ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
+  if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)n_local);
+  for (int64_t k = 0, base = 0; k < nsl; k++) {
+    memcpy(ids + base, sl[k].ids, (size_t)sl[k].used * sizeof *ids);
+    for (int64_t i = sl[k].first; i < sl[k].end; i++) off[i] += base;
+    base += sl[k].used;
+    truncated += sl[k].truncated;
+    invalid += sl[k].invalid;
+    empty += sl[k].empty;
+    free(sl[k].ids);
+  }
+  free(sl);
+  rc = va_agree(rc, err);
+  if (rc) { GPU_SETUP_DROP(); free(ids); free(off); free(lens); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+#undef GPU_SETUP_DROP
+  lines_free(&L);
+  ph[PH_TOKENIZE] = va_now() - t0;
+
+  int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
+  VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  va_blas_threads(threads);
+  va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from %s on %d rank(s) x %d thread(s); model %s (%s)\n",
+          (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3], a.input,
+          va_proc.nranks, threads, a.model_dir, model.weights_dtype);
+
+  /* Encode: longest first, in batches of up to --batch similar lengths. */
+  t0 = va_now();
+  const int d = model.hidden, batch = enc.batch;
+  /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
+   * CUDA backend, or copied to the host only if that does not take them). */
+  const int on_device = device >= 0 && keep && !write_out;
+  float *emb = on_device ? NULL : malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float)), *demb = NULL;
+  int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
+  int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
+  int *blens = malloc((size_t)batch * sizeof *blens);
+  float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
+  if ((!emb && !on_device) || !order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+  for (int64_t i = 0; i < n_local; i++) order[i] = i;
+  sort_lens = lens;
+  qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
+  va_bert_work_t work = {0};
+  work.threads = threads;
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_t *gpu = NULL;
+  if (device >= 0) {
+    /* Longest first: the first batch holds the most tokens of any. */
+    int64_t first_tokens = 0;
+    for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
+    double ts = va_now();
+    gpu = gpu_setup_wait(&setup);
+    if (gpu) va_bert_cuda_reserve(gpu, first_tokens);
+    enc.setup_seconds = setup.seconds;
+    enc.setup_wait_seconds = va_now() - ts;
+    snprintf(err, sizeof err, "embed: the GPU encoder cannot run this model: %s", setup.err);
+    rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
+    if (rc) {
+      va_bert_cuda_free(gpu);
+      free(emb); free(order); free(bids); free(blens); free(bout); free(ids); free(off); free(lens);
+      va_tok_free(tok);
+      va_bert_free(&model);
+      return rc;
+    }
+    va_bert_cuda_describe(gpu, enc.device, sizeof enc.device);
+    if (on_device) demb = va_bert_cuda_output_to_device(gpu, order, n_local);
+  }
+#endif
+  if (device >= 0)
+    va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, enc.device, batch);
+  else
+    va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
+  int64_t done = 0, tok_done = 0, pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
+  double last = va_now();
+  int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
+  for (int64_t s = 0; (s < n_local && !stopping) || pend[1]; s += batch) {
+    stopping = stopping || va_stop_requested();
+    int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
+    int64_t p = 0;
+    for (int b = 0; b < nb; b++) {
+      int64_t i = order[s + b];
+      memcpy(bids + p, ids + off[i], (size_t)lens[i] * sizeof *ids);
+      blens[b] = lens[i];
+      p += lens[i];
+    }
+    int64_t out_s = s;
+    int out_nb = nb;
+#ifdef VECANNEAL_CUDA
+    if (gpu) {
+      if (nb) va_bert_cuda_submit(gpu, bids, blens, nb, s);
+      out_s = pend[0];
+      out_nb = (int)pend[1];
+      if (out_nb) enc.forward_seconds += 1e-3 * va_bert_cuda_collect(gpu, bout);
+      pend[0] = s;
+      pend[1] = nb;
+    } else
+#endif
+    if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work)) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
+    if (emb)
+      for (int b = 0; b < out_nb; b++) memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+    done += nb;
+    tok_done += p;
+    double now = va_now();
+    if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
+      double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
+      char es[32];
+      fmt_secs(eta, es, sizeof es);
+      va_log0("embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
+              (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate, rate * va_proc.nranks, va_proc.nranks, es);
+      last = now;
+    }
+  }
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_free(gpu);
+#endif
+  va_bert_work_free(&work);
+  free(bids); free(blens); free(bout); free(order); free(ids); free(off); free(lens);
+  va_tok_free(tok);
+  ph[PH_ENCODE] = va_now() - t0;
+  double cpu_used = cpu_seconds() - cpu0;
+  va_stop_point("embedding");
+
+  /* Write: each rank its own rows, in input order. */
+  t0 = va_now();
+  embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
+  rc = write_out ? va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows, &o) : 0;
+  if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
+  else {
+    free(emb);
+#ifdef VECANNEAL_CUDA
+    va_cuda_free_device(demb);
+#endif
+  }
+  char wdt[8];
+  snprintf(wdt, sizeof wdt, "%s", model.weights_dtype);
+  va_bert_free(&model);
+  if (rc) return rc;
+  ph[PH_WRITE] = va_now() - t0;
+  ph[PH_TOTAL] = va_now() - t_start;
+  double enc_max = 0;
+  VA_MPI(MPI_Allreduce(&ph[PH_ENCODE], &enc_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  if (!write_out) {
+    va_log0("embed: %lld x %d vectors in %.2f s: %.1f lines/s encoding (%d rank(s)), kept in memory\n", (long long)n, d, ph[PH_TOTAL],
+            (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+    return 0;
+  }
+  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc))) return rc;
+  va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
+          a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+  return 0;
+}
+
+int va_cmd_embed(int argc, char **argv) { return embed_job(argc, argv, 1, NULL); }
+
+int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) { return embed_job(argc, argv, write_out, out); }
+
+void va_embedded_to_host(va_embedded_t *e) {
+  if (!e->demb) return;
+#ifdef VECANNEAL_CUDA
+  size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
+  e->emb = va_malloc(bytes, "embedded rows");
+  va_cuda_copy_to_host(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
+  va_cuda_free_device(e->demb);
+#endif
+  e->demb = NULL;
+}
