@@ -22,7 +22,10 @@ static inline float bench_u11(void) { return (float)((double)(bench_xs() >> 11) 
 static inline void bench_clustered_data(int64_t n, int64_t d, int64_t k, float **Xp, float **Ap) {
   const int64_t nc = 256;
   float *C = malloc((size_t)(nc * d) * 4), *X = malloc((size_t)(n * d) * 4), *A = malloc((size_t)(k * d) * 4);
-  if (!C || !X || !A) { fprintf(stderr, "out of memory for the benchmark data\n"); exit(1); }
+  if (!C || !X || !A) {
+    fprintf(stderr, "out of memory for the benchmark data\n");
+    exit(1);
+  }
   for (int64_t e = 0; e < nc * d; e++) C[e] = bench_u11();
   for (int64_t i = 0; i < n; i++) {
     const float *c = C + (int64_t)(bench_xs() % (uint64_t)nc) * d;

@@ -38,7 +38,8 @@ static int cmp_double(const void *x, const void *y) {
 }
 
 /* One pass over all batches (ids packed in sorted order), two in flight; returns the summed forward ms. */
-static double pass(va_bert_cuda_t *g, const int32_t *ids, const int *lens, const int64_t *offs, int n, int batch, float *out, int d) {
+static double pass(va_bert_cuda_t *g, const int32_t *ids, const int *lens, const int64_t *offs, int n, int batch,
+                   float *out, int d) {
   double fwd = 0;
   int pend = -1;
   for (int s = 0; s < n || pend >= 0; s += batch) {
@@ -52,7 +53,11 @@ static double pass(va_bert_cuda_t *g, const int32_t *ids, const int *lens, const
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
-  if (va_cuda_device_count() <= 0) { printf("SKIP: no CUDA device\n"); MPI_Finalize(); return 77; }
+  if (va_cuda_device_count() <= 0) {
+    printf("SKIP: no CUDA device\n");
+    MPI_Finalize();
+    return 77;
+  }
   if (argc < 7) {
     fprintf(stderr, "usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS\n");
     return 2;
@@ -65,7 +70,10 @@ int main(int argc, char **argv) {
   snprintf(cpath, sizeof cpath, "%s/config.json", dir);
   snprintf(path, sizeof path, "%s/%s", dir, argv[2]);
   va_bert_t m;
-  if (!tok || va_bert_load(cpath, path, &m, err, sizeof err)) { fprintf(stderr, "error: %s\n", err); return 1; }
+  if (!tok || va_bert_load(cpath, path, &m, err, sizeof err)) {
+    fprintf(stderr, "error: %s\n", err);
+    return 1;
+  }
   const int d = m.hidden;
   size_t tlen;
   char *text = fx_read(argv[3], &tlen);
@@ -73,8 +81,10 @@ int main(int argc, char **argv) {
   size_t *len;
   const int n = (int)fx_lines(text, tlen, &line, &len);
   int32_t *raw = malloc((size_t)n * 256 * sizeof *raw), *ids = malloc((size_t)n * 256 * sizeof *ids);
-  int *rlens = malloc((size_t)n * sizeof(int)), *lens = malloc((size_t)n * sizeof(int)), *order = malloc((size_t)n * sizeof(int));
-  int64_t *roffs = malloc((size_t)(n + 1) * sizeof(int64_t)), *offs = malloc((size_t)(n + 1) * sizeof(int64_t)), tokens = 0;
+  int *rlens = malloc((size_t)n * sizeof(int)), *lens = malloc((size_t)n * sizeof(int)),
+      *order = malloc((size_t)n * sizeof(int));
+  int64_t *roffs = malloc((size_t)(n + 1) * sizeof(int64_t)), *offs = malloc((size_t)(n + 1) * sizeof(int64_t)),
+          tokens = 0;
   for (int i = 0; i < n; i++) {
     roffs[i] = tokens;
     rlens[i] = va_tok_encode(tok, line[i], len[i], 256, raw + tokens, NULL);
@@ -98,9 +108,15 @@ int main(int argc, char **argv) {
   char *precs = strdup(argv[6]), *psave = NULL;
   for (char *pn = strtok_r(precs, ",", &psave); pn; pn = strtok_r(NULL, ",", &psave)) {
     const int prec = va_bert_cuda_precision(pn);
-    if (prec < 0) { fprintf(stderr, "error: unknown precision '%s'\n", pn); return 2; }
+    if (prec < 0) {
+      fprintf(stderr, "error: unknown precision '%s'\n", pn);
+      return 2;
+    }
     va_bert_cuda_t *g = va_bert_cuda_create(&m, 0, prec, batch, first_batch, err, sizeof err);
-    if (!g) { fprintf(stderr, "error: %s\n", err); return 1; }
+    if (!g) {
+      fprintf(stderr, "error: %s\n", err);
+      return 1;
+    }
     char desc[256];
     va_bert_cuda_describe(g, desc, sizeof desc);
     pass(g, ids, lens, offs, n, batch, out, d); /* warm-up: module load, cuBLASLt algorithm choice */
@@ -112,16 +128,29 @@ int main(int argc, char **argv) {
     qsort(fw, (size_t)reps, sizeof *fw, cmp_double);
     qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
     const double fmed = fw[reps / 2], wmed = wall[reps / 2];
-    printf("{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"corpus\": \"%s\", \"lines\": %d, \"tokens\": %lld, "
-           "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
-           "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
-           desc, pn, argv[3], n, (long long)tokens, batch, reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
+    printf(
+        "{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"corpus\": \"%s\", \"lines\": %d, "
+        "\"tokens\": %lld, "
+        "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
+        "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
+        desc, pn, argv[3], n, (long long)tokens, batch, reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
     fflush(stdout);
     va_bert_cuda_free(g);
   }
   free(precs);
-  free(raw); free(ids); free(rlens); free(lens); free(order); free(roffs); free(offs); free(out); free(fw); free(wall);
-  free(text); free(line); free(len);
+  free(raw);
+  free(ids);
+  free(rlens);
+  free(lens);
+  free(order);
+  free(roffs);
+  free(offs);
+  free(out);
+  free(fw);
+  free(wall);
+  free(text);
+  free(line);
+  free(len);
   va_bert_free(&m);
   va_tok_free(tok);
   MPI_Finalize();

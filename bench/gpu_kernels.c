@@ -16,8 +16,10 @@
 #include "util/util.h"
 #include "bench_data.h"
 
-
-typedef struct { char what[96]; double ms, min_ms, tflops; } row_t;
+typedef struct {
+  char what[96];
+  double ms, min_ms, tflops;
+} row_t;
 static row_t table[96];
 static int nrows;
 
@@ -36,7 +38,8 @@ static void report(const char *what, double ms, double min_ms, double flops) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
-  int64_t n = argc > 1 ? atoll(argv[1]) : 1000000, d = argc > 2 ? atoll(argv[2]) : 128, k = argc > 3 ? atoll(argv[3]) : 1024;
+  int64_t n = argc > 1 ? atoll(argv[1]) : 1000000, d = argc > 2 ? atoll(argv[2]) : 128,
+          k = argc > 3 ? atoll(argv[3]) : 1024;
   int reps = argc > 4 ? atoi(argv[4]) : 30;
   /* "ncu": one fused pass per 16-bit/tf32 precision and nothing else, for a profiler run */
   int ncu_mode = argc > 5 && strcmp(argv[5], "ncu") == 0;
@@ -55,7 +58,8 @@ int main(int argc, char **argv) {
     va_cuda_t *ctx = va_cuda_create(0, n, d, k, prec);
     if (ncu_mode) {
       int64_t chunk1 = 1 << 16;
-      for (int64_t r0 = 0; r0 < n; r0 += chunk1) va_cuda_upload_rows(ctx, X + r0 * d, r0, n - r0 < chunk1 ? n - r0 : chunk1);
+      for (int64_t r0 = 0; r0 < n; r0 += chunk1)
+        va_cuda_upload_rows(ctx, X + r0 * d, r0, n - r0 < chunk1 ? n - r0 : chunk1);
       va_cuda_set_anchors(ctx, A, NULL, k);
       va_cuda_assign(ctx, 0);
       printf("ncu: %s fused cfg %d\n", pname[prec], va_cuda_set_fused_config(ctx, 0));
@@ -122,7 +126,8 @@ int main(int argc, char **argv) {
       va_cuda_download(ctx, a_fused, NULL);
       int64_t diff = 0;
       for (int64_t i = 0; i < n; i++) diff += a_fused[i] != a_gemm[i];
-      printf("  fused %s vs gemm %s: %lld of %lld rows differ (near-ties)\n", cfgname[cfg], pname[prec], (long long)diff, (long long)n);
+      printf("  fused %s vs gemm %s: %lld of %lld rows differ (near-ties)\n", cfgname[cfg], pname[prec],
+             (long long)diff, (long long)n);
       snprintf(what, sizeof what, "assign %s fused %s", pname[prec], cfgname[cfg]);
       ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
       report(what, ms, mn, flops);
@@ -192,7 +197,12 @@ int main(int argc, char **argv) {
       double th = va_now();
       va_cuda_download(ctx, a_gemm, NULL);
       printf("download a[]: %.2f ms\n", (va_now() - th) * 1e3);
-      free(rmax); free(rarg); free(hist); free(lo); free(hi); free(delta);
+      free(rmax);
+      free(rarg);
+      free(hist);
+      free(lo);
+      free(hi);
+      free(delta);
     }
     va_cuda_destroy(ctx);
   }
@@ -200,7 +210,10 @@ int main(int argc, char **argv) {
   printf("%-44s %10s %10s %9s\n", "kernel", "median ms", "min ms", "TFLOP/s");
   for (int i = 0; i < nrows; i++)
     printf("%-44s %10.3f %10.3f %9.1f\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops);
-  free(X); free(A); free(a_gemm); free(a_fused);
+  free(X);
+  free(A);
+  free(a_gemm);
+  free(a_fused);
   MPI_Finalize();
   return 0;
 }

@@ -22,14 +22,16 @@
 #include "util/util.h"
 #include "bench_data.h"
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_)); \
+#define CK(call)                                                                                                       \
+  do {                                                                                                                 \
+    cudaError_t e_ = (call);                                                                                           \
+    if (e_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_));                   \
   } while (0)
 
-
-static int cmp_f(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
+static int cmp_f(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
 
 /* Pinned host -> device, `bytes` per copy, the median of reps copies (after one warm-up), GB/s. */
 static double h2d_rate(size_t bytes, int reps) {
@@ -64,7 +66,8 @@ static double h2d_rate(size_t bytes, int reps) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
-  int64_t n = argc > 1 ? atoll(argv[1]) : 8000000, d = argc > 2 ? atoll(argv[2]) : 128, k = argc > 3 ? atoll(argv[3]) : 1024;
+  int64_t n = argc > 1 ? atoll(argv[1]) : 8000000, d = argc > 2 ? atoll(argv[2]) : 128,
+          k = argc > 3 ? atoll(argv[3]) : 1024;
   double chunk_mb = argc > 4 ? atof(argv[4]) : 256;
   int reps = argc > 5 ? atoi(argv[5]) : 5;
   if (va_cuda_device_count() == 0) {
@@ -76,12 +79,14 @@ int main(int argc, char **argv) {
   double row_bytes = (double)va_cuda_stream_host_bytes(n, d); /* float32 rows, d padded */
   double chunk_bytes = (double)va_cuda_stream_host_bytes(chunk, d);
   double h2d = h2d_rate((size_t)chunk_bytes, 2 * reps + 1);
-  printf("n %lld d %lld k %lld: %.2f GB of rows, chunks of %lld rows (%.0f MB); pinned host-to-device copy of one chunk: %.2f GB/s\n",
+  printf("n %lld d %lld k %lld: %.2f GB of rows, chunks of %lld rows (%.0f MB); pinned host-to-device copy of one "
+         "chunk: %.2f GB/s\n",
          (long long)n, (long long)d, (long long)k, row_bytes / 1e9, (long long)chunk, chunk_bytes / 1e6, h2d);
   float *X, *A;
   bench_clustered_data(n, d, k, &X, &A);
   double xmax = 0;
-  for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
+  for (int64_t e = 0; e < n * d; e++)
+    if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
   int64_t W = VA_STATS_W(d);
   uint32_t *ar = malloc((size_t)n * 4), *as = malloc((size_t)n * 4);
   double *sr = malloc((size_t)(k * W) * 8), *ss = malloc((size_t)(k * W) * 8);
@@ -92,7 +97,8 @@ int main(int argc, char **argv) {
   printf("csv:precision,mode,pass,ms,rows_GB_per_s,h2d_GB_per_s,fraction_of_h2d\n");
   for (int q = 0; q < 2; q++) {
     int prec = precs[q];
-    va_cuda_t *ctx[2] = {va_cuda_create(0, n, d, k, prec), va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count())};
+    va_cuda_t *ctx[2] = {va_cuda_create(0, n, d, k, prec),
+                         va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count())};
     for (int m = 0; m < 2; m++) {
       for (int64_t r0 = 0; r0 < n; r0 += up) va_cuda_upload_rows(ctx[m], X + r0 * d, r0, n - r0 < up ? n - r0 : up);
       va_cuda_finish_rows(ctx[m]);
@@ -114,20 +120,23 @@ int main(int argc, char **argv) {
         sbad += !(fabs(ss[j * W + t] - sr[j * W + t]) <= tol);
       }
     }
-    printf("%s: streamed vs resident: %lld of %lld assignments differ, %lld statistics entries beyond 1e-12\n", pname[prec],
-           (long long)diff, (long long)n, (long long)sbad);
+    printf("%s: streamed vs resident: %lld of %lld assignments differ, %lld statistics entries beyond 1e-12\n",
+           pname[prec], (long long)diff, (long long)n, (long long)sbad);
     bad += diff != 0 || sbad != 0;
     for (int m = 0; m < 2; m++) {
-      double mn = 0, ta = va_cuda_bench_assign(ctx[m], 0, 1, reps, 0, &mn), ts = va_cuda_bench_stats(ctx[m], &none, 0, 1, reps, &mn);
+      double mn = 0, ta = va_cuda_bench_assign(ctx[m], 0, 1, reps, 0, &mn),
+             ts = va_cuda_bench_stats(ctx[m], &none, 0, 1, reps, &mn);
       /* the loop's iteration (deferred assign, statistics, update): streamed, the assign pass runs
        * inside the statistics pass, one copy of the rows */
       double ti = va_cuda_bench_iteration(ctx[m], &none, 0, 1, reps, &mn);
       const char *mode = m ? "streamed" : "resident";
       const double stored = prec >= VA_CUDA_FP16 ? row_bytes / 2 : row_bytes;
       double ga = stored / (ta * 1e-3) / 1e9, gs = stored / (ts * 1e-3) / 1e9, gi = stored / (ti * 1e-3) / 1e9;
-      printf("%s %-8s assign pass %9.3f ms (%6.2f GB/s of rows, %.2f of the copy rate), statistics pass %9.3f ms (%6.2f GB/s, %.2f), "
+      printf("%s %-8s assign pass %9.3f ms (%6.2f GB/s of rows, %.2f of the copy rate), statistics pass %9.3f ms "
+             "(%6.2f GB/s, %.2f), "
              "iteration %9.3f ms (%6.2f GB/s, %.2f); %.2f GB copied\n",
-             pname[prec], mode, ta, ga, ga / h2d, ts, gs, gs / h2d, ti, gi, gi / h2d, va_cuda_streamed_bytes(ctx[m]) / 1e9);
+             pname[prec], mode, ta, ga, ga / h2d, ts, gs, gs / h2d, ti, gi, gi / h2d,
+             va_cuda_streamed_bytes(ctx[m]) / 1e9);
       printf("csv:%s,%s,assign,%.3f,%.2f,%.2f,%.3f\n", pname[prec], mode, ta, ga, h2d, ga / h2d);
       printf("csv:%s,%s,statistics,%.3f,%.2f,%.2f,%.3f\n", pname[prec], mode, ts, gs, h2d, gs / h2d);
       printf("csv:%s,%s,iteration,%.3f,%.2f,%.2f,%.3f\n", pname[prec], mode, ti, gi, h2d, gi / h2d);
@@ -136,7 +145,12 @@ int main(int argc, char **argv) {
     va_cuda_destroy(ctx[1]);
   }
   printf("%s\n", bad ? "FAILED: streamed and resident disagree" : "streamed and resident agree");
-  free(X); free(A); free(ar); free(as); free(sr); free(ss);
+  free(X);
+  free(A);
+  free(ar);
+  free(as);
+  free(sr);
+  free(ss);
   MPI_Finalize();
   return bad ? 1 : 0;
 }

@@ -31,7 +31,8 @@ static double arg_double(int argc, char **argv, const char *name, double def) {
 }
 
 static int compute(int argc, char **argv) {
-  long rows = arg_long(argc, argv, "--rows", 512), k = arg_long(argc, argv, "--k", 256), d = arg_long(argc, argv, "--d", 128);
+  long rows = arg_long(argc, argv, "--rows", 512), k = arg_long(argc, argv, "--k", 256),
+       d = arg_long(argc, argv, "--d", 128);
   double budget = arg_double(argc, argv, "--seconds", 1.0);
   openblas_set_num_threads(1);
   /* Several tiles of X so the sgemm streams X as the assign pass does; A stays in cache. */
@@ -45,8 +46,8 @@ static int compute(int argc, char **argv) {
     long calls = 0;
     double t0 = now(), t;
     do {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, -2.0f, X + (calls % tiles) * rows * d,
-                  (int)d, A, (int)d, 0.0f, C, (int)k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, -2.0f,
+                  X + (calls % tiles) * rows * d, (int)d, A, (int)d, 0.0f, C, (int)k);
       calls++;
       t = now() - t0;
     } while (t < budget / 5);
@@ -66,9 +67,13 @@ static int compute(int argc, char **argv) {
     for (int l = 0; l < 8; l++) sink += s[l];
     if (m * sizeof(float) / t > bw) bw = m * sizeof(float) / t;
   }
-  printf("{\"sgemm_flops_per_s\": %.6g, \"sgemm_shape\": [%ld, %ld, %ld], \"read_bytes_per_s\": %.6g, \"_sink\": %.1f}\n", best, rows,
-         k, d, bw, sink > 0 ? 1.0 : 0.0);
-  free(X); free(A); free(C); free(big);
+  printf(
+      "{\"sgemm_flops_per_s\": %.6g, \"sgemm_shape\": [%ld, %ld, %ld], \"read_bytes_per_s\": %.6g, \"_sink\": %.1f}\n",
+      best, rows, k, d, bw, sink > 0 ? 1.0 : 0.0);
+  free(X);
+  free(A);
+  free(C);
+  free(big);
   return 0;
 }
 
@@ -98,7 +103,10 @@ static int allreduce(int argc, char **argv) {
     for (int c = 0; c < calls; c++) MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double t = (now() - t0) / calls, tmax;
     MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) { printf("%s[%ld, %.6g]", first ? "" : ", ", bytes, tmax); first = 0; }
+    if (rank == 0) {
+      printf("%s[%ld, %.6g]", first ? "" : ", ", bytes, tmax);
+      first = 0;
+    }
   }
   if (rank == 0) printf("], \"columns\": [\"bytes\", \"seconds_per_call\"]}\n");
   free(buf);

@@ -14,7 +14,9 @@
 #define VA_CHANGED_IN_STATS (-1)
 
 /* The update of s2.3 for backends that apply it themselves (owns_anchors). */
-typedef struct { double eta, beta, max_step; } va_update_t;
+typedef struct {
+  double eta, beta, max_step;
+} va_update_t;
 
 struct va_state;
 typedef struct va_backend {

@@ -24,13 +24,16 @@ static void cpu_assign_to(va_state_t *st, const float *C, const float *cn, int64
   va_assign_cpu(st->X, st->n_local, st->d, C, cn, m, st->cosine, &st->aopts, a, r);
 }
 
-static void cpu_farthest(va_state_t *st) { va_farthest_local(st->assign, st->r, st->n_local, st->k, st->rmax_local, st->rarg); }
+static void cpu_farthest(va_state_t *st) {
+  va_farthest_local(st->assign, st->r, st->n_local, st->k, st->rmax_local, st->rarg);
+}
 
 static void cpu_hist(va_state_t *st, int64_t bins, double *hist) {
   va_hist_accumulate(st->assign, st->r, st->n_local, st->k, st->rmax, bins, hist);
 }
 
-static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd, double *acc) {
+static void cpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd,
+                      double *acc) {
   (void)upd; /* the loop updates the host's anchors */
   int64_t kw = st->k * VA_STATS_W(st->d);
   memset(acc, 0, (size_t)kw * sizeof(double));

@@ -86,7 +86,8 @@ static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(
  * host and back. Then the update is queued behind the statistics and only their scalar columns come
  * back (24 bytes an anchor instead of 8 (d + 3)): the host waits for those while the device moves the
  * anchors. */
-static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd, double *acc) {
+static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd,
+                      double *acc) {
   va_cuda_t *g = ctx_of(st);
   int64_t count = st->k * VA_STATS_W(st->d) + nx;
   double *dacc = va_cuda_stats_device(g, rule, x, nx);
@@ -100,11 +101,15 @@ static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double 
   if (upd) va_cuda_update_anchors(g, upd->eta, upd->beta, upd->max_step, st->cosine);
   va_cuda_take_scalars(g, nx, acc);
 }
-static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) { va_cuda_remap_assign(ctx_of(st), newidx, k_old); }
+static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) {
+  va_cuda_remap_assign(ctx_of(st), newidx, k_old);
+}
 static void gpu_split(va_state_t *st, const int64_t *slot, int64_t m, const float *cent, double *sums) {
   va_cuda_split_accumulate(ctx_of(st), slot, m, cent, sums);
 }
-static void gpu_get_rows(va_state_t *st, const int64_t *rows, int64_t m, float *out) { va_cuda_get_rows(ctx_of(st), rows, m, out); }
+static void gpu_get_rows(va_state_t *st, const int64_t *rows, int64_t m, float *out) {
+  va_cuda_get_rows(ctx_of(st), rows, m, out);
+}
 static void gpu_sync_host(va_state_t *st) {
   va_cuda_download(ctx_of(st), st->assign, st->r);
   memcpy(st->prev, st->assign, (size_t)st->n_local * sizeof(uint32_t));
@@ -148,8 +153,8 @@ int va_cuda_pick_device(int requested) {
 }
 
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {
-  va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision, chunk_rows,
-                                         st->aopts.threads);
+  va_cuda_t *g = va_cuda_create_streamed(device, st->n_local, st->d, st->k_cap > st->k ? st->k_cap : st->k, precision,
+                                         chunk_rows, st->aopts.threads);
   /* st->X NULL: the caller puts the rows in (read straight to the GPU, or va_cuda_adopt_rows). */
   if (st->X) {
     va_cuda_upload_rows(g, st->X, 0, st->n_local);

@@ -10,17 +10,16 @@
 #include "util/util.h"
 
 static void usage(void) {
-  va_log0(
-      "vecanneal %s: distributed annealed-anchor compression of vector datasets (MPI + HDF5)\n\n"
-      "usage: mpirun -n P vecanneal COMMAND [options]\n"
-      "commands:\n"
-      "  gen       write a synthetic dataset (Gaussian mixture or the prototype's demo data) to HDF5\n"
-      "  compress  compress FILE.h5:DATASET into an HDF5 index of anchors + per-row assignments\n"
-      "  info      summarise an index file\n"
-      "  embed     embed a text corpus (one text per line) with all-MiniLM-L6-v2 into HDF5 (distance angular)\n"
-      "  help, --help, --version\n"
-      "Run 'vecanneal COMMAND --help' for a command's options; README.md has examples.\n",
-      VECANNEAL_VERSION);
+  va_log0("vecanneal %s: distributed annealed-anchor compression of vector datasets (MPI + HDF5)\n\n"
+          "usage: mpirun -n P vecanneal COMMAND [options]\n"
+          "commands:\n"
+          "  gen       write a synthetic dataset (Gaussian mixture or the prototype's demo data) to HDF5\n"
+          "  compress  compress FILE.h5:DATASET into an HDF5 index of anchors + per-row assignments\n"
+          "  info      summarise an index file\n"
+          "  embed     embed a text corpus (one text per line) with all-MiniLM-L6-v2 into HDF5 (distance angular)\n"
+          "  help, --help, --version\n"
+          "Run 'vecanneal COMMAND --help' for a command's options; README.md has examples.\n",
+          VECANNEAL_VERSION);
 }
 
 /* Started without a launcher (no mpirun, srun or other PMI environment), the process is a singleton: it
@@ -51,9 +50,11 @@ static void check_start_room(void) {
   const double least = 128.0 * 1048576.0;
   const va_mem_room_t room = va_mem_room_address();
   char err[512];
-  snprintf(err, sizeof err, "%s of %.0f MB leaves rank %d on %s %.0f MB after start-up; vecanneal needs at least %.0f MB more than "
-           "its libraries map: raise the limit", room.source, room.limit_bytes / 1048576.0, va_proc.rank, va_proc.host,
-           room.bytes / 1048576.0, least / 1048576.0);
+  snprintf(err, sizeof err,
+           "%s of %.0f MB leaves rank %d on %s %.0f MB after start-up; vecanneal needs at least %.0f MB more than "
+           "its libraries map: raise the limit",
+           room.source, room.limit_bytes / 1048576.0, va_proc.rank, va_proc.host, room.bytes / 1048576.0,
+           least / 1048576.0);
   VA_AGREE_OR_EXIT(room.bytes >= 0 && room.bytes < least ? VA_EXIT_RESOURCE : 0, err);
 }
 
@@ -101,9 +102,10 @@ int main(int argc, char **argv) {
             "no");
 #endif
     rc = 0;
-  }
-  else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(); rc = 0; }
-  else {
+  } else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    usage();
+    rc = 0;
+  } else {
     char err[256];
     snprintf(err, sizeof err, "unknown command '%s' (try vecanneal --help)", cmd);
     rc = va_agree(VA_EXIT_USAGE, err);

@@ -22,6 +22,5 @@ const char *va_opt(int argc, char **argv, int *i, const char *name) {
 void va_opt_unknown(const char *cmd, const char *arg, char *err, size_t len) {
   if (option_without_value && !strcmp(arg, option_without_value))
     snprintf(err, len, "%s: option %s needs a value (see vecanneal %s --help)", cmd, arg, cmd);
-  else
-    snprintf(err, len, "%s: unknown argument '%.200s' (see vecanneal %s --help)", cmd, arg, cmd);
+  else snprintf(err, len, "%s: unknown argument '%.200s' (see vecanneal %s --help)", cmd, arg, cmd);
 }

@@ -47,7 +47,8 @@ static void *device_buffer(size_t bytes) {
   if (bytes > dev_bytes) {
     if (dev_buf) cudaFree(dev_buf);
     cudaError_t e = cudaMalloc(&dev_buf, bytes);
-    if (e != cudaSuccess) VA_FATAL("cudaMalloc(%zu) for the NCCL staging buffer failed: %s", bytes, cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      VA_FATAL("cudaMalloc(%zu) for the NCCL staging buffer failed: %s", bytes, cudaGetErrorString(e));
     dev_bytes = bytes;
   }
   return dev_buf;
@@ -80,7 +81,8 @@ int va_allreduce_sum_f64_device(double *dbuf, int64_t count) {
     return 1;
   }
 #else
-  (void)dbuf; (void)count;
+  (void)dbuf;
+  (void)count;
 #endif
   return 0;
 }
@@ -113,7 +115,8 @@ static void allreduce(void *buf, int64_t count, MPI_Datatype type, size_t elem, 
     return;
   }
 #else
-  (void)nccl_type; (void)nccl_op;
+  (void)nccl_type;
+  (void)nccl_op;
 #endif
   const int64_t max_chunk = (int64_t)1 << 30;
   for (int64_t off = 0; off < count; off += max_chunk) {
@@ -125,8 +128,14 @@ static void allreduce(void *buf, int64_t count, MPI_Datatype type, size_t elem, 
 }
 
 /* NCCL type/op codes (dist/nccl_comm.h): F32 0, F64 1, I64 2; SUM 0, MAX 1, MIN 2. */
-void va_allreduce_sum_f64(double *buf, int64_t count) { allreduce(buf, count, MPI_DOUBLE, sizeof(double), MPI_SUM, 1, 0); }
+void va_allreduce_sum_f64(double *buf, int64_t count) {
+  allreduce(buf, count, MPI_DOUBLE, sizeof(double), MPI_SUM, 1, 0);
+}
 void va_allreduce_sum_f32(float *buf, int64_t count) { allreduce(buf, count, MPI_FLOAT, sizeof(float), MPI_SUM, 0, 0); }
 void va_allreduce_max_f32(float *buf, int64_t count) { allreduce(buf, count, MPI_FLOAT, sizeof(float), MPI_MAX, 0, 1); }
-void va_allreduce_min_i64(int64_t *buf, int64_t count) { allreduce(buf, count, MPI_INT64_T, sizeof(int64_t), MPI_MIN, 2, 2); }
-void va_allreduce_sum_i64(int64_t *buf, int64_t count) { allreduce(buf, count, MPI_INT64_T, sizeof(int64_t), MPI_SUM, 2, 0); }
+void va_allreduce_min_i64(int64_t *buf, int64_t count) {
+  allreduce(buf, count, MPI_INT64_T, sizeof(int64_t), MPI_MIN, 2, 2);
+}
+void va_allreduce_sum_i64(int64_t *buf, int64_t count) {
+  allreduce(buf, count, MPI_INT64_T, sizeof(int64_t), MPI_SUM, 2, 0);
+}

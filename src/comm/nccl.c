@@ -20,21 +20,22 @@ struct va_nccl {
   double timeout;
 };
 
-#define VA_NC_CUDA(call)                                                                                   \
-  do {                                                                                                     \
-    cudaError_t va_ce_ = (call);                                                                           \
-    if (va_ce_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, cudaGetErrorString(va_ce_)); \
+#define VA_NC_CUDA(call)                                                                                               \
+  do {                                                                                                                 \
+    cudaError_t va_ce_ = (call);                                                                                       \
+    if (va_ce_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, cudaGetErrorString(va_ce_));    \
   } while (0)
 
 static void nccl_fail(ncclComm_t comm, ncclResult_t res, const char *call, const char *file, int line) {
   const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
-  va_fatal_at(file, line, "%s failed: %s%s%s", call, ncclGetErrorString(res), last && *last ? ": " : "", last ? last : "");
+  va_fatal_at(file, line, "%s failed: %s%s%s", call, ncclGetErrorString(res), last && *last ? ": " : "",
+              last ? last : "");
 }
 /* ncclInProgress only comes back from non-blocking communicators, which are not used here. */
-#define VA_NCCL(comm, call)                                                                                \
-  do {                                                                                                     \
-    ncclResult_t va_nr_ = (call);                                                                          \
-    if (va_nr_ != ncclSuccess) nccl_fail((comm), va_nr_, #call, __FILE__, __LINE__);                       \
+#define VA_NCCL(comm, call)                                                                                            \
+  do {                                                                                                                 \
+    ncclResult_t va_nr_ = (call);                                                                                      \
+    if (va_nr_ != ncclSuccess) nccl_fail((comm), va_nr_, #call, __FILE__, __LINE__);                                   \
   } while (0)
 
 va_nccl_t *va_nccl_create(MPI_Comm comm, int device) {
@@ -43,7 +44,8 @@ va_nccl_t *va_nccl_create(MPI_Comm comm, int device) {
   VA_MPI(MPI_Comm_size(comm, &c->size));
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev <= 0) VA_FATAL("NCCL communicator asked for, but no CUDA device is visible (%s)", cudaGetErrorString(e));
+  if (e != cudaSuccess || ndev <= 0)
+    VA_FATAL("NCCL communicator asked for, but no CUDA device is visible (%s)", cudaGetErrorString(e));
   c->device = device >= 0 ? device : va_proc.local_rank % ndev;
   if (c->device >= ndev) VA_FATAL("CUDA device %d asked for, %d visible", c->device, ndev);
   VA_NC_CUDA(cudaSetDevice(c->device));
@@ -84,7 +86,8 @@ void va_nccl_wait(va_nccl_t *c) {
     if (e != cudaErrorNotReady) va_fatal_at(__FILE__, __LINE__, "NCCL stream failed: %s", cudaGetErrorString(e));
     va_nccl_check_async(c);
     if (c->timeout > 0 && va_now() - t0 > c->timeout)
-      VA_FATAL("NCCL collective still pending after %.0f s (VECANNEAL_NCCL_TIMEOUT): a peer rank is stuck or gone", c->timeout);
+      VA_FATAL("NCCL collective still pending after %.0f s (VECANNEAL_NCCL_TIMEOUT): a peer rank is stuck or gone",
+               c->timeout);
     if (spins > 1000) {
       struct timespec ts = {0, 20000}; /* past the first ~ms, poll every 20 us */
       nanosleep(&ts, NULL);
@@ -128,9 +131,15 @@ static void reduce_wait(va_nccl_t *c, void *dbuf, int64_t count, int type, int o
   va_metrics_add_bytes((double)count * (type == VA_NCCL_F32 ? 4.0 : 8.0));
   va_phase_add(VA_PH_ALLREDUCE, va_now() - t0);
 }
-void va_nccl_allreduce_sum_f64(va_nccl_t *c, double *dbuf, int64_t count) { reduce_wait(c, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM); }
-void va_nccl_allreduce_sum_f32(va_nccl_t *c, float *dbuf, int64_t count) { reduce_wait(c, dbuf, count, VA_NCCL_F32, VA_NCCL_SUM); }
-void va_nccl_allreduce_max_f32(va_nccl_t *c, float *dbuf, int64_t count) { reduce_wait(c, dbuf, count, VA_NCCL_F32, VA_NCCL_MAX); }
+void va_nccl_allreduce_sum_f64(va_nccl_t *c, double *dbuf, int64_t count) {
+  reduce_wait(c, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM);
+}
+void va_nccl_allreduce_sum_f32(va_nccl_t *c, float *dbuf, int64_t count) {
+  reduce_wait(c, dbuf, count, VA_NCCL_F32, VA_NCCL_SUM);
+}
+void va_nccl_allreduce_max_f32(va_nccl_t *c, float *dbuf, int64_t count) {
+  reduce_wait(c, dbuf, count, VA_NCCL_F32, VA_NCCL_MAX);
+}
 
 void *va_nccl_stream(const va_nccl_t *c) { return (void *)c->stream; }
 int va_nccl_rank(const va_nccl_t *c) { return c->rank; }

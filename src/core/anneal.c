@@ -15,7 +15,12 @@
 #include "util/rng.h"
 #include "util/util.h"
 
-#define REALLOC(p, n, what) do { void *q_ = realloc((p), (size_t)(n) * sizeof *(p)); if (!q_) VA_FATAL("out of memory growing %s", what); (p) = q_; } while (0)
+#define REALLOC(p, n, what)                                                                                            \
+  do {                                                                                                                 \
+    void *q_ = realloc((p), (size_t)(n) * sizeof *(p));                                                                \
+    if (!q_) VA_FATAL("out of memory growing %s", what);                                                               \
+    (p) = q_;                                                                                                          \
+  } while (0)
 
 static void ensure_capacity(va_state_t *st, int64_t k_needed) {
   if (k_needed <= st->k_cap) return;
@@ -35,7 +40,10 @@ static void ensure_capacity(va_state_t *st, int64_t k_needed) {
   REALLOC(st->bin_lo, cap, "trim bins");
   REALLOC(st->bin_hi, cap, "trim bins");
   if (bins) REALLOC(st->hist, cap * bins, "trim histogram");
-  for (int64_t j = st->k_cap; j < cap; j++) { st->rms_prev[j] = 0; memset(st->vel + j * d, 0, (size_t)d * sizeof(double)); }
+  for (int64_t j = st->k_cap; j < cap; j++) {
+    st->rms_prev[j] = 0;
+    memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
+  }
   st->k_cap = cap;
 }
 
@@ -57,10 +65,26 @@ void va_state_alloc(va_state_t *st) {
 
 void va_state_free(va_state_t *st) {
   if (st->be && st->be->destroy) st->be->destroy(st);
-  free(st->X); free(st->center); free(st->A); free(st->anorm); free(st->vel); free(st->assign); free(st->prev);
-  free(st->r); free(st->acc); free(st->rmax); free(st->rmax_local); free(st->rarg); free(st->rms_prev);
-  free(st->hist); free(st->bin_lo); free(st->bin_hi);
-  free(st->h_energy); free(st->h_temp); free(st->h_changed); free(st->h_k);
+  free(st->X);
+  free(st->center);
+  free(st->A);
+  free(st->anorm);
+  free(st->vel);
+  free(st->assign);
+  free(st->prev);
+  free(st->r);
+  free(st->acc);
+  free(st->rmax);
+  free(st->rmax_local);
+  free(st->rarg);
+  free(st->rms_prev);
+  free(st->hist);
+  free(st->bin_lo);
+  free(st->bin_hi);
+  free(st->h_energy);
+  free(st->h_temp);
+  free(st->h_changed);
+  free(st->h_k);
   memset(st, 0, sizeof *st);
 }
 
@@ -132,7 +156,8 @@ void va_unit_normalise(float *a, int64_t d) {
   }
 }
 
-void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step, double beta) {
+void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step,
+                      double beta) {
   for (int64_t q = 0; q < d; q++) {
     double step = eta * (sum[q] / w - a[q]);
     if (max_step > 0) step = step > max_step ? max_step : step < -max_step ? -max_step : step;
@@ -158,20 +183,27 @@ static int64_t reseed_empty(va_state_t *st) {
   int64_t d = st->d, k = st->k, nempty = 0, ndonor = 0;
   for (int64_t j = 0; j < k; j++) nempty += acc_at(st, j, VA_ST_COUNT(d)) == 0;
   if (!nempty) return 0;
-  int64_t *empty = va_malloc((size_t)nempty * sizeof *empty, "reseed"), *donor = va_malloc((size_t)k * sizeof *donor, "reseed");
+  int64_t *empty = va_malloc((size_t)nempty * sizeof *empty, "reseed"),
+          *donor = va_malloc((size_t)k * sizeof *donor, "reseed");
   nempty = 0;
   for (int64_t j = 0; j < k; j++) {
     if (acc_at(st, j, VA_ST_COUNT(d)) == 0) empty[nempty++] = j;
     else if (acc_at(st, j, VA_ST_COUNT(d)) >= 2) donor[ndonor++] = j;
   }
-  if (ndonor == 0) { free(empty); free(donor); return 0; }
+  if (ndonor == 0) {
+    free(empty);
+    free(donor);
+    return 0;
+  }
   /* Donors by energy contribution, largest first (ties: lower index). Selection sort on a short prefix. */
   int64_t need = nempty < ndonor ? nempty : ndonor;
   for (int64_t a = 0; a < need; a++) {
     int64_t best = a;
     for (int64_t b = a + 1; b < ndonor; b++)
       if (acc_at(st, donor[b], VA_ST_RSUM(d)) > acc_at(st, donor[best], VA_ST_RSUM(d))) best = b;
-    int64_t tmp = donor[a]; donor[a] = donor[best]; donor[best] = tmp;
+    int64_t tmp = donor[a];
+    donor[a] = donor[best];
+    donor[best] = tmp;
   }
   int64_t *src = va_malloc((size_t)nempty * sizeof *src, "reseed");
   for (int64_t e = 0; e < nempty; e++) src[e] = donor[e % need];
@@ -182,13 +214,17 @@ static int64_t reseed_empty(va_state_t *st) {
     double mse = acc_at(st, s, VA_ST_RSUM(d)) / acc_at(st, s, VA_ST_COUNT(d));
     double eps = 1e-3 * sqrt((mse > 0 ? mse : 1e-12) / (double)d);
     for (int64_t t = 0; t < d; t++)
-      st->A[j * d + t] = (float)(vec[e * d + t] + eps * va_rand_normal(st->cfg->seed, VA_RNG_RESEED, (uint64_t)j, (uint64_t)(st->iter * d + t)));
+      st->A[j * d + t] = (float)(vec[e * d + t] + eps * va_rand_normal(st->cfg->seed, VA_RNG_RESEED, (uint64_t)j,
+                                                                       (uint64_t)(st->iter * d + t)));
     if (st->cosine) va_unit_normalise(st->A + j * d, d);
     memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
   }
   if (st->be->owns_anchors) st->be->replace_anchor_rows(st, empty, nempty);
   st->reseeds += nempty;
-  free(vec); free(src); free(empty); free(donor);
+  free(vec);
+  free(src);
+  free(empty);
+  free(donor);
   return nempty;
 }
 
@@ -196,7 +232,8 @@ static int64_t reseed_empty(va_state_t *st) {
 static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   const va_config_t *c = st->cfg;
   int64_t d = st->d, k = st->k, W = VA_STATS_W(d);
-  va_stats_rule_t rule = {.mode = c->robust, .bin_lo = st->bin_lo, .bin_hi = st->bin_hi, .rmax = st->rmax, .bins = c->trim_bins};
+  va_stats_rule_t rule = {
+      .mode = c->robust, .bin_lo = st->bin_lo, .bin_hi = st->bin_hi, .rmax = st->rmax, .bins = c->trim_bins};
   double *delta = NULL;
   if (c->robust == VA_ROBUST_TRIM) {
     va_tick_t t = va_tick();
@@ -254,7 +291,10 @@ static void reduce_and_update(va_state_t *st, int64_t changed_local) {
   va_tock(VA_PH_UPDATE, t);
 }
 
-typedef struct { double dist; int64_t i, j; } pair_t;
+typedef struct {
+  double dist;
+  int64_t i, j;
+} pair_t;
 static int cmp_pair(const void *pa, const void *pb) {
   const pair_t *a = pa, *b = pb;
   if (a->dist != b->dist) return a->dist < b->dist ? -1 : 1;
@@ -264,7 +304,10 @@ static int cmp_pair(const void *pa, const void *pb) {
 
 static double anchor_dist(const float *a, const float *b, int64_t d) {
   double s = 0;
-  for (int64_t t = 0; t < d; t++) { double x = (double)a[t] - b[t]; s += x * x; }
+  for (int64_t t = 0; t < d; t++) {
+    double x = (double)a[t] - b[t];
+    s += x * x;
+  }
   return sqrt(s);
 }
 
@@ -292,7 +335,10 @@ static void merge_anchors(va_state_t *st) {
     for (int64_t j = i + 1; j < k; j++) {
       double dist = anchor_dist(st->A + i * d, st->A + j * d, d);
       if (dist < thr) {
-        if (np == cap) { cap = cap ? 2 * cap : 64; REALLOC(pairs, cap, "merge pairs"); }
+        if (np == cap) {
+          cap = cap ? 2 * cap : 64;
+          REALLOC(pairs, cap, "merge pairs");
+        }
         pairs[np++] = (pair_t){dist, i, j};
       }
     }
@@ -331,7 +377,8 @@ static void merge_anchors(va_state_t *st) {
       }
       m++;
     }
-  for (int64_t j = 0; j < k; j++) if (target[j] != j) newidx[j] = newidx[target[j]];
+  for (int64_t j = 0; j < k; j++)
+    if (target[j] != j) newidx[j] = newidx[target[j]];
   st->be->remap(st, newidx, k);
   st->far_valid = 0; /* members moved: the split's farthest members are those of the remapped rows */
   st->merges += k - m;
@@ -341,7 +388,10 @@ static void merge_anchors(va_state_t *st) {
   va_state_anchor_norms(st);
 }
 
-typedef struct { double key; int64_t j; } cand_t;
+typedef struct {
+  double key;
+  int64_t j;
+} cand_t;
 static int cmp_cand(const void *pa, const void *pb) {
   const cand_t *a = pa, *b = pb;
   if (a->key != b->key) return a->key > b->key ? -1 : 1;
@@ -354,7 +404,8 @@ static void split_anchors(va_state_t *st) {
   const va_config_t *c = st->cfg;
   int64_t k = st->k, d = st->d;
   if (k >= st->k_max) return;
-  double var_thr = c->split_var_mode == VA_SPLITVAR_RELATIVE ? c->split_var_factor * st->T * st->E : c->split_var_factor * st->T;
+  double var_thr =
+      c->split_var_mode == VA_SPLITVAR_RELATIVE ? c->split_var_factor * st->T * st->E : c->split_var_factor * st->T;
   cand_t *cand = va_malloc((size_t)k * sizeof *cand, "split");
   int64_t nc = 0;
   for (int64_t j = 0; j < k; j++) {
@@ -365,13 +416,19 @@ static void split_anchors(va_state_t *st) {
     if (crowded || wide) cand[nc++] = (cand_t){rsum, j};
   }
   int64_t m = nc < st->k_max - k ? nc : st->k_max - k;
-  if (m <= 0) { free(cand); return; }
+  if (m <= 0) {
+    free(cand);
+    return;
+  }
   anchors_to_host(st);
   qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
   ensure_capacity(st, k + m);
   int64_t *which = va_malloc((size_t)m * sizeof *which, "split"), *slot = va_malloc((size_t)k * sizeof *slot, "split");
   for (int64_t j = 0; j < k; j++) slot[j] = -1;
-  for (int64_t q = 0; q < m; q++) { which[q] = cand[q].j; slot[cand[q].j] = q; }
+  for (int64_t q = 0; q < m; q++) {
+    which[q] = cand[q].j;
+    slot[cand[q].j] = q;
+  }
   free(cand);
   float *cent = va_malloc((size_t)(2 * m * d) * sizeof(float), "split centroids");
   float *far = va_malloc((size_t)(m * d) * sizeof(float), "split seeds");
@@ -382,7 +439,10 @@ static void split_anchors(va_state_t *st) {
       cent[(2 * q) * d + t] = far[q * d + t];
       cent[(2 * q + 1) * d + t] = 2.0f * a[t] - far[q * d + t];
     }
-    if (st->cosine) { va_unit_normalise(cent + 2 * q * d, d); va_unit_normalise(cent + (2 * q + 1) * d, d); }
+    if (st->cosine) {
+      va_unit_normalise(cent + 2 * q * d, d);
+      va_unit_normalise(cent + (2 * q + 1) * d, d);
+    }
   }
   int64_t SW = d + 1;
   double *sums = va_malloc((size_t)(2 * m * SW) * sizeof(double), "split sums");
@@ -410,7 +470,11 @@ static void split_anchors(va_state_t *st) {
   st->k = k + m;
   st->splits += m;
   va_state_anchor_norms(st);
-  free(sums); free(far); free(cent); free(which); free(slot);
+  free(sums);
+  free(far);
+  free(cent);
+  free(which);
+  free(slot);
 }
 
 static void push_history(va_state_t *st) {
@@ -483,8 +547,9 @@ void va_anneal(va_state_t *st) {
     if (c->progress_every > 0 && (st->iter % c->progress_every == 0 || st->converged || st->iter == c->max_iter)) {
       char rate[32] = "";
       if (streamed) snprintf(rate, sizeof rate, " %11.2f", (st->be->streamed_bytes(st) - b0) / (ms * 1e6));
-      snprintf(line, sizeof line, "%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f%s\n", (long long)st->iter, T_used, st->E,
-               st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms, rate);
+      snprintf(line, sizeof line, "%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f%s\n", (long long)st->iter, T_used,
+               st->E, st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms,
+               rate);
       line_pending = 1;
       if (changed_local != VA_CHANGED_IN_STATS) flush_line(line, &line_pending);
     }
@@ -493,7 +558,8 @@ void va_anneal(va_state_t *st) {
       st->stopped = 1;
       break;
     }
-    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter && st->checkpoint_fn)
+    if (c->checkpoint_every > 0 && st->iter % c->checkpoint_every == 0 && !st->converged && st->iter < c->max_iter &&
+        st->checkpoint_fn)
       checkpoint_now(st, line, &line_pending);
   }
   flush_line(line, &line_pending);

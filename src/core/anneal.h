@@ -16,23 +16,23 @@
 typedef struct va_state {
   const va_config_t *cfg;
   int64_t n, d, n_local, row0;
-  float *X;          /* n_local x d */
-  double *center;    /* d: mean subtracted from every row (l2); zeros (cosine) */
+  float *X;       /* n_local x d */
+  double *center; /* d: mean subtracted from every row (l2); zeros (cosine) */
   int cosine;
-  double total_var;  /* energy of the best single anchor (E / total_var = normalised distortion) */
+  double total_var; /* energy of the best single anchor (E / total_var = normalised distortion) */
   int64_t k, k_initial, k_cap, k_max;
-  float *A, *anorm;  /* k_cap x d, k_cap */
-  double *vel;       /* momentum, k_cap x d */
-  int anchors_stale; /* A / vel were moved by a backend that owns them (backend.h) since the last pull */
+  float *A, *anorm;        /* k_cap x d, k_cap */
+  double *vel;             /* momentum, k_cap x d */
+  int anchors_stale;       /* A / vel were moved by a backend that owns them (backend.h) since the last pull */
   uint32_t *assign, *prev; /* n_local */
-  float *r;          /* n_local */
-  double *acc;       /* k_cap x (d + 3) statistics */
-  float *rmax;       /* k_cap: farthest member distance (global after the MAX allreduce) */
-  int64_t *rarg;     /* k_cap: local row of the local farthest member, -1 if none */
-  float *rmax_local; /* k_cap */
-  int far_valid;     /* rmax / rarg / rmax_local are those of the current assignment */
-  double *rms_prev;  /* k_cap: huber's previous RMS member distance */
-  double *hist;      /* trim: k_cap x trim_bins */
+  float *r;                /* n_local */
+  double *acc;             /* k_cap x (d + 3) statistics */
+  float *rmax;             /* k_cap: farthest member distance (global after the MAX allreduce) */
+  int64_t *rarg;           /* k_cap: local row of the local farthest member, -1 if none */
+  float *rmax_local;       /* k_cap */
+  int far_valid;           /* rmax / rarg / rmax_local are those of the current assignment */
+  double *rms_prev;        /* k_cap: huber's previous RMS member distance */
+  double *hist;            /* trim: k_cap x trim_bins */
   int32_t *bin_lo, *bin_hi;
   int64_t min_changes;
   double T, E, E_prev;
@@ -56,7 +56,8 @@ typedef struct va_state {
 static inline double va_eta(double lr, double T) { return lr * T / (1.0 + T); }
 /* s2.3 for one anchor: step = clamp(eta (sum / w - a), +-max_step) per coordinate (max_step <= 0: no
  * clamp); v <- beta v + (1 - beta) step; a <- a + v. */
-void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step, double beta);
+void va_update_anchor(float *a, double *v, const double *sum, double w, int64_t d, double eta, double max_step,
+                      double beta);
 /* a <- a / ||a|| (norm in double, in order), unless a is zero: the loop's cosine normalisation. */
 void va_unit_normalise(float *a, int64_t d);
 /* Allocates per-rank buffers once X, n, d, k, k_max are set. */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/checksum.h" /* va_hash_bytes, va_rows_checksum */
-#include "io/files.h"    /* va_temp_name */
+#include "io/files.h"      /* va_temp_name */
 #include "util/util.h"
 
 void va_checkpoint_path(const va_config_t *cfg, char *out, size_t len) {
@@ -16,8 +16,9 @@ void va_checkpoint_path(const va_config_t *cfg, char *out, size_t len) {
 
 /* Keys that may change between the interrupted run and the resumed one. */
 static int resumable_key(const char *key) {
-  static const char *const free_keys[] = {"out", "metrics", "checkpoint", "checkpoint_every", "progress_every", "max_iter",
-                                          "threads", "io", "read_chunk_mb", "tile_rows", "backend", "input"};
+  static const char *const free_keys[] = {"out",      "metrics", "checkpoint", "checkpoint_every", "progress_every",
+                                          "max_iter", "threads", "io",         "read_chunk_mb",    "tile_rows",
+                                          "backend",  "input"};
   for (size_t i = 0; i < sizeof free_keys / sizeof *free_keys; i++)
     if (!strcmp(key, free_keys[i])) return 1;
   return 0;
@@ -57,7 +58,8 @@ static uint64_t content_hash(const ckpt_content_t *c, uint64_t assignments_sum) 
 
 /* The checksum of what the early check reads (scalars, configuration, the input's name and type):
  * damage there is told apart from another configuration before the data is read. */
-static uint64_t metadata_hash(const ckpt_scalars_t *sc, uint64_t config_hash, const char *file, const char *dataset, const char *dtype) {
+static uint64_t metadata_hash(const ckpt_scalars_t *sc, uint64_t config_hash, const char *file, const char *dataset,
+                              const char *dtype) {
   uint64_t h = va_hash_bytes(sc, sizeof *sc, 21) ^ va_hash_mix(config_hash);
   h = va_hash_mix(h ^ va_hash_bytes(file, strlen(file), 22));
   h = va_hash_mix(h ^ va_hash_bytes(dataset, strlen(dataset), 23));
@@ -95,10 +97,10 @@ static void write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int6
 
 static void config_attr(const char *key, const char *value, void *ctx) { va_h5_attr_str(*(hid_t *)ctx, key, value); }
 
-static const char *const SCALAR_NAMES[] = {"n", "d", "k", "k_initial", "iter", "still", "converged", "merges", "splits", "reseeds",
-                                           "changed", "input_checksum"};
+static const char *const SCALAR_NAMES[] = {"n",         "d",      "k",      "k_initial", "iter",    "still",
+                                           "converged", "merges", "splits", "reseeds",   "changed", "input_checksum"};
 static const char *const REAL_NAMES[] = {"T", "E", "E_prev", "total_var"};
-#define N_INT (sizeof SCALAR_NAMES / sizeof *SCALAR_NAMES)
+#define N_INT  (sizeof SCALAR_NAMES / sizeof *SCALAR_NAMES)
 #define N_REAL (sizeof REAL_NAMES / sizeof *REAL_NAMES)
 
 static void ckpt_setup(hid_t f, void *vctx) {
@@ -141,13 +143,16 @@ static void ckpt_rows(hid_t f, void *vctx) {
 
 int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t *in) {
   ckpt_ctx_t c = {st, in, {0}, 0, 0};
-  c.sc = (ckpt_scalars_t){st->n, st->d, st->k, st->k_initial, st->iter, st->still, st->converged, st->merges, st->splits, st->reseeds,
-                          st->changed, (int64_t)in->checksum, st->T, st->E, st->E_prev, st->total_var};
-  ckpt_content_t content = {c.sc, st->A, st->vel, st->rms_prev, st->center, st->h_energy, st->h_temp, st->h_changed, st->h_k, 0};
+  c.sc = (ckpt_scalars_t){st->n,         st->d,      st->k,      st->k_initial, st->iter,    st->still,
+                          st->converged, st->merges, st->splits, st->reseeds,   st->changed, (int64_t)in->checksum,
+                          st->T,         st->E,      st->E_prev, st->total_var};
+  ckpt_content_t content = {c.sc,         st->A,      st->vel,       st->rms_prev, st->center,
+                            st->h_energy, st->h_temp, st->h_changed, st->h_k,      0};
   va_config_visit(st->cfg, hash_config_pair, &content.config_hash);
   c.checksum = content_hash(&content, assignments_sum(st));
   c.metadata_checksum = metadata_hash(&c.sc, content.config_hash, in->file, in->dataset, va_dtype_name(in->dtype));
-  const double bytes = 20.0 * (double)st->k * (double)st->d + 8.0 * (double)(st->k + st->d) + 32.0 * (double)st->iter + 4.0 * (double)st->n;
+  const double bytes = 20.0 * (double)st->k * (double)st->d + 8.0 * (double)(st->k + st->d) + 32.0 * (double)st->iter +
+                       4.0 * (double)st->n;
   return va_h5_write_file("checkpoint", path, bytes, st->cfg->io, ckpt_setup, ckpt_rows, &c);
 }
 
@@ -177,7 +182,13 @@ static int read_scalars(hid_t f, ckpt_scalars_t *sc) {
   return bad;
 }
 
-typedef struct { hid_t cg; char *err; size_t errlen; int bad; uint64_t hash; } cmp_ctx_t;
+typedef struct {
+  hid_t cg;
+  char *err;
+  size_t errlen;
+  int bad;
+  uint64_t hash;
+} cmp_ctx_t;
 /* Hashes every saved key = value and records the first difference from this run's configuration. */
 static void compare_key(const char *key, const char *value, void *vctx) {
   cmp_ctx_t *c = vctx;
@@ -189,7 +200,8 @@ static void compare_key(const char *key, const char *value, void *vctx) {
   }
   hash_config_pair(key, saved, &c->hash);
   if (c->bad || resumable_key(key) || !strcmp(saved, value)) return;
-  snprintf(c->err, c->errlen, "it was made with %s = '%s', this run has '%s'; resume with the same configuration", key, saved, value);
+  snprintf(c->err, c->errlen, "it was made with %s = '%s', this run has '%s'; resume with the same configuration", key,
+           saved, value);
   c->bad = VA_EXIT_USAGE;
 }
 
@@ -200,19 +212,23 @@ static int open_checked(const char *path, const va_config_t *cfg, const va_input
   char s[VA_PATH_MAX], src[VA_PATH_MAX + 300] = "", dtype[32] = "";
   *f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (*f < 0) {
-    snprintf(err, errlen, "cannot resume from '%s': it cannot be opened as HDF5 (missing, damaged or not a checkpoint): %s", path,
+    snprintf(err, errlen,
+             "cannot resume from '%s': it cannot be opened as HDF5 (missing, damaged or not a checkpoint): %s", path,
              va_h5_last_error());
     return VA_EXIT_INPUT;
   }
   if (va_h5_attr_read_str(*f, "format", s, sizeof s) || strcmp(s, "vecanneal-checkpoint")) {
-    snprintf(err, errlen, "cannot resume from '%s': it is not a vecanneal checkpoint (no format = vecanneal-checkpoint)", path);
+    snprintf(err, errlen,
+             "cannot resume from '%s': it is not a vecanneal checkpoint (no format = vecanneal-checkpoint)", path);
     return VA_EXIT_INPUT;
   }
   int64_t checksum, meta_saved;
   if (read_scalars(*f, sc) || attr_read(*f, "checksum", H5T_NATIVE_INT64, &checksum) ||
       attr_read(*f, "metadata_checksum", H5T_NATIVE_INT64, &meta_saved)) {
-    snprintf(err, errlen, "cannot resume from '%s': it lacks attributes every checkpoint has (damaged, or written by an older "
-             "vecanneal)", path);
+    snprintf(err, errlen,
+             "cannot resume from '%s': it lacks attributes every checkpoint has (damaged, or written by an older "
+             "vecanneal)",
+             path);
     return VA_EXIT_INPUT;
   }
   char file[VA_PATH_MAX] = "", dset[256] = "";
@@ -234,9 +250,12 @@ static int open_checked(const char *path, const va_config_t *cfg, const va_input
     return c.bad;
   }
   if (sc->n != in->n || sc->d != in->d || strcmp(dtype, va_dtype_name(in->dtype))) {
-    snprintf(err, errlen, "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s:%s' is %lld x %lld %s; "
-             "resume with the input it was made from", path, src, (long long)sc->n, (long long)sc->d, dtype, in->file, in->dataset,
-             (long long)in->n, (long long)in->d, va_dtype_name(in->dtype));
+    snprintf(
+        err, errlen,
+        "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s:%s' is %lld x %lld %s; "
+        "resume with the input it was made from",
+        path, src, (long long)sc->n, (long long)sc->d, dtype, in->file, in->dataset, (long long)in->n, (long long)in->d,
+        va_dtype_name(in->dtype));
     return VA_EXIT_INPUT;
   }
   return 0;
@@ -276,12 +295,16 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
   int rc = open_checked(path, st->cfg, in, &f, &sc, &config_hash, err, sizeof err);
   int ok = !rc && sc.k >= 1 && sc.k <= sc.n && sc.iter >= 0 && sc.k <= UINT32_MAX;
   if (!rc && !ok) {
-    snprintf(err, sizeof err, "cannot resume from '%s': it is damaged (k %lld, iteration %lld)", path, (long long)sc.k, (long long)sc.iter);
+    snprintf(err, sizeof err, "cannot resume from '%s': it is damaged (k %lld, iteration %lld)", path, (long long)sc.k,
+             (long long)sc.iter);
     rc = VA_EXIT_INPUT;
   }
   if (!rc && (uint64_t)sc.input_checksum != in->checksum) {
-    snprintf(err, sizeof err, "cannot resume from '%s': it was made from other data than this job's input '%s:%s' (the same %lld x %lld, "
-             "but other values): resume with the input it was made from", path, in->file, in->dataset, (long long)in->n, (long long)in->d);
+    snprintf(
+        err, sizeof err,
+        "cannot resume from '%s': it was made from other data than this job's input '%s:%s' (the same %lld x %lld, "
+        "but other values): resume with the input it was made from",
+        path, in->file, in->dataset, (long long)in->n, (long long)in->d);
     rc = VA_EXIT_INPUT;
   }
   if (va_agree(rc, err)) {
@@ -322,8 +345,11 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
   if (ds >= 0) H5Dclose(ds);
   H5Fclose(f);
   for (int64_t i = 0; i < st->n_local && !bad; i++) bad |= st->prev[i] >= (uint32_t)st->k;
-  if (bad) snprintf(err, sizeof err, "cannot resume from '%s': its data cannot be read, or holds impossible values (damaged file)", path);
-  if (!bad && !(all_finite_f32(st->A, st->k * st->d) && all_finite_f64(st->vel, st->k * st->d) && isfinite(sc.T) && isfinite(sc.E))) {
+  if (bad)
+    snprintf(err, sizeof err,
+             "cannot resume from '%s': its data cannot be read, or holds impossible values (damaged file)", path);
+  if (!bad && !(all_finite_f32(st->A, st->k * st->d) && all_finite_f64(st->vel, st->k * st->d) && isfinite(sc.T) &&
+                isfinite(sc.E))) {
     snprintf(err, sizeof err, "cannot resume from '%s': its anchors or state hold NaN or Inf", path);
     bad = 1;
   }
@@ -332,11 +358,14 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
   uint64_t total = asg;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
   if (!bad) {
-    ckpt_content_t content = {sc, st->A, st->vel, st->rms_prev, center, st->h_energy, st->h_temp, st->h_changed, st->h_k, config_hash};
+    ckpt_content_t content = {sc,           st->A,      st->vel,       st->rms_prev, center,
+                              st->h_energy, st->h_temp, st->h_changed, st->h_k,      config_hash};
     int64_t saved = 0;
     hid_t g = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (g < 0 || attr_read(g, "checksum", H5T_NATIVE_INT64, &saved) || (uint64_t)saved != content_hash(&content, total)) {
-      snprintf(err, sizeof err, "cannot resume from '%s': its content does not match its checksum (damaged file)", path);
+    if (g < 0 || attr_read(g, "checksum", H5T_NATIVE_INT64, &saved) ||
+        (uint64_t)saved != content_hash(&content, total)) {
+      snprintf(err, sizeof err, "cannot resume from '%s': its content does not match its checksum (damaged file)",
+               path);
       bad = 1;
     }
     if (g >= 0) H5Fclose(g);

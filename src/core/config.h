@@ -16,20 +16,20 @@ enum { VA_TOL_RELATIVE, VA_TOL_ABSOLUTE };
 enum { VA_SPLITVAR_RELATIVE, VA_SPLITVAR_ABSOLUTE }; /* split_var_mode */
 enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
 enum { VA_STREAM_AUTO, VA_STREAM_ON, VA_STREAM_OFF }; /* gpu_stream */
-enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };          /* gpu_collectives */
+enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };           /* gpu_collectives */
 
 #define VA_PATH_MAX 1024
 
 typedef struct {
   /* job */
-  char input[VA_PATH_MAX];   /* FILE:DATASET */
+  char input[VA_PATH_MAX]; /* FILE:DATASET */
   char out[VA_PATH_MAX];
   char metrics[VA_PATH_MAX];
   char preset[16];
   int64_t k;
   uint64_t seed;
   int backend, metric;
-  int precision;        /* VA_PREC_* (CUDA backend) */
+  int precision; /* VA_PREC_* (CUDA backend) */
   int64_t device;
   double gpu_min_work;
   int gpu_stream, gpu_collectives;
@@ -74,7 +74,8 @@ typedef struct va_config_src va_config_src_t;
 va_config_src_t *va_config_src_new(void);
 void va_config_src_free(va_config_src_t *src);
 /* Returns 0, or writes an error to err and returns non-zero. */
-int va_config_src_add(va_config_src_t *src, const char *key, const char *value, const char *origin, char *err, size_t errlen);
+int va_config_src_add(va_config_src_t *src, const char *key, const char *value, const char *origin, char *err,
+                      size_t errlen);
 int va_config_src_add_kv(va_config_src_t *src, const char *kv, const char *origin, char *err, size_t errlen);
 int va_config_src_load_file(va_config_src_t *src, const char *path, char *err, size_t errlen);
 /* Applies defaults, preset and assignments to cfg and validates. Returns 0 or non-zero with err set. */

@@ -15,7 +15,10 @@
 #include "core/stop.h" /* va_stop_point */
 #include "util/util.h"
 
-typedef struct { uint64_t key; int64_t row; } keyed_t;
+typedef struct {
+  uint64_t key;
+  int64_t row;
+} keyed_t;
 static int cmp_keyed(const void *pa, const void *pb) {
   const keyed_t *a = pa, *b = pb;
   if (a->key != b->key) return a->key < b->key ? -1 : 1;
@@ -66,13 +69,19 @@ static void random_rows(va_state_t *st, int64_t k, uint64_t purpose, int64_t *ro
   int mine = (int)(keep * (int64_t)sizeof(keyed_t));
   VA_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
   int64_t total = 0;
-  for (int p = 0; p < P; p++) { displs[p] = (int)total; total += counts[p]; }
+  for (int p = 0; p < P; p++) {
+    displs[p] = (int)total;
+    total += counts[p];
+  }
   keyed_t *all = va_malloc((size_t)total, "random init gather");
   VA_MPI(MPI_Allgatherv(loc, mine, MPI_BYTE, all, counts, displs, MPI_BYTE, MPI_COMM_WORLD));
   int64_t nall = total / (int64_t)sizeof(keyed_t);
   qsort(all, (size_t)nall, sizeof *all, cmp_keyed);
   for (int64_t q = 0; q < k; q++) rows[q] = all[q].row;
-  free(all); free(displs); free(counts); free(loc);
+  free(all);
+  free(displs);
+  free(counts);
+  free(loc);
 }
 
 static void init_random(va_state_t *st) {
@@ -112,7 +121,10 @@ static void init_farthest(va_state_t *st) {
     int64_t arg = INT64_MAX;
     for (int64_t i = 0; i < n; i++) {
       if (dist[i] < mind[i]) mind[i] = dist[i];
-      if (mind[i] > best) { best = mind[i]; arg = st->row0 + i; }
+      if (mind[i] > best) {
+        best = mind[i];
+        arg = st->row0 + i;
+      }
     }
     float gbest = best;
     va_allreduce_max_f32(&gbest, 1);
@@ -126,7 +138,8 @@ static void init_farthest(va_state_t *st) {
 }
 
 /* Distances from candidate p to all m candidates (one sgemv), clamped at 0. */
-static void candidate_distances(const float *C, const float *cn, int64_t m, int64_t d, int64_t p, int cosine, float *dist) {
+static void candidate_distances(const float *C, const float *cn, int64_t m, int64_t d, int64_t p, int cosine,
+                                float *dist) {
   cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)m, (int)d, 1.0f, C, (int)d, C + p * d, 1, 0.0f, dist, 1);
   for (int64_t i = 0; i < m; i++) {
     float v = cosine ? 1.0f - dist[i] : cn[i] + cn[p] - 2.0f * dist[i];
@@ -142,15 +155,23 @@ static void candidate_distances(const float *C, const float *cn, int64_t m, int6
 static void weighted_kmeanspp(const va_state_t *st, const float *C, const double *w, int64_t m, float *out) {
   int64_t d = st->d, k = st->k;
   const int trials = 2 + (int)log((double)k);
-  double *best = va_malloc((size_t)m * sizeof(double), "kmeans++"), total = 0, *trial_pot = va_malloc((size_t)trials * sizeof(double), "kmeans++");
-  float *cn = va_malloc((size_t)m * sizeof(float), "kmeans++"), *dist = va_malloc((size_t)(trials * m) * sizeof(float), "kmeans++");
+  double *best = va_malloc((size_t)m * sizeof(double), "kmeans++"), total = 0,
+         *trial_pot = va_malloc((size_t)trials * sizeof(double), "kmeans++");
+  float *cn = va_malloc((size_t)m * sizeof(float), "kmeans++"),
+        *dist = va_malloc((size_t)(trials * m) * sizeof(float), "kmeans++");
   int64_t *picks = va_malloc((size_t)trials * sizeof(int64_t), "kmeans++");
   va_row_norms(C, m, d, cn);
   for (int64_t i = 0; i < m; i++) total += w[i];
   /* First centre: drawn by weight. */
   double u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, 0, 0) * total, cum = 0;
   int64_t pick = m - 1;
-  for (int64_t i = 0; i < m; i++) { cum += w[i]; if (cum > u) { pick = i; break; } }
+  for (int64_t i = 0; i < m; i++) {
+    cum += w[i];
+    if (cum > u) {
+      pick = i;
+      break;
+    }
+  }
   memcpy(out, C + pick * d, (size_t)d * sizeof(float));
   candidate_distances(C, cn, m, d, pick, st->cosine, dist);
   for (int64_t i = 0; i < m; i++) best[i] = dist[i];
@@ -165,8 +186,15 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
       u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, (uint64_t)t) * pot;
       cum = 0;
       pick = -1;
-      for (int64_t i = 0; i < m; i++) { cum += w[i] * best[i]; if (cum > u && w[i] * best[i] > 0) { pick = i; break; } }
-      if (pick < 0) pick = (int64_t)(va_rand_u64(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 1000 + (uint64_t)t) % (uint64_t)m);
+      for (int64_t i = 0; i < m; i++) {
+        cum += w[i] * best[i];
+        if (cum > u && w[i] * best[i] > 0) {
+          pick = i;
+          break;
+        }
+      }
+      if (pick < 0)
+        pick = (int64_t)(va_rand_u64(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, 1000 + (uint64_t)t) % (uint64_t)m);
       picks[t] = pick;
     }
 #ifdef VECANNEAL_OPENMP
@@ -219,14 +247,18 @@ static void init_kmeans_parallel(va_state_t *st) {
     int64_t np = 0;
     for (int64_t i = 0; i < n; i++) {
       double p = l * mind[i] / phi;
-      if (mind[i] > 0 && va_rand_unit(c->seed, VA_RNG_INIT_SAMPLE, (uint64_t)(st->row0 + i), (uint64_t)round) < p) picked[np++] = st->row0 + i;
+      if (mind[i] > 0 && va_rand_unit(c->seed, VA_RNG_INIT_SAMPLE, (uint64_t)(st->row0 + i), (uint64_t)round) < p)
+        picked[np++] = st->row0 + i;
     }
     /* Gather the picks in global row order (rank order = row order). */
     int P = va_proc.nranks, mine = (int)np;
     int *counts = va_malloc((size_t)P * sizeof(int), "gather"), *displs = va_malloc((size_t)P * sizeof(int), "gather");
     VA_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
     int64_t tot = 0;
-    for (int p = 0; p < P; p++) { displs[p] = (int)tot; tot += counts[p]; }
+    for (int p = 0; p < P; p++) {
+      displs[p] = (int)tot;
+      tot += counts[p];
+    }
     if (ncand + tot > cap) {
       cap = ncand + tot;
       cand_rows = realloc(cand_rows, (size_t)cap * sizeof(int64_t));
@@ -234,7 +266,8 @@ static void init_kmeans_parallel(va_state_t *st) {
       if (!cand_rows || !C) VA_FATAL("out of memory growing kmeans|| candidates");
     }
     VA_MPI(MPI_Allgatherv(picked, mine, MPI_INT64_T, cand_rows + ncand, counts, displs, MPI_INT64_T, MPI_COMM_WORLD));
-    free(counts); free(displs);
+    free(counts);
+    free(displs);
     if (tot == 0) continue;
     va_fetch_rows(st, cand_rows + ncand, tot, C + ncand * d);
     update_min_dist(st, C + ncand * d, tot, mind, st->assign, st->r);
@@ -261,7 +294,10 @@ static void init_kmeans_parallel(va_state_t *st) {
   for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
   va_allreduce_sum_f64(w, ncand);
   weighted_kmeanspp(st, C, w, ncand, st->A);
-  free(w); free(cn); free(C); free(cand_rows);
+  free(w);
+  free(cn);
+  free(C);
+  free(cand_rows);
 }
 
 void va_init_file_read(va_state_t *st) {
@@ -276,20 +312,32 @@ void va_init_file_read(va_state_t *st) {
     hid_t f = H5Fopen(c->init_file, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t ds = f >= 0 ? H5Dopen2(f, c->init_dataset, H5P_DEFAULT) : -1;
     hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
-    if (sp < 0) { snprintf(err, sizeof err, "init anchors '%s' cannot be read: %s", spec, va_h5_last_error()); rc = VA_EXIT_INPUT; }
-    else if (H5Sget_simple_extent_ndims(sp) != 2) { snprintf(err, sizeof err, "init anchors '%s' must be 2-D (k x d)", spec); rc = VA_EXIT_INPUT; }
-    else {
+    if (sp < 0) {
+      snprintf(err, sizeof err, "init anchors '%s' cannot be read: %s", spec, va_h5_last_error());
+      rc = VA_EXIT_INPUT;
+    } else if (H5Sget_simple_extent_ndims(sp) != 2) {
+      snprintf(err, sizeof err, "init anchors '%s' must be 2-D (k x d)", spec);
+      rc = VA_EXIT_INPUT;
+    } else {
       hsize_t hd[2];
       H5Sget_simple_extent_dims(sp, hd, NULL);
-      dims[0] = (int64_t)hd[0]; dims[1] = (int64_t)hd[1];
+      dims[0] = (int64_t)hd[0];
+      dims[1] = (int64_t)hd[1];
       if (dims[1] != st->d || dims[0] < 1 || dims[0] > st->n) {
-        snprintf(err, sizeof err, "init anchors '%s' are %lld x %lld; need 1..n rows of dimension %lld", spec, (long long)dims[0], (long long)dims[1], (long long)st->d);
+        snprintf(err, sizeof err, "init anchors '%s' are %lld x %lld; need 1..n rows of dimension %lld", spec,
+                 (long long)dims[0], (long long)dims[1], (long long)st->d);
         rc = VA_EXIT_INPUT;
       } else {
         buf = va_malloc((size_t)(dims[0] * dims[1]) * sizeof(float), "init anchors");
-        if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) { snprintf(err, sizeof err, "init anchors '%s': %s", spec, va_h5_last_error()); rc = VA_EXIT_INPUT; }
+        if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+          snprintf(err, sizeof err, "init anchors '%s': %s", spec, va_h5_last_error());
+          rc = VA_EXIT_INPUT;
+        }
         for (int64_t i = 0; !rc && i < dims[0] * dims[1]; i++)
-          if (!isfinite(buf[i])) { snprintf(err, sizeof err, "init anchors '%s': anchor %lld holds NaN/Inf", spec, (long long)(i / dims[1])); rc = VA_EXIT_INPUT; }
+          if (!isfinite(buf[i])) {
+            snprintf(err, sizeof err, "init anchors '%s': anchor %lld holds NaN/Inf", spec, (long long)(i / dims[1]));
+            rc = VA_EXIT_INPUT;
+          }
       }
     }
     if (sp >= 0) H5Sclose(sp);
@@ -305,8 +353,12 @@ void va_init_file_read(va_state_t *st) {
   for (int64_t j = 0; j < st->k; j++) {
     float *a = buf + j * st->d;
     double s = 0;
-    for (int64_t t = 0; t < st->d; t++) { a[t] = (float)(a[t] - st->center[t]); s += (double)a[t] * a[t]; }
-    if (st->cosine && s > 0) for (int64_t t = 0; t < st->d; t++) a[t] = (float)(a[t] / sqrt(s));
+    for (int64_t t = 0; t < st->d; t++) {
+      a[t] = (float)(a[t] - st->center[t]);
+      s += (double)a[t] * a[t];
+    }
+    if (st->cosine && s > 0)
+      for (int64_t t = 0; t < st->d; t++) a[t] = (float)(a[t] / sqrt(s));
   }
   st->A = buf; /* va_state_alloc grows this buffer in place */
 }
@@ -314,10 +366,10 @@ void va_init_file_read(va_state_t *st) {
 /* Timed by the caller (the init phase also covers preprocessing). */
 void va_init_anchors(va_state_t *st) {
   switch (st->cfg->init_kind) {
-    case VA_INIT_RANDOM: init_random(st); break;
-    case VA_INIT_FARTHEST: init_farthest(st); break;
-    case VA_INIT_FILE: break; /* read by va_init_file_read before the state was allocated */
-    default: init_kmeans_parallel(st); break;
+  case VA_INIT_RANDOM: init_random(st); break;
+  case VA_INIT_FARTHEST: init_farthest(st); break;
+  case VA_INIT_FILE: break; /* read by va_init_file_read before the state was allocated */
+  default: init_kmeans_parallel(st); break;
   }
   va_state_anchor_norms(st);
 }

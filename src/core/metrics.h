@@ -7,10 +7,22 @@
 
 #include "core/config.h"
 
-enum { VA_PH_READ, VA_PH_INIT, VA_PH_ASSIGN, VA_PH_REDUCE, VA_PH_ALLREDUCE, VA_PH_UPDATE, VA_PH_MAINT, VA_PH_WRITE, VA_NPHASE };
+enum {
+  VA_PH_READ,
+  VA_PH_INIT,
+  VA_PH_ASSIGN,
+  VA_PH_REDUCE,
+  VA_PH_ALLREDUCE,
+  VA_PH_UPDATE,
+  VA_PH_MAINT,
+  VA_PH_WRITE,
+  VA_NPHASE
+};
 extern const char *const va_phase_names[VA_NPHASE];
 
-typedef struct { double t0, comm0; } va_tick_t;
+typedef struct {
+  double t0, comm0;
+} va_tick_t;
 va_tick_t va_tick(void);
 void va_tock(int phase, va_tick_t t);
 void va_phase_add(int phase, double seconds);

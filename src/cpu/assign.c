@@ -56,8 +56,8 @@ void va_row_norms(const float *M, int64_t m, int64_t d, float *out) {
   }
 }
 
-void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine,
-                   uint32_t *assign, float *r) {
+void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine, uint32_t *assign,
+                   float *r) {
   for (int64_t i = 0; i < n; i++) {
     double best = DBL_MAX;
     int64_t bj = 0;
@@ -65,9 +65,15 @@ void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t
       double s = 0;
       for (int64_t t = 0; t < d; t++) {
         if (cosine) s -= (double)X[i * d + t] * (double)A[j * d + t];
-        else { double diff = (double)X[i * d + t] - (double)A[j * d + t]; s += diff * diff; }
+        else {
+          double diff = (double)X[i * d + t] - (double)A[j * d + t];
+          s += diff * diff;
+        }
       }
-      if (s < best) { best = s; bj = j; }
+      if (s < best) {
+        best = s;
+        bj = j;
+      }
     }
     assign[i] = (uint32_t)bj;
     r[i] = va_row_distance(X + i * d, A + bj * d, d, cosine);
@@ -112,10 +118,10 @@ static int thread_slot(void) {
 }
 
 /* --- fused x86 kernel ------------------------------------------------------------------------- */
-#define VA_FUSED_MR 6   /* rows per register block: 12 accumulators + 2 anchor vectors + 1 broadcast */
-#define VA_FUSED_NR 16  /* anchors per panel with AVX2: two 8-float vectors */
-#define VA_FUSED_NR512 32 /* anchors per panel with AVX-512: two 16-float vectors */
-#define VA_FUSED_ROWS 240 /* rows per work item (a multiple of MR): their running best stays in L1/L2 */
+#define VA_FUSED_MR          6   /* rows per register block: 12 accumulators + 2 anchor vectors + 1 broadcast */
+#define VA_FUSED_NR          16  /* anchors per panel with AVX2: two 8-float vectors */
+#define VA_FUSED_NR512       32  /* anchors per panel with AVX-512: two 16-float vectors */
+#define VA_FUSED_ROWS        240 /* rows per work item (a multiple of MR): their running best stays in L1/L2 */
 #define VA_FUSED_CHUNK_BYTES (192 * 1024) /* anchor panels swept per pass over a work item: fits L2 */
 
 int va_assign_fused_available(void) {
@@ -142,8 +148,9 @@ int va_assign_fused_avx512_available(void) {
  * offsets (+inf for padding). Value of anchor j: bias_j + scale * (x . a_j), the dot product as one FMA
  * chain over t = 0..d-1, so every row gets the same value wherever it sits. best/bidx: per row, the
  * smallest value each lane has seen and its anchor (strict <: the lowest j of the lane on ties). */
-__attribute__((target("avx2,fma"))) static void fused_block(const float *const *x, int64_t d, const float *P, const float *bias,
-                                                            int64_t p0, int64_t p1, float scale, float *best, int32_t *bidx) {
+__attribute__((target("avx2,fma"))) static void fused_block(const float *const *x, int64_t d, const float *P,
+                                                            const float *bias, int64_t p0, int64_t p1, float scale,
+                                                            float *best, int32_t *bidx) {
   const __m256 sc = _mm256_set1_ps(scale);
   for (int64_t p = p0; p < p1; p++) {
     const float *pp = P + p * d * VA_FUSED_NR;
@@ -151,15 +158,28 @@ __attribute__((target("avx2,fma"))) static void fused_block(const float *const *
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t t = 0; t < d; t++) {
       __m256 b0 = _mm256_loadu_ps(pp + t * VA_FUSED_NR), b1 = _mm256_loadu_ps(pp + t * VA_FUSED_NR + 8), a;
-      a = _mm256_broadcast_ss(x[0] + t); c00 = _mm256_fmadd_ps(a, b0, c00); c01 = _mm256_fmadd_ps(a, b1, c01);
-      a = _mm256_broadcast_ss(x[1] + t); c10 = _mm256_fmadd_ps(a, b0, c10); c11 = _mm256_fmadd_ps(a, b1, c11);
-      a = _mm256_broadcast_ss(x[2] + t); c20 = _mm256_fmadd_ps(a, b0, c20); c21 = _mm256_fmadd_ps(a, b1, c21);
-      a = _mm256_broadcast_ss(x[3] + t); c30 = _mm256_fmadd_ps(a, b0, c30); c31 = _mm256_fmadd_ps(a, b1, c31);
-      a = _mm256_broadcast_ss(x[4] + t); c40 = _mm256_fmadd_ps(a, b0, c40); c41 = _mm256_fmadd_ps(a, b1, c41);
-      a = _mm256_broadcast_ss(x[5] + t); c50 = _mm256_fmadd_ps(a, b0, c50); c51 = _mm256_fmadd_ps(a, b1, c51);
+      a = _mm256_broadcast_ss(x[0] + t);
+      c00 = _mm256_fmadd_ps(a, b0, c00);
+      c01 = _mm256_fmadd_ps(a, b1, c01);
+      a = _mm256_broadcast_ss(x[1] + t);
+      c10 = _mm256_fmadd_ps(a, b0, c10);
+      c11 = _mm256_fmadd_ps(a, b1, c11);
+      a = _mm256_broadcast_ss(x[2] + t);
+      c20 = _mm256_fmadd_ps(a, b0, c20);
+      c21 = _mm256_fmadd_ps(a, b1, c21);
+      a = _mm256_broadcast_ss(x[3] + t);
+      c30 = _mm256_fmadd_ps(a, b0, c30);
+      c31 = _mm256_fmadd_ps(a, b1, c31);
+      a = _mm256_broadcast_ss(x[4] + t);
+      c40 = _mm256_fmadd_ps(a, b0, c40);
+      c41 = _mm256_fmadd_ps(a, b1, c41);
+      a = _mm256_broadcast_ss(x[5] + t);
+      c50 = _mm256_fmadd_ps(a, b0, c50);
+      c51 = _mm256_fmadd_ps(a, b1, c51);
     }
     const __m256 bb0 = _mm256_loadu_ps(bias + p * VA_FUSED_NR), bb1 = _mm256_loadu_ps(bias + p * VA_FUSED_NR + 8);
-    const __m256i j0 = _mm256_add_epi32(_mm256_set1_epi32((int)(p * VA_FUSED_NR)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i j0 =
+        _mm256_add_epi32(_mm256_set1_epi32((int)(p * VA_FUSED_NR)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256i j1 = _mm256_add_epi32(j0, _mm256_set1_epi32(8));
     const __m256 c[VA_FUSED_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     for (int r = 0; r < VA_FUSED_MR; r++) {
@@ -181,8 +201,9 @@ __attribute__((target("avx2,fma"))) static void fused_block(const float *const *
  * FMA chain over t, and the epilogue the same FMA and strict compare, so every value and every lane's
  * winner are fused_block's, and the row's anchor after the lanes' minimum is too: twice the anchors per
  * instruction, the same answers bit for bit (tested). */
-__attribute__((target("avx512f"))) static void fused_block512(const float *const *x, int64_t d, const float *P, const float *bias,
-                                                              int64_t p0, int64_t p1, float scale, float *best, int32_t *bidx) {
+__attribute__((target("avx512f"))) static void fused_block512(const float *const *x, int64_t d, const float *P,
+                                                              const float *bias, int64_t p0, int64_t p1, float scale,
+                                                              float *best, int32_t *bidx) {
   const __m512 sc = _mm512_set1_ps(scale);
   for (int64_t p = p0; p < p1; p++) {
     const float *pp = P + p * d * VA_FUSED_NR512;
@@ -190,14 +211,27 @@ __attribute__((target("avx512f"))) static void fused_block512(const float *const
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t t = 0; t < d; t++) {
       __m512 b0 = _mm512_loadu_ps(pp + t * VA_FUSED_NR512), b1 = _mm512_loadu_ps(pp + t * VA_FUSED_NR512 + 16), a;
-      a = _mm512_set1_ps(x[0][t]); c00 = _mm512_fmadd_ps(a, b0, c00); c01 = _mm512_fmadd_ps(a, b1, c01);
-      a = _mm512_set1_ps(x[1][t]); c10 = _mm512_fmadd_ps(a, b0, c10); c11 = _mm512_fmadd_ps(a, b1, c11);
-      a = _mm512_set1_ps(x[2][t]); c20 = _mm512_fmadd_ps(a, b0, c20); c21 = _mm512_fmadd_ps(a, b1, c21);
-      a = _mm512_set1_ps(x[3][t]); c30 = _mm512_fmadd_ps(a, b0, c30); c31 = _mm512_fmadd_ps(a, b1, c31);
-      a = _mm512_set1_ps(x[4][t]); c40 = _mm512_fmadd_ps(a, b0, c40); c41 = _mm512_fmadd_ps(a, b1, c41);
-      a = _mm512_set1_ps(x[5][t]); c50 = _mm512_fmadd_ps(a, b0, c50); c51 = _mm512_fmadd_ps(a, b1, c51);
+      a = _mm512_set1_ps(x[0][t]);
+      c00 = _mm512_fmadd_ps(a, b0, c00);
+      c01 = _mm512_fmadd_ps(a, b1, c01);
+      a = _mm512_set1_ps(x[1][t]);
+      c10 = _mm512_fmadd_ps(a, b0, c10);
+      c11 = _mm512_fmadd_ps(a, b1, c11);
+      a = _mm512_set1_ps(x[2][t]);
+      c20 = _mm512_fmadd_ps(a, b0, c20);
+      c21 = _mm512_fmadd_ps(a, b1, c21);
+      a = _mm512_set1_ps(x[3][t]);
+      c30 = _mm512_fmadd_ps(a, b0, c30);
+      c31 = _mm512_fmadd_ps(a, b1, c31);
+      a = _mm512_set1_ps(x[4][t]);
+      c40 = _mm512_fmadd_ps(a, b0, c40);
+      c41 = _mm512_fmadd_ps(a, b1, c41);
+      a = _mm512_set1_ps(x[5][t]);
+      c50 = _mm512_fmadd_ps(a, b0, c50);
+      c51 = _mm512_fmadd_ps(a, b1, c51);
     }
-    const __m512 bb0 = _mm512_loadu_ps(bias + p * VA_FUSED_NR512), bb1 = _mm512_loadu_ps(bias + p * VA_FUSED_NR512 + 16);
+    const __m512 bb0 = _mm512_loadu_ps(bias + p * VA_FUSED_NR512),
+                 bb1 = _mm512_loadu_ps(bias + p * VA_FUSED_NR512 + 16);
     const __m512i j0 = _mm512_add_epi32(_mm512_set1_epi32((int)(p * VA_FUSED_NR512)),
                                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     const __m512i j1 = _mm512_add_epi32(j0, _mm512_set1_epi32(16));
@@ -221,12 +255,12 @@ __attribute__((target("avx512f"))) static void fused_block512(const float *const
 /* The fused path: anchors packed once into panels, then work items of VA_FUSED_ROWS rows spread over the
  * threads; each item sweeps the panels in cache-sized chunks, block of MR rows by block. wide: the
  * AVX-512 block (panels of 32 anchors), else AVX2 (16). */
-static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k, int cosine,
-                         int threads, int wide, uint32_t *assign, float *r) {
+static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k,
+                         int cosine, int threads, int wide, uint32_t *assign, float *r) {
 #ifdef VA_FUSED_X86
   const int64_t NR = wide ? VA_FUSED_NR512 : VA_FUSED_NR, np = (k + NR - 1) / NR, MR = VA_FUSED_MR, R = VA_FUSED_ROWS;
-  void (*block)(const float *const *, int64_t, const float *, const float *, int64_t, int64_t, float, float *, int32_t *) =
-      wide ? fused_block512 : fused_block;
+  void (*block)(const float *const *, int64_t, const float *, const float *, int64_t, int64_t, float, float *,
+                int32_t *) = wide ? fused_block512 : fused_block;
   float *P = va_calloc((size_t)(np * NR * d), sizeof(float), "assign anchor panels");
   float *bias = va_malloc((size_t)(np * NR) * sizeof(float), "assign anchor panels");
   for (int64_t j = 0; j < np * NR; j++) {
@@ -249,7 +283,10 @@ static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, c
     float *best = best_all + (size_t)slot * (size_t)(R * NR);
     int32_t *bidx = bidx_all + (size_t)slot * (size_t)(R * NR);
     const int64_t r0 = it * R, rows = n - r0 < R ? n - r0 : R;
-    for (int64_t q = 0; q < R * NR; q++) { best[q] = INFINITY; bidx[q] = 0; }
+    for (int64_t q = 0; q < R * NR; q++) {
+      best[q] = INFINITY;
+      bidx[q] = 0;
+    }
     for (int64_t p0 = 0; p0 < np; p0 += chunk) {
       const int64_t p1 = p0 + chunk < np ? p0 + chunk : np;
       for (int64_t b = 0; b < rows; b += MR) {
@@ -265,7 +302,10 @@ static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, c
       float m = bv[0];
       int32_t j = bi[0];
       for (int64_t u = 1; u < NR; u++)
-        if (bv[u] < m || (bv[u] == m && bi[u] < j)) { m = bv[u]; j = bi[u]; }
+        if (bv[u] < m || (bv[u] == m && bi[u] < j)) {
+          m = bv[u];
+          j = bi[u];
+        }
       assign[r0 + i] = (uint32_t)j;
       r[r0 + i] = va_row_distance(X + (r0 + i) * d, A + (int64_t)j * d, d, cosine);
     }
@@ -275,14 +315,23 @@ static void assign_fused(const float *X, int64_t n, int64_t d, const float *A, c
   free(bias);
   free(P);
 #else
-  (void)X; (void)n; (void)d; (void)A; (void)anorm; (void)k; (void)cosine; (void)threads; (void)wide; (void)assign; (void)r;
+  (void)X;
+  (void)n;
+  (void)d;
+  (void)A;
+  (void)anorm;
+  (void)k;
+  (void)cosine;
+  (void)threads;
+  (void)wide;
+  (void)assign;
+  (void)r;
   VA_FATAL("the fused CPU assign kernel is not built for this processor");
 #endif
 }
 
-
-void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k,
-                   int cosine, const va_assign_opts_t *opts, uint32_t *assign, float *r) {
+void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k, int cosine,
+                   const va_assign_opts_t *opts, uint32_t *assign, float *r) {
   if (n <= 0) return;
   int kernel = opts ? opts->kernel : VA_CPU_ASSIGN_AUTO;
   if (kernel == VA_CPU_ASSIGN_AUTO) kernel = va_assign_fused_available() ? VA_CPU_ASSIGN_FUSED : VA_CPU_ASSIGN_SGEMM;
@@ -297,7 +346,10 @@ void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const f
   if (threads > ntiles) threads = (int)ntiles;
   float *zero_bias = NULL;
   const float *bias = anorm;
-  if (cosine) { zero_bias = va_calloc((size_t)k, sizeof(float), "assign bias"); bias = zero_bias; }
+  if (cosine) {
+    zero_bias = va_calloc((size_t)k, sizeof(float), "assign bias");
+    bias = zero_bias;
+  }
   float *work = va_malloc((size_t)threads * (size_t)(tile * k) * sizeof(float), "assign tile buffers");
   /* l2: argmin ||a||^2 - 2 x.a ; cosine: argmin -x.a. Each tile is one single-threaded sgemm, so the
    * result does not depend on how tiles are spread over threads. */
@@ -312,7 +364,8 @@ void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const f
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)k, (int)d, alpha, X + r0 * d, (int)d, A,
                 (int)d, 0.0f, C, (int)k);
     scan_tile(C, rows, k, bias, assign + r0);
-    for (int64_t i = 0; i < rows; i++) r[r0 + i] = va_row_distance(X + (r0 + i) * d, A + (int64_t)assign[r0 + i] * d, d, cosine);
+    for (int64_t i = 0; i < rows; i++)
+      r[r0 + i] = va_row_distance(X + (r0 + i) * d, A + (int64_t)assign[r0 + i] * d, d, cosine);
   }
   free(work);
   free(zero_bias);

@@ -13,19 +13,19 @@
 enum { VA_CPU_ASSIGN_AUTO = 0, VA_CPU_ASSIGN_SGEMM = 1, VA_CPU_ASSIGN_FUSED = 2, VA_CPU_ASSIGN_FUSED_AVX2 = 3 };
 
 typedef struct {
-  int threads;        /* worker threads for the tiles */
-  int64_t tile_rows;  /* rows per tile of the SGEMM kernel; 0 = auto */
-  int kernel;         /* VA_CPU_ASSIGN_* */
+  int threads;       /* worker threads for the tiles */
+  int64_t tile_rows; /* rows per tile of the SGEMM kernel; 0 = auto */
+  int kernel;        /* VA_CPU_ASSIGN_* */
 } va_assign_opts_t;
 
 /* Plain reference: every distance in double, ties to the lowest j. */
-void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine,
-                   uint32_t *assign, float *r);
+void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t k, int cosine, uint32_t *assign,
+                   float *r);
 /* Fast path. anorm[j] = ||A_j||^2 (ignored for cosine). Either kernel gives a result that does not
  * depend on the thread count or tile size; the two kernels round the dot products differently, so they
  * may differ on near-ties. */
-void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k,
-                   int cosine, const va_assign_opts_t *opts, uint32_t *assign, float *r);
+void va_assign_cpu(const float *X, int64_t n, int64_t d, const float *A, const float *anorm, int64_t k, int cosine,
+                   const va_assign_opts_t *opts, uint32_t *assign, float *r);
 /* Exact distance of one row to one anchor (double accumulation), as the assign pass reports it. */
 float va_row_distance(const float *x, const float *a, int64_t d, int cosine);
 /* 1 when this processor runs the fused kernel (x86-64 with AVX2 and FMA); its AVX-512 block. */

@@ -9,15 +9,21 @@
 #include "util/util.h"
 
 void va_farthest_local(const uint32_t *assign, const float *r, int64_t n, int64_t k, float *rmax, int64_t *rarg) {
-  for (int64_t j = 0; j < k; j++) { rmax[j] = 0; rarg[j] = -1; }
+  for (int64_t j = 0; j < k; j++) {
+    rmax[j] = 0;
+    rarg[j] = -1;
+  }
   for (int64_t i = 0; i < n; i++) {
     uint32_t j = assign[i];
-    if (rarg[j] < 0 || r[i] > rmax[j]) { rmax[j] = r[i]; rarg[j] = i; }
+    if (rarg[j] < 0 || r[i] > rmax[j]) {
+      rmax[j] = r[i];
+      rarg[j] = i;
+    }
   }
 }
 
-void va_hist_accumulate(const uint32_t *assign, const float *r, int64_t n, int64_t k, const float *rmax,
-                        int64_t bins, double *hist) {
+void va_hist_accumulate(const uint32_t *assign, const float *r, int64_t n, int64_t k, const float *rmax, int64_t bins,
+                        double *hist) {
   (void)k;
   for (int64_t i = 0; i < n; i++) {
     uint32_t j = assign[i];
@@ -25,8 +31,8 @@ void va_hist_accumulate(const uint32_t *assign, const float *r, int64_t n, int64
   }
 }
 
-void va_trim_bins(const double *hist, int64_t k, int64_t bins, double trim_near, double trim_far,
-                  int32_t *bin_lo, int32_t *bin_hi) {
+void va_trim_bins(const double *hist, int64_t k, int64_t bins, double trim_near, double trim_far, int32_t *bin_lo,
+                  int32_t *bin_hi) {
   for (int64_t j = 0; j < k; j++) {
     const double *h = hist + j * bins;
     double count = 0;
@@ -48,15 +54,21 @@ void va_trim_bins(const double *hist, int64_t k, int64_t bins, double trim_near,
  * the widest vector unit the processor has. The columns are independent, so vectors change no order of
  * additions, and ISO C mode fuses no multiply-add: every build gives the same sums bit for bit. The
  * default x86-64 build vectorises it 2 doubles at a time. */
-#define VA_ADD_ROW_BODY                                                                                    \
-  if (w == 1.0)                                                                                            \
-    for (int64_t t = 0; t < d; t++) a[t] += x[t];                                                          \
-  else                                                                                                     \
+#define VA_ADD_ROW_BODY                                                                                                \
+  if (w == 1.0)                                                                                                        \
+    for (int64_t t = 0; t < d; t++) a[t] += x[t];                                                                      \
+  else                                                                                                                 \
     for (int64_t t = 0; t < d; t++) a[t] += w * x[t];
 static void add_row_plain(double *restrict a, const float *restrict x, int64_t d, double w) { VA_ADD_ROW_BODY }
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void add_row_avx2(double *restrict a, const float *restrict x, int64_t d, double w) { VA_ADD_ROW_BODY }
-__attribute__((target("avx512f"))) static void add_row_avx512(double *restrict a, const float *restrict x, int64_t d, double w) { VA_ADD_ROW_BODY }
+__attribute__((target("avx2"))) static void add_row_avx2(double *restrict a, const float *restrict x, int64_t d,
+                                                         double w) {
+  VA_ADD_ROW_BODY
+}
+__attribute__((target("avx512f"))) static void add_row_avx512(double *restrict a, const float *restrict x, int64_t d,
+                                                              double w) {
+  VA_ADD_ROW_BODY
+}
 #endif
 typedef void (*add_row_fn)(double *restrict, const float *restrict, int64_t, double);
 static add_row_fn add_row_pick(void) {
@@ -68,8 +80,8 @@ static add_row_fn add_row_pick(void) {
   return add_row_plain;
 }
 
-void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
-                         int64_t k, const va_stats_rule_t *rule, double *acc) {
+void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r, int64_t k,
+                         const va_stats_rule_t *rule, double *acc) {
   (void)k;
   const int64_t W = VA_STATS_W(d);
   const add_row_fn add_row = add_row_pick();
@@ -91,10 +103,13 @@ void va_stats_accumulate(const float *X, int64_t n, int64_t d, const uint32_t *a
   }
 }
 
-void va_stats_accumulate_mt(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r,
-                            int64_t k, const va_stats_rule_t *rule, double *acc, int threads) {
+void va_stats_accumulate_mt(const float *X, int64_t n, int64_t d, const uint32_t *assign, const float *r, int64_t k,
+                            const va_stats_rule_t *rule, double *acc, int threads) {
   const int64_t W = VA_STATS_W(d);
-  if (threads <= 1 || n < 4096) { va_stats_accumulate(X, n, d, assign, r, k, rule, acc); return; }
+  if (threads <= 1 || n < 4096) {
+    va_stats_accumulate(X, n, d, assign, r, k, rule, acc);
+    return;
+  }
   /* Thread t sums rows [t n / T, (t + 1) n / T) into its own buffer; buffers are added in thread order. */
   double *part = va_calloc((size_t)(threads - 1) * (size_t)(k * W), sizeof(double), "per-thread statistics");
 #ifdef VECANNEAL_OPENMP
@@ -118,8 +133,8 @@ static int cmp_by_r(const void *pa, const void *pb) {
   return sort_r[a] < sort_r[b] ? -1 : sort_r[a] > sort_r[b] ? 1 : (a > b) - (a < b);
 }
 
-void va_trimmed_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d,
-                         double trim_near, double trim_far, double *mean) {
+void va_trimmed_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d, double trim_near,
+                         double trim_far, double *mean) {
   int64_t *idx = va_malloc((size_t)m * sizeof *idx, "trim reference");
   memcpy(idx, members, (size_t)m * sizeof *idx);
   sort_r = r;
@@ -132,8 +147,8 @@ void va_trimmed_mean_ref(const float *X, const float *r, const int64_t *members,
   free(idx);
 }
 
-void va_huber_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d,
-                       double delta, double *mean) {
+void va_huber_mean_ref(const float *X, const float *r, const int64_t *members, int64_t m, int64_t d, double delta,
+                       double *mean) {
   double wsum = 0;
   for (int64_t t = 0; t < d; t++) mean[t] = 0;
   for (int64_t q = 0; q < m; q++) {

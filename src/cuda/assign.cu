@@ -46,10 +46,16 @@ __device__ __forceinline__ float row_distance_warp(const T *__restrict__ x, cons
 }
 
 __device__ __forceinline__ void better(float &bv, int &bi, float ov, int oi) {
-  if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+  if (ov > bv || (ov == bv && oi < bi)) {
+    bv = ov;
+    bi = oi;
+  }
 }
 __device__ __forceinline__ void better_min(float &bv, int &bi, float ov, int oi) {
-  if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+  if (ov < bv || (ov == bv && oi < bi)) {
+    bv = ov;
+    bi = oi;
+  }
 }
 
 /* The block's changed rows (lane 0 of each warp holds its warp's) added to the pass's count: one atomic
@@ -69,10 +75,9 @@ __device__ __forceinline__ void add_block_changed(unsigned changed, unsigned lon
 /* Rows [row0, row0 + rows): C (rows x kp, row-major) holds x . a. One warp per row. */
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restrict__ hb,
-                   int64_t row0, int64_t rows, const T *__restrict__ X, const float *__restrict__ A32,
-                   int64_t dp, int d, int cosine, uint32_t *__restrict__ assign, float *__restrict__ r,
-                   unsigned long long *counter) {
+    argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restrict__ hb, int64_t row0,
+                       int64_t rows, const T *__restrict__ X, const float *__restrict__ A32, int64_t dp, int d,
+                       int cosine, uint32_t *__restrict__ assign, float *__restrict__ r, unsigned long long *counter) {
   const int lane = threadIdx.x & 31;
   const int64_t ii = (int64_t)blockIdx.x * (THREADS / 32) + (threadIdx.x >> 5);
   unsigned changed = 0;
@@ -85,13 +90,26 @@ argmin_rows_kernel(const float *__restrict__ C, int64_t kp, const float *__restr
       float4 cv = c4[q], bv = __ldg(b4 + q);
       float v0 = cv.x - bv.x, v1 = cv.y - bv.y, v2 = cv.z - bv.z, v3 = cv.w - bv.w;
       int j = (int)(4 * q);
-      if (v0 > best) { best = v0; bi = j; }
-      if (v1 > best) { best = v1; bi = j + 1; }
-      if (v2 > best) { best = v2; bi = j + 2; }
-      if (v3 > best) { best = v3; bi = j + 3; }
+      if (v0 > best) {
+        best = v0;
+        bi = j;
+      }
+      if (v1 > best) {
+        best = v1;
+        bi = j + 1;
+      }
+      if (v2 > best) {
+        best = v2;
+        bi = j + 2;
+      }
+      if (v3 > best) {
+        best = v3;
+        bi = j + 3;
+      }
     }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) better(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
+    for (int o = 16; o > 0; o >>= 1)
+      better(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
     int64_t i = row0 + ii;
     float rv = row_distance_warp(X + i * dp, A32 + (int64_t)bi * dp, d, cosine, lane);
     if (lane == 0) {
@@ -145,13 +163,13 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
     int64_t rows = v->n - r0 < chunk ? v->n - r0 : chunk;
     /* column-major view: C^T (kp x rows) = A (kp x dp, stored row-major = op T) * X^T (dp x rows) */
     VA_CUBLAS(va_blas().cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)kp, (int)rows, (int)c->dp, &one, Ap, type,
-                           (int)c->dp, (const char *)Xp + (size_t)r0 * (size_t)c->dp * es, type, (int)c->dp, &zero,
-                           c->C, CUDA_R_32F, (int)kp, comp, CUBLAS_GEMM_DEFAULT));
+                                     (int)c->dp, (const char *)Xp + (size_t)r0 * (size_t)c->dp * es, type, (int)c->dp,
+                                     &zero, c->C, CUDA_R_32F, (int)kp, comp, CUBLAS_GEMM_DEFAULT));
     if (gemm_only) continue;
     int64_t blocks = (rows + THREADS / 32 - 1) / (THREADS / 32);
     va_cuda_with_rows(c, v, [&](auto X) {
-      argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(c->C, kp, hb, r0, rows, X, c->A32, c->dp, (int)c->d, cosine,
-                                                                     c->assign + v->row0, c->r + v->row0, c->counter);
+      argmin_rows_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(
+          c->C, kp, hb, r0, rows, X, c->A32, c->dp, (int)c->d, cosine, c->assign + v->row0, c->r + v->row0, c->counter);
     });
     VA_LAUNCHED();
   }
@@ -171,9 +189,9 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
 static const int DIRECT_TS = 128;
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-direct_assign_kernel(const T *__restrict__ X, const float *__restrict__ A32, const float *__restrict__ hb_l2, int64_t rows,
-                     int64_t dp, int d, int64_t k, int cosine, uint32_t *__restrict__ assign, float *__restrict__ r,
-                     unsigned long long *counter) {
+    direct_assign_kernel(const T *__restrict__ X, const float *__restrict__ A32, const float *__restrict__ hb_l2,
+                         int64_t rows, int64_t dp, int d, int64_t k, int cosine, uint32_t *__restrict__ assign,
+                         float *__restrict__ r, unsigned long long *counter) {
   __shared__ float As[DIRECT_TS][33];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t i = (int64_t)blockIdx.x * (THREADS / 32) + warp;
@@ -187,7 +205,8 @@ direct_assign_kernel(const T *__restrict__ X, const float *__restrict__ A32, con
     for (int t0 = 0; t0 < d; t0 += DIRECT_TS) {
       const int ts = d - t0 < DIRECT_TS ? d - t0 : DIRECT_TS;
       __syncthreads();
-      for (int e = threadIdx.x; e < 32 * DIRECT_TS; e += THREADS) { /* consecutive threads: consecutive t of one anchor */
+      for (int e = threadIdx.x; e < 32 * DIRECT_TS;
+           e += THREADS) { /* consecutive threads: consecutive t of one anchor */
         const int l = e / DIRECT_TS, t = e % DIRECT_TS;
         As[t][l] = (t < ts && j0 + l < k) ? A32[(j0 + l) * dp + t0 + t] : 0.0f;
       }
@@ -196,11 +215,15 @@ direct_assign_kernel(const T *__restrict__ X, const float *__restrict__ A32, con
     }
     if (j < k) {
       const float v = fmaf(scale, dot, cosine ? 0.0f : 2.0f * __ldg(hb_l2 + j));
-      if (v < best) { best = v; bi = (int)j; }
+      if (v < best) {
+        best = v;
+        bi = (int)j;
+      }
     }
   }
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) better_min(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
+  for (int o = 16; o > 0; o >>= 1)
+    better_min(best, bi, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o));
   unsigned changed = 0;
   if (i < rows) {
     const float rv = row_distance_warp(x, A32 + (int64_t)bi * dp, d, cosine, lane);
@@ -217,8 +240,8 @@ static void direct_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
   const int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
   if (blocks <= 0) return;
   va_cuda_with_rows(c, v, [&](auto X) {
-    direct_assign_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->A32, c->bias_l2, v->n, c->dp, (int)c->d, c->k, cosine,
-                                                                     c->assign + v->row0, c->r + v->row0, c->counter);
+    direct_assign_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(
+        X, c->A32, c->bias_l2, v->n, c->dp, (int)c->d, c->k, cosine, c->assign + v->row0, c->r + v->row0, c->counter);
   });
   VA_LAUNCHED();
 }
@@ -232,31 +255,39 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t &r0, uint32_t &r
 
 /* One 32-byte k-step of a 16 x 8 output tile: fp16/bf16 m16n8k16, tf32 m16n8k8 (the fragments that
  * ldmatrix gives are laid out alike in bytes for both). */
-template <typename T> struct Mma;
-template <> struct Mma<__half> {
+template <typename T>
+struct Mma;
+template <>
+struct Mma<__half> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
-template <> struct Mma<__nv_bfloat16> {
+template <>
+struct Mma<__nv_bfloat16> {
   static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
-template <> struct Mma<float> { /* tf32: the hardware reads the top 19 bits of each float */
+template <>
+struct Mma<float> { /* tf32: the hardware reads the top 19 bits of each float */
   static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
 
 /* --- FUSED path, rows in shared memory (configuration 1: any d whose tiles fit) ---------------------- */
-template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es) {
+template <int BM, int BN, int WN>
+static size_t fused_smem(int64_t dp, size_t es) {
   size_t stride = (size_t)dp * es + 16;
   return (size_t)(BM + 2 * BN) * stride + (size_t)WN * BM * 8;
 }
@@ -268,8 +299,8 @@ template <int BM, int BN, int WN> static size_t fused_smem(int64_t dp, size_t es
  * and counts the changed rows; r comes after, from r_rows_kernel. */
 template <typename T, int BM, int BN, int WM, int WN>
 __global__ void __launch_bounds__(THREADS, 1)
-fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
-                    int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
+    fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
+                        int dp, int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
   constexpr int WTM = BM / WM, WTN = BN / WN, MT = WTM / 16, NT = WTN / 8;
   static_assert(WM * WN == THREADS / 32, "8 warps");
   static_assert(MT >= 1 && NT >= 2 && NT % 2 == 0, "warp tile");
@@ -301,7 +332,10 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
       cp_async16(base + rr * stride + cc * 16, Ag + (size_t)rr * rowbytes + cc * 16);
       rr += drr;
       cc += dcc;
-      if (cc >= cpr) { cc -= cpr; rr++; }
+      if (cc >= cpr) {
+        cc -= cpr;
+        rr++;
+      }
     }
   };
   load_tile(0, 0);
@@ -312,7 +346,10 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
 #pragma unroll
   for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) { best[mi][h] = -INFINITY; bidx[mi][h] = 0; }
+    for (int h = 0; h < 2; h++) {
+      best[mi][h] = -INFINITY;
+      bidx[mi][h] = 0;
+    }
 
   const int KS = rowbytes / 32; /* even: dp is a multiple of 32 */
   const uint32_t a_off = (uint32_t)((wm * WTM + (lane & 15)) * stride + (lane >> 4) * 16);
@@ -336,8 +373,10 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
       const float2 bb = bnext[ni];
 #pragma unroll
       for (int mi = 0; mi < MT; mi++) {
-        acc[mi][ni][0] = -bb.x; acc[mi][ni][1] = -bb.y;
-        acc[mi][ni][2] = -bb.x; acc[mi][ni][3] = -bb.y;
+        acc[mi][ni][0] = -bb.x;
+        acc[mi][ni][1] = -bb.y;
+        acc[mi][ni][2] = -bb.x;
+        acc[mi][ni][3] = -bb.y;
       }
     }
     if (t + 1 < ntiles)
@@ -350,11 +389,12 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
     auto load_frags = [&](int ks, int buf) {
 #pragma unroll
       for (int mi = 0; mi < MT; mi++)
-        ldsm_x4(xs_base + a_off + mi * 16 * stride + ks * 32, af[buf][mi][0], af[buf][mi][1], af[buf][mi][2], af[buf][mi][3]);
+        ldsm_x4(xs_base + a_off + mi * 16 * stride + ks * 32, af[buf][mi][0], af[buf][mi][1], af[buf][mi][2],
+                af[buf][mi][3]);
 #pragma unroll
       for (int nj = 0; nj < NT / 2; nj++)
-        ldsm_x4(as_base + b_off + nj * 16 * stride + ks * 32, bf[buf][2 * nj][0], bf[buf][2 * nj][1], bf[buf][2 * nj + 1][0],
-                bf[buf][2 * nj + 1][1]);
+        ldsm_x4(as_base + b_off + nj * 16 * stride + ks * 32, bf[buf][2 * nj][0], bf[buf][2 * nj][1],
+                bf[buf][2 * nj + 1][0], bf[buf][2 * nj + 1][1]);
     };
     auto products = [&](int buf) {
 #pragma unroll
@@ -397,7 +437,8 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
     for (int h = 0; h < 2; h++) {
 #pragma unroll
       for (int o = 1; o <= 2; o <<= 1)
-        better(best[mi][h], bidx[mi][h], __shfl_xor_sync(0xffffffffu, best[mi][h], o), __shfl_xor_sync(0xffffffffu, bidx[mi][h], o));
+        better(best[mi][h], bidx[mi][h], __shfl_xor_sync(0xffffffffu, best[mi][h], o),
+               __shfl_xor_sync(0xffffffffu, bidx[mi][h], o));
       if (tq == 0) {
         int row = wm * WTM + mi * 16 + h * 8 + g;
         red_val[wn * BM + row] = best[mi][h];
@@ -430,14 +471,15 @@ fused_assign_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
  * loop: they cost register copies at every merge); a row shorter than KS steps (dp * es < 32 KS) is
  * zero padded: zero A fragments, and the tail of every shared row zeroed once (0 * garbage could be
  * NaN). */
-template <int NT, int KS, int STAGES> static size_t rx_smem() {
+template <int NT, int KS, int STAGES>
+static size_t rx_smem() {
   return (size_t)STAGES * ((size_t)NT * 8 * (KS * 32 + 16) + (size_t)NT * 8 * 4);
 }
 
 template <typename T, int MT, int NT, int KS, int WARPS, int STAGES, int MINB>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
-fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
-                int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
+    fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int dp,
+                    int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter) {
   constexpr int NTH = WARPS * 32, BN = NT * 8, stride = KS * 32 + 16, stage_bytes = BN * stride + BN * 4;
   static_assert(NT % 2 == 0 && MT >= 1 && STAGES >= 2 && BN / 4 <= NTH, "tile");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -492,7 +534,8 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
       const unsigned char *Ag = (const unsigned char *)A + (size_t)t * (BN * KS * 32) + tid * 16;
       const uint32_t sb = s_first + stage * stage_bytes;
 #pragma unroll
-      for (int q = 0; q < (FAST ? BN * CPR / NTH : 1); q++) cp_async16(sb + q * (NTH / CPR) * stride, Ag + q * NTH * 16);
+      for (int q = 0; q < (FAST ? BN * CPR / NTH : 1); q++)
+        cp_async16(sb + q * (NTH / CPR) * stride, Ag + q * NTH * 16);
     } else {
       const unsigned char *Ag = (const unsigned char *)A + (size_t)t * BN * rowbytes;
       int rr = rr0, cc = cc0;
@@ -500,7 +543,10 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
         cp_async16(base + rr * stride + cc * 16, Ag + (size_t)rr * rowbytes + cc * 16);
         rr += drr;
         cc += dcc;
-        if (cc >= cpr) { cc -= cpr; rr++; }
+        if (cc >= cpr) {
+          cc -= cpr;
+          rr++;
+        }
       }
     }
     if (tid < BN / 4) cp_async16(base + BN * stride + tid * 16, hb + (size_t)t * BN + tid * 4);
@@ -516,7 +562,10 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
 #pragma unroll
   for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) { best[mi][h] = INFINITY; bidx[mi][h] = 0; }
+    for (int h = 0; h < 2; h++) {
+      best[mi][h] = INFINITY;
+      bidx[mi][h] = 0;
+    }
   const uint32_t b_off = (uint32_t)(((lane >> 4) * 8 + (lane & 7)) * stride + ((lane >> 3) & 1) * 16);
   int cstage = 0, fstage = STAGES - 1; /* the stage computed now, the stage refilled now */
   for (int t = 0; t < ntiles; t++) {
@@ -534,8 +583,10 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
       const float2 bb = *(const float2 *)(bias_s + ni * 8 + 2 * tq);
 #pragma unroll
       for (int mi = 0; mi < MT; mi++) {
-        acc[mi][ni][0] = bb.x; acc[mi][ni][1] = bb.y;
-        acc[mi][ni][2] = bb.x; acc[mi][ni][3] = bb.y;
+        acc[mi][ni][0] = bb.x;
+        acc[mi][ni][1] = bb.y;
+        acc[mi][ni][2] = bb.x;
+        acc[mi][ni][3] = bb.y;
       }
     }
     /* B fragments double buffered: step ks + 1's ldmatrix in flight during step ks's products */
@@ -585,7 +636,8 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
       float bv = best[mi][h];
       int bi = bidx[mi][h];
 #pragma unroll
-      for (int o = 1; o <= 2; o <<= 1) better_min(bv, bi, __shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o));
+      for (int o = 1; o <= 2; o <<= 1)
+        better_min(bv, bi, __shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o));
       const int64_t i = wrow0 + mi * 16 + h * 8 + g;
       if (tq == 0 && i < n) { /* rows past n are padding: computed, not written */
         changed += assign[i] != (uint32_t)bi;
@@ -605,8 +657,8 @@ fused_rx_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *_
 static const int R_RPW = 4;
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-r_rows_kernel(const T *__restrict__ X, const float *__restrict__ A32, const uint32_t *__restrict__ assign,
-              int64_t n, int dp, int cosine, float *__restrict__ r) {
+    r_rows_kernel(const T *__restrict__ X, const float *__restrict__ A32, const uint32_t *__restrict__ assign,
+                  int64_t n, int dp, int cosine, float *__restrict__ r) {
   const int lane = threadIdx.x & 31;
   const int64_t i0 = ((int64_t)blockIdx.x * (THREADS / 32) + (threadIdx.x >> 5)) * R_RPW;
   if (i0 >= n) return; /* whole warps */
@@ -653,7 +705,10 @@ r_rows_kernel(const T *__restrict__ X, const float *__restrict__ A32, const uint
     for (int u = 0; u < R_RPW; u++) {
       if (i0 + u >= n) break;
       double v = s[u];
-      if (cosine) { v = 1.0 - v; v = v > 0 ? v : 0; }
+      if (cosine) {
+        v = 1.0 - v;
+        v = v > 0 ? v : 0;
+      }
       r[i0 + u] = (float)v;
     }
 }
@@ -662,7 +717,8 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
   const int64_t per_block = (THREADS / 32) * R_RPW;
   unsigned blocks = (unsigned)((v->n + per_block - 1) / per_block);
   va_cuda_with_rows(c, v, [&](auto X) {
-    r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(X, c->A32, c->assign + v->row0, v->n, (int)c->dp, cosine, c->r + v->row0);
+    r_rows_kernel<<<blocks, THREADS, 0, c->stream>>>(X, c->A32, c->assign + v->row0, v->n, (int)c->dp, cosine,
+                                                     c->r + v->row0);
   });
   VA_LAUNCHED();
 }
@@ -683,7 +739,8 @@ template <int MT, int NT, int KSMAX, int WARPS, int STAGES, int MINB>
 static bool rx_fits(const va_cuda_t *c, size_t es) {
   if ((size_t)c->dp * es > (size_t)KSMAX * 32) return false;
   size_t sm = rx_smem<NT, KSMAX, STAGES>(); /* the larger of the two instances (KSMAX, KSMAX / 2 steps) */
-  return sm <= (size_t)c->prop.sharedMemPerBlockOptin && MINB * (sm + 1024) <= (size_t)c->prop.sharedMemPerMultiprocessor;
+  return sm <= (size_t)c->prop.sharedMemPerBlockOptin &&
+         MINB * (sm + 1024) <= (size_t)c->prop.sharedMemPerMultiprocessor;
 }
 
 static bool fused_fits(const va_cuda_t *c, int cfg) {
@@ -724,7 +781,7 @@ static void launch_fused(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, c
   int ntiles = (int)((c->k + BN - 1) / BN); /* anchors past k (to k_cap) are padding with hb = +inf */
   unsigned blocks = (unsigned)((v->n + BM - 1) / BM);
   kern<<<blocks, THREADS, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, v->n,
-                                              (int)c->dp, ntiles, c->assign + v->row0, c->counter);
+                                             (int)c->dp, ntiles, c->assign + v->row0, c->counter);
   VA_LAUNCHED();
 }
 
@@ -735,23 +792,28 @@ static void launch_rx(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, cons
   static_assert(VA_CUDA_ROWPAD % BM == 0 && VA_CUDA_KPAD % BN == 0 && KSH % 2 == 0, "padding");
   const bool half = (size_t)c->dp * sizeof(T) <= (size_t)KSH * 32;
   size_t smem = half ? rx_smem<NT, KSH, STAGES>() : rx_smem<NT, KSMAX, STAGES>();
-  auto kern = half ? fused_rx_kernel<T, MT, NT, KSH, WARPS, STAGES, MINB> : fused_rx_kernel<T, MT, NT, KSMAX, WARPS, STAGES, MINB>;
+  auto kern = half ? fused_rx_kernel<T, MT, NT, KSH, WARPS, STAGES, MINB>
+                   : fused_rx_kernel<T, MT, NT, KSMAX, WARPS, STAGES, MINB>;
   VA_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int ntiles = (int)((c->k + BN - 1) / BN);
   unsigned blocks = (unsigned)((v->n + BM - 1) / BM);
   kern<<<blocks, WARPS * 32, smem, c->stream>>>((const T *)X, (const T *)A, cosine ? c->bias_cos : c->bias_l2, v->n,
-                                                 (int)c->dp, ntiles, c->assign + v->row0, c->counter);
+                                                (int)c->dp, ntiles, c->assign + v->row0, c->counter);
   VA_LAUNCHED();
 }
 
-template <typename T> static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
+template <typename T>
+static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   constexpr bool F32 = sizeof(T) == 4;
   switch (c->fused_cfg) {
   case 1: launch_fused<T, 128, 64, 4, 2>(c, v, X, A, cosine); break;
-  case 2: if constexpr (F32) launch_rx<T, RX32>(c, v, X, A, cosine); else launch_rx<T, RX16>(c, v, X, A, cosine); break;
+  case 2:
+    if constexpr (F32) launch_rx<T, RX32>(c, v, X, A, cosine);
+    else launch_rx<T, RX16>(c, v, X, A, cosine);
+    break;
   case 3:
-    VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, c->assign + v->row0,
-                            c->counter, c->prop.multiProcessorCount, c->stream));
+    VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k,
+                            c->assign + v->row0, c->counter, c->prop.multiProcessorCount, c->stream));
     break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }
@@ -779,7 +841,9 @@ static void check_ready(va_cuda_t *c) {
   if (c->k <= 0) VA_FATAL("va_cuda_assign before va_cuda_set_anchors");
 }
 
-struct assign_args { int cosine, variant, part; };
+struct assign_args {
+  int cosine, variant, part;
+};
 static void assign_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   const assign_args *a = (const assign_args *)arg;
   va_cuda_assign_launch(c, v, a->cosine, a->variant, a->part);
@@ -868,7 +932,8 @@ extern "C" double va_cuda_bench_mma_peak(va_cuda_t *c, int precision, int blocks
   for (int rep = 0; rep < 6; rep++) {
     VA_CUDA(cudaEventRecord(c->ev0, c->stream));
     if (precision == VA_CUDA_TF32) mma_peak_kernel<float><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3F800000u);
-    else if (precision == VA_CUDA_BF16) mma_peak_kernel<__nv_bfloat16><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3F803F80u);
+    else if (precision == VA_CUDA_BF16)
+      mma_peak_kernel<__nv_bfloat16><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3F803F80u);
     else mma_peak_kernel<__half><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3C003C00u);
     VA_LAUNCHED();
     VA_CUDA(cudaEventRecord(c->ev1, c->stream));
@@ -894,7 +959,8 @@ extern "C" double va_cuda_bench_assign(va_cuda_t *c, int cosine, int warmup, int
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   check_ready(c);
-  assign_args a = {cosine, gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c), gemm_only};
+  assign_args a = {cosine, gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c),
+                   gemm_only};
   for (int w = 0; w < warmup; w++) va_cuda_each_rows(c, assign_rows, &a);
   std::vector<float> t;
   for (int rep = 0; rep < reps; rep++) {

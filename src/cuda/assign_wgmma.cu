@@ -31,31 +31,38 @@ namespace {
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 /* Pins the compiler's ordering of ordinary accesses to accumulators around the asynchronous products. */
-template <int NA> __device__ __forceinline__ void fence_regs(float (&d)[NA]) {
+template <int NA>
+__device__ __forceinline__ void fence_regs(float (&d)[NA]) {
 #pragma unroll
   for (int i = 0; i < NA; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 /* Accumulator lists: D per warp as m16n8 tiles, d[4i..4i+3] = (row g, cols 8i + 2tq, +1), (row g + 8,
  * same cols) (warp w of the group: rows 16w..16w+15 of the 64). scale-d acc_in: 0 = D = A B, else += . */
-#define VA_F4(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define VA_F4(d, i)  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define VA_F16(d, i) VA_F4(d, i), VA_F4(d, i + 4), VA_F4(d, i + 8), VA_F4(d, i + 12)
 #define VA_F32(d, i) VA_F16(d, i), VA_F16(d, i + 16)
-#define VA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define VA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
-               "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
-               "%62, %63}"
+#define VA_D32                                                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "              \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define VA_D64                                                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "              \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "               \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "               \
+  "%62, %63}"
 /* tf32, rows in registers: D (64 x 64) += A (64 x 8: one 32-byte step of d, as mma.sync's m16n8k8 A
  * fragment per warp, negated when loaded) * B (the step's 64 anchors, from shared memory through the
  * descriptor); tf32 takes no transpose operand. */
 struct WgTf32 {
   static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " VA_D32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
                  : VA_F32(d, 0)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));
   }
@@ -63,15 +70,17 @@ struct WgTf32 {
 /* fp16 / bf16, rows in shared memory: D (64 x 128) += -A (64 x 16, descriptor adesc: the rows in the
  * anchors' layout) * B (the step's 128 anchors, bdesc); scale-a -1 negates the rows (exact), neither
  * operand transposed (both K-major). */
-template <typename T> struct WgS;
-#define VA_WGS(TYPE, SHAPE)                                                                                    \
-  template <> struct WgS<TYPE> {                                                                             \
-    static __device__ __forceinline__ void run(float (&d)[64], uint64_t adesc, uint64_t bdesc, int acc_in) {  \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D64 ", %64, %65, p, -1, 1, 0, 0;\n}\n"     \
-                   : VA_F32(d, 0), VA_F32(d, 32)                                                             \
-                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                   \
-    }                                                                                                        \
+template <typename T>
+struct WgS;
+#define VA_WGS(TYPE, SHAPE)                                                                                            \
+  template <>                                                                                                          \
+  struct WgS<TYPE> {                                                                                                   \
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t adesc, uint64_t bdesc, int acc_in) {           \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                        \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D64 ", %64, %65, p, -1, 1, 0, 0;\n}\n"                 \
+                   : VA_F32(d, 0), VA_F32(d, 32)                                                                       \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
+    }                                                                                                                  \
   };
 VA_WGS(__half, "m64n128k16.f32.f16.f16")
 VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
@@ -79,15 +88,17 @@ VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
 /* fp16 / bf16, rows longer than 128 elements in registers: D (64 x 64) += A (64 x 16: one 32-byte step
  * of d, as mma.sync's m16n8k16 A fragment per warp, negated when loaded) * B (the step's 64 anchors,
  * bdesc, K-major). */
-template <typename T> struct WgR;
-#define VA_WGR(TYPE, SHAPE)                                                                                    \
-  template <> struct WgR<TYPE> {                                                                             \
-    static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" \
-                   : VA_F32(d, 0)                                                                            \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                    \
-    }                                                                                                        \
+template <typename T>
+struct WgR;
+#define VA_WGR(TYPE, SHAPE)                                                                                            \
+  template <>                                                                                                          \
+  struct WgR<TYPE> {                                                                                                   \
+    static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, int acc_in) {    \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                        \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"    \
+                   : VA_F32(d, 0)                                                                                      \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));                              \
+    }                                                                                                                  \
   };
 VA_WGR(__half, "m64n64k16.f32.f16.f16")
 VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
@@ -95,15 +106,17 @@ VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
 /* Rows of 640 to 1536 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
  * of d, adesc: the rows in the anchors' layout) * B (the step's 64 anchors, bdesc); scale-a -1 negates
  * the rows (exact); 16-bit: neither operand transposed (both K-major); tf32 takes no transpose operand. */
-template <typename T> struct WgP;
-#define VA_WGP(TYPE, SHAPE, TRANS)                                                                              \
-  template <> struct WgP<TYPE> {                                                                              \
-    static __device__ __forceinline__ void run(float (&d)[32], uint64_t adesc, uint64_t bdesc, int acc_in) {   \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                             \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", %32, %33, p, -1, 1" TRANS ";\n}\n"  \
-                   : VA_F32(d, 0)                                                                             \
-                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                    \
-    }                                                                                                         \
+template <typename T>
+struct WgP;
+#define VA_WGP(TYPE, SHAPE, TRANS)                                                                                     \
+  template <>                                                                                                          \
+  struct WgP<TYPE> {                                                                                                   \
+    static __device__ __forceinline__ void run(float (&d)[32], uint64_t adesc, uint64_t bdesc, int acc_in) {           \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                        \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", %32, %33, p, -1, 1" TRANS ";\n}\n"              \
+                   : VA_F32(d, 0)                                                                                      \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
+    }                                                                                                                  \
   };
 VA_WGP(float, "m64n64k8.f32.tf32.tf32", "")
 VA_WGP(__half, "m64n64k16.f32.f16.f16", ", 0, 0")
@@ -117,14 +130,19 @@ VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
 
 /* f(I) for I = 0 .. N - 1, each a std::integral_constant: loops whose index must be a compile-time
  * constant (accumulator sets, pieces of a row, kernel instances) */
-template <typename F, int... I> __host__ __device__ __forceinline__ void static_for_seq(F &&f, std::integer_sequence<int, I...>) {
+template <typename F, int... I>
+__host__ __device__ __forceinline__ void static_for_seq(F &&f, std::integer_sequence<int, I...>) {
   (f(std::integral_constant<int, I>{}), ...);
 }
-template <int N, typename F> __host__ __device__ __forceinline__ void static_for(F &&f) { static_for_seq(f, std::make_integer_sequence<int, N>{}); }
+template <int N, typename F>
+__host__ __device__ __forceinline__ void static_for(F &&f) {
+  static_for_seq(f, std::make_integer_sequence<int, N>{});
+}
 
 /* The smallest of mv[0, N) and its index mi, ties to the lower index: adjacent pairs at stride S, so
  * each comparison's left side holds only lower indices; log2 N levels of independent selects. */
-template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
+template <int S, int N>
+__device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
 #pragma unroll
   for (int i = 0; i < N; i += 2 * S) {
     const bool p = mv[i + S] < mv[i];
@@ -142,7 +160,8 @@ template <int S, int N> __device__ __forceinline__ void argmin_tree(float *mv, i
  * pairs as they are read, so the set, its pairs and the biases are never all live at once (three
  * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). */
 template <int BN>
-__device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float *bias, int t, int tq, float (&best)[2], int (&bidx)[2]) {
+__device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float *bias, int t, int tq, float (&best)[2],
+                                          int (&bidx)[2]) {
   float mv[2][BN / 8];
   int mi[2][BN / 8];
 #pragma unroll
@@ -169,8 +188,9 @@ __device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float 
  * a[] and the changed count against the rows' previous a[] (old_a, indexed by the block's row). wrow0:
  * this warp's first row in its warpgroup's row block 0 (row block rb adds 64 rb). */
 template <int RB>
-__device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int (&bidx)[RB][2], int wrow0, int64_t row0, int64_t n,
-                                           const uint32_t *old_a, uint32_t *assign, unsigned long long *counter) {
+__device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int (&bidx)[RB][2], int wrow0,
+                                           int64_t row0, int64_t n, const uint32_t *old_a, uint32_t *assign,
+                                           unsigned long long *counter) {
   const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   unsigned changed = 0;
 #pragma unroll
@@ -183,10 +203,13 @@ __device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int
       for (int o = 1; o <= 2; o <<= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
         const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+        if (ov < bv || (ov == bv && oi < bi)) {
+          bv = ov;
+          bi = oi;
+        }
       }
       const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
-      if (tq == 0 && row0 + r < n) { /* rows past n are padding: computed, not written */
+      if (tq == 0 && row0 + r < n) {             /* rows past n are padding: computed, not written */
         changed += old_a[r] != (uint32_t)bi;
         assign[row0 + r] = (uint32_t)bi;
       }
@@ -205,7 +228,8 @@ __device__ __forceinline__ void load_rows_shared(uint32_t s_rows, const void *X,
 #pragma unroll 4
   for (int q = 0; q < BM * CPR / NTH; q++) {
     const int e = q * NTH + (int)threadIdx.x, r = e / CPR, c = e % CPR, i = r & 63;
-    const uint32_t dst = s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
+    const uint32_t dst =
+        s_rows + (uint32_t)((r >> 6) * (64 * SROWB) + (c >> 3) * (64 * 128) + i * 128 + (((c & 7) ^ (i & 7)) << 4));
     if (row0 + r < readable) cp_async16(dst, (const unsigned char *)X + (size_t)(row0 + r) * ROWB + c * 16);
     else asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
   }
@@ -218,7 +242,8 @@ __device__ __forceinline__ void prefetch_next_rows(const void *X, int64_t row0, 
   static_assert(PIECE % 16 == 0, "prefetch pieces");
   const int64_t next0 = row0 + (int64_t)ahead * BM;
   if ((threadIdx.x & 31) == 0 && next0 + BM <= readable)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB + (size_t)(threadIdx.x >> 5) * PIECE),
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const unsigned char *)X + (size_t)next0 * ROWB +
+                                                                      (size_t)(threadIdx.x >> 5) * PIECE),
                  "r"(PIECE)
                  : "memory");
 }
@@ -247,20 +272,24 @@ __device__ __forceinline__ void prefetch_next_rows(const void *X, int64_t row0, 
  * / 0.952 (its 16-unit instances spill a few bytes; 6 ring stages instead of 4 were slower). k 1024 is
  * one group of 16 at fp16/bf16. */
 /* SS at KS 4 (d 64): groups of 8 or 16 spill (488 / 1604 bytes) in 168 registers, groups of 4 do not */
-template <typename T, int KS> constexpr int unit_group() { return sizeof(T) == 4 ? 8 : KS != 8 ? 4 : 16; }
+template <typename T, int KS>
+constexpr int unit_group() {
+  return sizeof(T) == 4 ? 8 : KS != 8 ? 4 : 16;
+}
 
 /* RB: 64-row blocks per warpgroup. 2: units alternate the two row blocks (and accumulator sets) within a
  * tile; 1 (16-bit rows longer than 128 elements, in registers: two blocks' fragments would not fit):
  * units are whole tiles, alternating the accumulator sets from tile to tile. */
 template <typename T, int BN, int KS, int STAGES, int NWG, bool SS, int RB>
 __global__ void __launch_bounds__(NWG * 128, 1)
-fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
-                   uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
+    fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
+                       int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
   constexpr int NTH = NWG * 128, BM = NWG * 64 * RB; /* rows per block */
   /* a row: ROWB bytes in global memory (KS steps of 32 bytes), SROWB in shared memory (whole 128-byte
    * pieces: a row of 1.5 pieces, d 96 at 16 bits, fills two, its swizzled chunks spread over both
    * lines of the second) */
-  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16, TILE_B = BN * SROWB, STAGE_B = TILE_B + 1024, NACC = BN / 2;
+  constexpr int ROWB = KS * 32, SROWB = (KS + 3) / 4 * 128, CPR = ROWB / 16, TILE_B = BN * SROWB,
+                STAGE_B = TILE_B + 1024, NACC = BN / 2;
   constexpr int LOADS = (BN * CPR + NTH - 1) / NTH; /* 16-byte copies per thread and tile (the last maybe partial) */
   constexpr int GROUP = unit_group<T, KS>();
   static_assert(KS % 2 == 0 && BN % 16 == 0 && BN * 4 <= 1024 && STAGES >= 3, "tile");
@@ -338,7 +367,10 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
 #pragma unroll
   for (int rb = 0; rb < RB; rb++)
 #pragma unroll
-    for (int h = 0; h < 2; h++) { best[rb][h] = INFINITY; bidx[rb][h] = 0; }
+    for (int h = 0; h < 2; h++) {
+      best[rb][h] = INFINITY;
+      bidx[rb][h] = 0;
+    }
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
   const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
   /* SS: this warpgroup's row block 0 in shared memory */
@@ -374,10 +406,8 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
                      : "=l"(adesc)
                      : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
         WgS<T>::run(acc[set], adesc, bdesc, ks > 0);
-      } else if constexpr (sizeof(T) == 4)
-        WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
-      else
-        WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
+      } else if constexpr (sizeof(T) == 4) WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
+      else WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
     }
     wg_commit();
   };
@@ -437,8 +467,8 @@ fused_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float
  * at 13%, the SM at 45%: latency-bound, not bound by the anchors' traffic. */
 template <typename T, int KS, int NWG, int STAGES>
 __global__ void __launch_bounds__(NWG * 128, 1)
-pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n, int ntiles,
-                    uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
+    pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
+                        int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
   constexpr int BN = 64, NTH = NWG * 128, BM = NWG * 64, LEAD = STAGES - 2;
   /* a row: ROWB bytes in global memory, NP 128-byte pieces in shared memory (the last one half used
    * when KS % 4 == 2) */
@@ -474,7 +504,8 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
       const int e = q * NTH + tid, j = e >> lg, c = e & ((1 << lg) - 1);
       if (e < (BN << lg)) cp_async16(st + (uint32_t)(j * 128 + ((c ^ (j & 7)) << 4)), src + (size_t)j * ROWB + c * 16);
     }
-    if (p == 0 && tid < BN / 4) cp_async16(s_bias + (uint32_t)((t & 3) * (BN * 4) + tid * 16), hb + (size_t)t * BN + tid * 4);
+    if (p == 0 && tid < BN / 4)
+      cp_async16(s_bias + (uint32_t)((t & 3) * (BN * 4) + tid * 16), hb + (size_t)t * BN + tid * 4);
   };
 #pragma unroll
   for (int s = 0; s < LEAD; s++) {
@@ -505,21 +536,25 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
     for (int ks = 4 * p; ks < (4 * p + 4 < KS ? 4 * p + 4 : KS); ks++) {
       const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks & 3) * 32)) >> 4);
       uint64_t adesc; /* formed at each use from one base, as in the SS kernel */
-      asm volatile("add.s64 %0, %1, %2;\n" : "=l"(adesc) : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
+      asm volatile("add.s64 %0, %1, %2;\n"
+                   : "=l"(adesc)
+                   : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
       WgP<T>::run(acc[set], adesc, bdesc, ks > 0);
     }
     wg_commit();
   };
   auto retire = [&](auto J, int t) {
     fence_regs(acc[decltype(J)::value]);
-    scan_tile<BN>(acc[decltype(J)::value], (const float *)(smem + (s_bias - s_base) + (t & 3) * (BN * 4)), t, tq, best[0], bidx[0]);
+    scan_tile<BN>(acc[decltype(J)::value], (const float *)(smem + (s_bias - s_base) + (t & 3) * (BN * 4)), t, tq,
+                  best[0], bidx[0]);
   };
   /* one tile's pieces into set J; the previous tile's set (J ^ 1) scanned after the first of them */
   auto tile = [&](auto J, auto SCAN_PREV, int t) {
     static_for<NP>([&](auto P) {
       piece(J, P, t);
       wg_wait<1>();
-      if constexpr (decltype(P)::value == 0 && decltype(SCAN_PREV)::value) retire(std::integral_constant<int, decltype(J)::value ^ 1>{}, t - 1);
+      if constexpr (decltype(P)::value == 0 && decltype(SCAN_PREV)::value)
+        retire(std::integral_constant<int, decltype(J)::value ^ 1>{}, t - 1);
     });
   };
   auto group = [&](auto G, int t0) {
@@ -553,36 +588,49 @@ pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const floa
  * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
  * rows of 640 to 1536 bytes, 16-bit rows of 416 to 768 elements, tf32 rows of 160 to 384 (whole pieces). */
 constexpr int KS_MAX = 48; /* 1536-byte rows */
-constexpr bool ks_pieced(size_t es, int ks) { return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0); }
+constexpr bool ks_pieced(size_t es, int ks) {
+  return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0);
+}
 constexpr bool ks_ok(size_t es, int ks) {
   return ks_pieced(es, ks) || (es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16);
 }
 constexpr bool ks_wide(size_t es, int ks) { return es == 2 && ks > 8; }
-template <typename T, bool WIDE = false> struct Cfg {
+template <typename T, bool WIDE = false>
+struct Cfg {
   static constexpr bool SS = sizeof(T) == 2 && !WIDE;
   static constexpr int BN = SS ? 128 : 64, STAGES = SS ? 3 : 4, NWG = SS ? 3 : 2, RB = WIDE ? 1 : 2;
-  template <int KS> static constexpr size_t smem() {
-    constexpr size_t BM = (size_t)NWG * 64 * RB, ROWS = SS ? BM : 0, SROWB = (KS + 3) / 4 * 128; /* rows held in shared memory */
+  template <int KS>
+  static constexpr size_t smem() {
+    constexpr size_t BM = (size_t)NWG * 64 * RB, ROWS = SS ? BM : 0,
+                     SROWB = (KS + 3) / 4 * 128; /* rows held in shared memory */
     return (size_t)STAGES * (BN * SROWB + 1024) + ROWS * SROWB + BM * 4 + 1024;
   }
 };
 /* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
  * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (up to 8: the
  * three-warpgroup instances spilled 96-188 bytes in their 168 registers once the bias slots came) */
-template <int KS> struct PCfg {
+template <int KS>
+struct PCfg {
   static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;
   /* stages, rows and their previous a[], 4 tiles' biases, alignment */
-  static constexpr size_t bytes(int nwg, int stages) { return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024 + 1024; }
+  static constexpr size_t bytes(int nwg, int stages) {
+    return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024 + 1024;
+  }
   static constexpr int BN = 64, RB = 1, NWG = bytes(3, 4) <= SMEM_MAX ? 3 : 2;
   static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 6 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 6;
   static_assert(STAGES >= 4, "pieced stages");
-  template <int> static constexpr size_t smem() { return bytes(NWG, STAGES); }
+  template <int>
+  static constexpr size_t smem() {
+    return bytes(NWG, STAGES);
+  }
 };
-template <typename T, int KS> using CfgOf = std::conditional_t<ks_pieced(sizeof(T), KS), PCfg<KS>, Cfg<T, ks_wide(sizeof(T), KS)>>;
+template <typename T, int KS>
+using CfgOf = std::conditional_t<ks_pieced(sizeof(T), KS), PCfg<KS>, Cfg<T, ks_wide(sizeof(T), KS)>>;
 
 /* f(KS) (a std::integral_constant) for the instance that takes rows of dp elements; false where none
  * does (the mma.sync kernels, or the GEMM path, take them) */
-template <typename T, typename F> bool with_ks(int64_t dp, F &&f) {
+template <typename T, typename F>
+bool with_ks(int64_t dp, F &&f) {
   if (dp <= 0 || dp % 32 || dp * (int64_t)sizeof(T) > KS_MAX * 32) return false;
   const int ks = (int)(dp * (int64_t)sizeof(T) / 32);
   bool found = false;
@@ -597,7 +645,8 @@ template <typename T, typename F> bool with_ks(int64_t dp, F &&f) {
   return found;
 }
 
-template <typename T> size_t smem_of(int64_t dp) {
+template <typename T>
+size_t smem_of(int64_t dp) {
   size_t bytes = 0;
   with_ks<T>(dp, [&](auto KS) { bytes = CfgOf<T, decltype(KS)::value>::template smem<decltype(KS)::value>(); });
   return bytes;

@@ -23,15 +23,17 @@ void *open_library(const char *soname) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", VA_CUBLAS_DIR, soname);
     if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return h;
-    VA_FATAL("cannot load %s, needed for matrix products (CUDA toolkit): %s; nor %s: %s", soname, first, path, dlerror());
+    VA_FATAL("cannot load %s, needed for matrix products (CUDA toolkit): %s; nor %s: %s", soname, first, path,
+             dlerror());
   }
   VA_FATAL("cannot load %s, needed for matrix products (CUDA toolkit): %s", soname, first);
 }
 
 void *symbol(void *lib, const char *soname, const char *name) {
   void *f = dlsym(lib, name);
-  if (!f) VA_FATAL("%s has no function %s (built against cuBLAS %d.%d): %s", soname, name, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR,
-                   dlerror());
+  if (!f)
+    VA_FATAL("%s has no function %s (built against cuBLAS %d.%d): %s", soname, name, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR,
+             dlerror());
   return f;
 }
 
@@ -39,10 +41,10 @@ va_blas_api load() {
   static const char blas_name[] = VA_CUBLAS_SONAME, lt_name[] = VA_CUBLASLT_SONAME;
   void *blas = open_library(blas_name), *lt = open_library(lt_name);
   va_blas_api api;
-#define VA_BLAS_LOAD(f, type)                                                                              \
-  {                                                                                                    \
-    const bool from_lt = !strncmp(#f, "cublasLt", 8);                                                  \
-    api.f = reinterpret_cast<type>(symbol(from_lt ? lt : blas, from_lt ? lt_name : blas_name, #f)); \
+#define VA_BLAS_LOAD(f, type)                                                                                          \
+  {                                                                                                                    \
+    const bool from_lt = !strncmp(#f, "cublasLt", 8);                                                                  \
+    api.f = reinterpret_cast<type>(symbol(from_lt ? lt : blas, from_lt ? lt_name : blas_name, #f));                    \
   }
   VA_BLAS_FUNCTIONS(VA_BLAS_LOAD)
 #undef VA_BLAS_LOAD

@@ -13,37 +13,37 @@
 /* cublasGemmEx is overloaded in C++ (an inline wrapper taking the old cudaDataType compute type):
  * the library's own function is the one with cublasComputeType_t. */
 using va_cublasGemmEx_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                              const void *, const void *, cudaDataType, int, const void *,
-                                              cudaDataType, int, const void *, void *, cudaDataType, int,
-                                              cublasComputeType_t, cublasGemmAlgo_t);
+                                              const void *, const void *, cudaDataType, int, const void *, cudaDataType,
+                                              int, const void *, void *, cudaDataType, int, cublasComputeType_t,
+                                              cublasGemmAlgo_t);
 #define VA_BLAS_TYPE(f) decltype(&::f)
 
 /* Every cuBLAS/cuBLASLt function vecanneal calls, with its pointer type. cublas_v2.h maps cublasCreate
  * and friends to their _v2 names, so call sites keep writing va_blas().cublasCreate(...). */
-#define VA_BLAS_FUNCTIONS(X)                                                                           \
-  X(cublasCreate_v2, VA_BLAS_TYPE(cublasCreate_v2))                                                    \
-  X(cublasDestroy_v2, VA_BLAS_TYPE(cublasDestroy_v2))                                                  \
-  X(cublasSetStream_v2, VA_BLAS_TYPE(cublasSetStream_v2))                                              \
-  X(cublasGemmEx, va_cublasGemmEx_fn)                                                                  \
-  X(cublasGetStatusString, VA_BLAS_TYPE(cublasGetStatusString))                                        \
-  X(cublasLtCreate, VA_BLAS_TYPE(cublasLtCreate))                                                      \
-  X(cublasLtDestroy, VA_BLAS_TYPE(cublasLtDestroy))                                                    \
-  X(cublasLtMatmul, VA_BLAS_TYPE(cublasLtMatmul))                                                      \
-  X(cublasLtMatmulAlgoGetHeuristic, VA_BLAS_TYPE(cublasLtMatmulAlgoGetHeuristic))                      \
-  X(cublasLtMatmulDescCreate, VA_BLAS_TYPE(cublasLtMatmulDescCreate))                                  \
-  X(cublasLtMatmulDescDestroy, VA_BLAS_TYPE(cublasLtMatmulDescDestroy))                                \
-  X(cublasLtMatmulDescSetAttribute, VA_BLAS_TYPE(cublasLtMatmulDescSetAttribute))                      \
-  X(cublasLtMatrixLayoutCreate, VA_BLAS_TYPE(cublasLtMatrixLayoutCreate))                              \
-  X(cublasLtMatrixLayoutDestroy, VA_BLAS_TYPE(cublasLtMatrixLayoutDestroy))                            \
-  X(cublasLtMatrixLayoutSetAttribute, VA_BLAS_TYPE(cublasLtMatrixLayoutSetAttribute))                  \
-  X(cublasLtMatmulPreferenceCreate, VA_BLAS_TYPE(cublasLtMatmulPreferenceCreate))                      \
-  X(cublasLtMatmulPreferenceDestroy, VA_BLAS_TYPE(cublasLtMatmulPreferenceDestroy))                    \
+#define VA_BLAS_FUNCTIONS(X)                                                                                           \
+  X(cublasCreate_v2, VA_BLAS_TYPE(cublasCreate_v2))                                                                    \
+  X(cublasDestroy_v2, VA_BLAS_TYPE(cublasDestroy_v2))                                                                  \
+  X(cublasSetStream_v2, VA_BLAS_TYPE(cublasSetStream_v2))                                                              \
+  X(cublasGemmEx, va_cublasGemmEx_fn)                                                                                  \
+  X(cublasGetStatusString, VA_BLAS_TYPE(cublasGetStatusString))                                                        \
+  X(cublasLtCreate, VA_BLAS_TYPE(cublasLtCreate))                                                                      \
+  X(cublasLtDestroy, VA_BLAS_TYPE(cublasLtDestroy))                                                                    \
+  X(cublasLtMatmul, VA_BLAS_TYPE(cublasLtMatmul))                                                                      \
+  X(cublasLtMatmulAlgoGetHeuristic, VA_BLAS_TYPE(cublasLtMatmulAlgoGetHeuristic))                                      \
+  X(cublasLtMatmulDescCreate, VA_BLAS_TYPE(cublasLtMatmulDescCreate))                                                  \
+  X(cublasLtMatmulDescDestroy, VA_BLAS_TYPE(cublasLtMatmulDescDestroy))                                                \
+  X(cublasLtMatmulDescSetAttribute, VA_BLAS_TYPE(cublasLtMatmulDescSetAttribute))                                      \
+  X(cublasLtMatrixLayoutCreate, VA_BLAS_TYPE(cublasLtMatrixLayoutCreate))                                              \
+  X(cublasLtMatrixLayoutDestroy, VA_BLAS_TYPE(cublasLtMatrixLayoutDestroy))                                            \
+  X(cublasLtMatrixLayoutSetAttribute, VA_BLAS_TYPE(cublasLtMatrixLayoutSetAttribute))                                  \
+  X(cublasLtMatmulPreferenceCreate, VA_BLAS_TYPE(cublasLtMatmulPreferenceCreate))                                      \
+  X(cublasLtMatmulPreferenceDestroy, VA_BLAS_TYPE(cublasLtMatmulPreferenceDestroy))                                    \
   X(cublasLtMatmulPreferenceSetAttribute, VA_BLAS_TYPE(cublasLtMatmulPreferenceSetAttribute))
 
 /* The libraries' sonames, of the cuBLAS major version the build compiled against. */
-#define VA_BLAS_STR_(x) #x
-#define VA_BLAS_STR(x) VA_BLAS_STR_(x)
-#define VA_CUBLAS_SONAME "libcublas.so." VA_BLAS_STR(CUBLAS_VER_MAJOR)
+#define VA_BLAS_STR_(x)    #x
+#define VA_BLAS_STR(x)     VA_BLAS_STR_(x)
+#define VA_CUBLAS_SONAME   "libcublas.so." VA_BLAS_STR(CUBLAS_VER_MAJOR)
 #define VA_CUBLASLT_SONAME "libcublasLt.so." VA_BLAS_STR(CUBLAS_VER_MAJOR)
 
 struct va_blas_api {

@@ -20,25 +20,27 @@
 extern "C" {
 #include "util/util.h"
 }
-#define VA_CUDA(call)                                                                                  \
-  do {                                                                                                 \
-    cudaError_t va_ce_ = (call);                                                                       \
-    if (va_ce_ != cudaSuccess) va_fatal_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call,            \
-                                           cudaGetErrorString(va_ce_), cudaGetErrorName(va_ce_));      \
+#define VA_CUDA(call)                                                                                                  \
+  do {                                                                                                                 \
+    cudaError_t va_ce_ = (call);                                                                                       \
+    if (va_ce_ != cudaSuccess)                                                                                         \
+      va_fatal_at(__FILE__, __LINE__, "%s failed: %s (%s)", #call, cudaGetErrorString(va_ce_),                         \
+                  cudaGetErrorName(va_ce_));                                                                           \
   } while (0)
-#define VA_CUBLAS(call)                                                                                \
-  do {                                                                                                 \
-    cublasStatus_t va_bs_ = (call);                                                                    \
-    if (va_bs_ != CUBLAS_STATUS_SUCCESS)                                                               \
-      va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, va_blas().cublasGetStatusString(va_bs_));          \
+#define VA_CUBLAS(call)                                                                                                \
+  do {                                                                                                                 \
+    cublasStatus_t va_bs_ = (call);                                                                                    \
+    if (va_bs_ != CUBLAS_STATUS_SUCCESS)                                                                               \
+      va_fatal_at(__FILE__, __LINE__, "%s failed: %s", #call, va_blas().cublasGetStatusString(va_bs_));                \
   } while (0)
 /* After every launch: configuration errors now, and (debug builds) faults at once. */
 #define VA_LAUNCHED() VA_CUDA(cudaGetLastError())
 
-#define VA_ROUND_UP(x, m) ((((x) + (m) - 1) / (m)) * (m))
+#define VA_ROUND_UP(x, m) ((((x) + (m)-1) / (m)) * (m))
 
 /* cudaMalloc, fatal with the device's free memory when it fails; what names the buffer. */
-template <typename P> static inline void dalloc(P **p, size_t bytes, const char *what) {
+template <typename P>
+static inline void dalloc(P **p, size_t bytes, const char *what) {
   cudaError_t e = cudaMalloc((void **)p, bytes ? bytes : 16);
   if (e != cudaSuccess) {
     size_t fr = 0, tot = 0;
@@ -48,7 +50,8 @@ template <typename P> static inline void dalloc(P **p, size_t bytes, const char 
                 bytes, what, cudaGetErrorString(e), fr, tot);
   }
 }
-template <typename P> static inline void dfree(P **p) {
+template <typename P>
+static inline void dfree(P **p) {
   if (*p) VA_CUDA(cudaFree((void *)*p));
   *p = NULL;
 }

@@ -41,7 +41,9 @@ extern "C" int64_t va_cuda_stream_chunk_rows(int64_t d, double chunk_bytes) {
   return rows > VA_CUDA_ROWPAD ? rows : VA_CUDA_ROWPAD;
 }
 
-extern "C" size_t va_cuda_stream_host_bytes(int64_t n, int64_t d) { return (size_t)(n > 0 ? n : 1) * (size_t)padded_dim(d) * 4; }
+extern "C" size_t va_cuda_stream_host_bytes(int64_t n, int64_t d) {
+  return (size_t)(n > 0 ? n : 1) * (size_t)padded_dim(d) * 4;
+}
 
 /* A streamed context needs no more chunk rows than the shard has. */
 static int64_t chunk_for(int64_t n, int64_t chunk_rows) {
@@ -54,13 +56,16 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
   int64_t kc = VA_ROUND_UP(k_cap > 0 ? k_cap : 1, VA_CUDA_KPAD);
   int64_t view = chunk_rows > 0 ? chunk_for(n, chunk_rows) : npad;
   /* resident: the rows as stored, and at fp16/bf16 one staging buffer's rows in float32 (Xup) */
-  size_t rows = chunk_rows > 0 ? (size_t)view * (size_t)dp * 8 /* two float32 chunks; two 16-bit and, once, a float32 one */
-                : elem_lp(precision) ? (size_t)npad * (size_t)dp * 2 + (PIN_BYTES / ((size_t)(d > 0 ? d : 1) * 4) + 1) * (size_t)dp * 4
-                                     : (size_t)npad * (size_t)dp * 4;
+  size_t rows = chunk_rows > 0
+                    ? (size_t)view * (size_t)dp * 8 /* two float32 chunks; two 16-bit and, once, a float32 one */
+                : elem_lp(precision)
+                    ? (size_t)npad * (size_t)dp * 2 + (PIN_BYTES / ((size_t)(d > 0 ? d : 1) * 4) + 1) * (size_t)dp * 4
+                    : (size_t)npad * (size_t)dp * 4;
   rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
   size_t anchors = (size_t)kc * ((size_t)dp * (12 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 76);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
-  size_t seg = ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
+  size_t seg =
+      ((size_t)view / 256 + (size_t)kc + 2) * (size_t)VA_STATS_W(d) * 8 + (size_t)view * 4 + ((size_t)64 << 20);
   return rows + anchors + gemm + seg;
 }
 
@@ -115,9 +120,20 @@ static void alloc_anchor_arrays(va_cuda_t *c) {
 }
 /* The caller has waited for the stream: nothing still reads these. */
 static void free_anchor_arrays(va_cuda_t *c) {
-  dfree(&c->A32); dfree(&c->Alp); dfree(&c->bias_l2); dfree(&c->bias_cos); dfree(&c->rmax_bits);
-  dfree(&c->rarg); dfree(&c->rmax_in); dfree(&c->bin_lo); dfree(&c->bin_hi); dfree(&c->huber);
-  dfree(&c->norms_in); dfree(&c->A_stage); dfree(&c->vel); dfree(&c->scal);
+  dfree(&c->A32);
+  dfree(&c->Alp);
+  dfree(&c->bias_l2);
+  dfree(&c->bias_cos);
+  dfree(&c->rmax_bits);
+  dfree(&c->rarg);
+  dfree(&c->rmax_in);
+  dfree(&c->bin_lo);
+  dfree(&c->bin_hi);
+  dfree(&c->huber);
+  dfree(&c->norms_in);
+  dfree(&c->A_stage);
+  dfree(&c->vel);
+  dfree(&c->scal);
   dfree(&c->C);
   c->C_cap = 0;
   if (c->h_anchors) VA_CUDA(cudaFreeHost(c->h_anchors));
@@ -132,12 +148,14 @@ extern "C" va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int
   return va_cuda_create_streamed(device, n_local, d, k_cap, precision, 0, 1);
 }
 
-extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows,
-                                              int host_threads) {
-  if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16 || chunk_rows < 0 || chunk_rows % VA_CUDA_ROWPAD)
-    VA_FATAL("va_cuda_create: bad shape, precision or chunk (n %lld, d %lld, precision %d, chunk rows %lld)", (long long)n_local,
-             (long long)d, precision, (long long)chunk_rows);
-  if (n_local >= (int64_t)INT32_MAX) VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 31-bit row index", (long long)n_local);
+extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision,
+                                              int64_t chunk_rows, int host_threads) {
+  if (n_local < 0 || d <= 0 || precision < VA_CUDA_FP32 || precision > VA_CUDA_BF16 || chunk_rows < 0 ||
+      chunk_rows % VA_CUDA_ROWPAD)
+    VA_FATAL("va_cuda_create: bad shape, precision or chunk (n %lld, d %lld, precision %d, chunk rows %lld)",
+             (long long)n_local, (long long)d, precision, (long long)chunk_rows);
+  if (n_local >= (int64_t)INT32_MAX)
+    VA_FATAL("va_cuda_create: %lld rows on one GPU exceed the 31-bit row index", (long long)n_local);
   int ndev = va_cuda_device_count();
   if (device < 0 || device >= ndev) VA_FATAL("CUDA device %d asked for, but %d visible", device, ndev);
   va_cuda_t *c = (va_cuda_t *)va_calloc(1, sizeof *c, "CUDA context");
@@ -239,11 +257,30 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
     c->Xlp = NULL;
     va_vmm_free(&c->rows_vmm);
   }
-  dfree(&c->X32); dfree(&c->Xlp); dfree(&c->Xup); dfree(&c->overflow); dfree(&c->assign); dfree(&c->r); dfree(&c->keys);
-  dfree(&c->keys_sorted); dfree(&c->iota); dfree(&c->vals_sorted); dfree(&c->counter); dfree(&c->hist);
-  dfree(&c->acc); dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart);
-  dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp); dfree(&c->slot); dfree(&c->cent);
-  dfree(&c->d_rows); dfree(&c->d_rows_out);
+  dfree(&c->X32);
+  dfree(&c->Xlp);
+  dfree(&c->Xup);
+  dfree(&c->overflow);
+  dfree(&c->assign);
+  dfree(&c->r);
+  dfree(&c->keys);
+  dfree(&c->keys_sorted);
+  dfree(&c->iota);
+  dfree(&c->vals_sorted);
+  dfree(&c->counter);
+  dfree(&c->hist);
+  dfree(&c->acc);
+  dfree(&c->seg_start);
+  dfree(&c->seg_end);
+  dfree(&c->npieces);
+  dfree(&c->pstart);
+  dfree(&c->ptable);
+  dfree(&c->partial);
+  dfree(&c->cub_tmp);
+  dfree(&c->slot);
+  dfree(&c->cent);
+  dfree(&c->d_rows);
+  dfree(&c->d_rows_out);
   for (int b = 0; b < 2; b++) {
     if (c->chunk_rows) free(c->pinned[b]); /* pageable there (make_staging) */
     else if (c->pinned[b]) VA_CUDA(cudaFreeHost(c->pinned[b]));
@@ -280,10 +317,12 @@ extern "C" void va_cuda_set_stats_variant(va_cuda_t *c, int v) { c->stats_varian
 extern "C" int va_cuda_assign_variant(const va_cuda_t *c) {
   int v = c->assign_variant;
   if (v == VA_CUDA_ASSIGN_FUSED && (c->precision == VA_CUDA_FP32 || c->fused_cfg == 0))
-    VA_FATAL("the fused assign kernel does not apply here (%s products, d %lld)", precision_name(c->precision), (long long)c->d);
+    VA_FATAL("the fused assign kernel does not apply here (%s products, d %lld)", precision_name(c->precision),
+             (long long)c->d);
   if (v == VA_CUDA_ASSIGN_AUTO)
-    v = (c->precision != VA_CUDA_FP32 && c->fused_cfg) ? VA_CUDA_ASSIGN_FUSED
-        : (double)c->n * (double)c->k * (double)c->d <= VA_CUDA_DIRECT_MAX_WORK ? VA_CUDA_ASSIGN_DIRECT : VA_CUDA_ASSIGN_GEMM;
+    v = (c->precision != VA_CUDA_FP32 && c->fused_cfg)                          ? VA_CUDA_ASSIGN_FUSED
+        : (double)c->n * (double)c->k * (double)c->d <= VA_CUDA_DIRECT_MAX_WORK ? VA_CUDA_ASSIGN_DIRECT
+                                                                                : VA_CUDA_ASSIGN_GEMM;
   return v;
 }
 
@@ -300,9 +339,16 @@ void *va_cuda_host_scratch(va_cuda_t *c, size_t bytes) {
 }
 
 /* --- rows ------------------------------------------------------------------------------------------ */
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 /* The rows in 16 bits: dst[e] = src[e] rounded, for e in [0, count); flags a finite value that fp16 turns
  * into inf. The rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision): every
@@ -323,7 +369,8 @@ static void convert_rows(va_cuda_t *c, const float *X32, void *Xlp, int64_t coun
   if (c->precision == VA_CUDA_FP16)
     convert_kernel<__half><<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__half *)Xlp, count, c->overflow);
   else
-    convert_kernel<__nv_bfloat16><<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__nv_bfloat16 *)Xlp, count, c->overflow);
+    convert_kernel<__nv_bfloat16>
+        <<<grid_for(count, 256), 256, 0, c->stream>>>(X32, (__nv_bfloat16 *)Xlp, count, c->overflow);
   VA_LAUNCHED();
 }
 
@@ -337,7 +384,8 @@ static void make_staging(va_cuda_t *c) {
   if (c->pinned_bytes) return;
   const size_t rowb = (size_t)c->d * 4, half = (size_t)((c->n + 1) / 2) * rowb;
   c->pinned_bytes = half < PIN_BYTES ? (half > rowb ? half : rowb) : PIN_BYTES;
-  if (!c->chunk_rows) for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
+  if (!c->chunk_rows)
+    for (int b = 0; b < 2; b++) VA_CUDA(cudaMallocHost((void **)&c->pinned[b], c->pinned_bytes));
   else if (c->dp != c->d) c->pinned[0] = (float *)va_malloc(c->pinned_bytes, "row staging buffer");
 }
 
@@ -348,7 +396,8 @@ extern "C" int64_t va_cuda_upload_buffer_rows(va_cuda_t *c) {
 }
 
 extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
-  if (row0 < 0 || row0 >= c->n) VA_FATAL("va_cuda_upload_buffer: row %lld of %lld local rows", (long long)row0, (long long)c->n);
+  if (row0 < 0 || row0 >= c->n)
+    VA_FATAL("va_cuda_upload_buffer: row %lld of %lld local rows", (long long)row0, (long long)c->n);
   va_cuda_enter(c);
   make_staging(c);
   if (c->chunk_rows) {
@@ -364,7 +413,8 @@ extern "C" float *va_cuda_upload_buffer(va_cuda_t *c, int64_t row0) {
  * buffers no longer hold what it says. */
 extern "C" float *va_cuda_stream_host_rows(va_cuda_t *c, int64_t *ld) {
   if (!c->chunk_rows) VA_FATAL("va_cuda_stream_host_rows: the context's rows live on the device");
-  if (c->host16) VA_FATAL("va_cuda_stream_host_rows: the pinned copy's rows are in 16 bits since the rows were finished");
+  if (c->host16)
+    VA_FATAL("va_cuda_stream_host_rows: the pinned copy's rows are in 16 bits since the rows were finished");
   va_cuda_enter(c);
   VA_CUDA(cudaStreamSynchronize(c->copy_stream));
   c->held[0] = c->held[1] = -1;
@@ -382,8 +432,8 @@ static void host_copy_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_
 extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
   if (row0 < 0 || row0 + nrows > c->n || nrows * c->d * 4 > (int64_t)c->pinned_bytes)
-    VA_FATAL("va_cuda_upload_buffered: rows [%lld, %lld) of %lld local rows, %zu-byte buffer", (long long)row0, (long long)(row0 + nrows), (long long)c->n,
-             c->pinned_bytes);
+    VA_FATAL("va_cuda_upload_buffered: rows [%lld, %lld) of %lld local rows, %zu-byte buffer", (long long)row0,
+             (long long)(row0 + nrows), (long long)c->n, c->pinned_bytes);
   va_cuda_enter(c);
   if (c->chunk_rows) {
     if (c->pinned[0]) host_copy_rows(c, c->pinned[0], row0, nrows); /* padded rows; else read in place */
@@ -401,7 +451,8 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
     VA_CUDA(cudaMemsetAsync(c->Xup, 0, up, c->stream)); /* padding columns: never written by the copies */
   }
   float *dst = via_up ? c->Xup : c->X32 + row0 * c->dp;
-  VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemcpy2DAsync(dst, (size_t)c->dp * 4, c->pinned[b], rowb, rowb, (size_t)nrows, cudaMemcpyHostToDevice,
+                            c->stream));
   VA_CUDA(cudaEventRecord(c->staged[b], c->stream));
   if (via_up) convert_rows(c, dst, (char *)c->Xlp + (size_t)row0 * (size_t)c->dp * 2, nrows * c->dp);
 }
@@ -409,14 +460,16 @@ extern "C" void va_cuda_upload_buffered(va_cuda_t *c, int64_t row0, int64_t nrow
 extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row0, int64_t nrows) {
   if (nrows <= 0) return;
   if (row0 < 0 || row0 + nrows > c->n)
-    VA_FATAL("va_cuda_upload_rows: rows [%lld, %lld) outside the %lld local rows", (long long)row0, (long long)(row0 + nrows), (long long)c->n);
+    VA_FATAL("va_cuda_upload_rows: rows [%lld, %lld) outside the %lld local rows", (long long)row0,
+             (long long)(row0 + nrows), (long long)c->n);
   va_cuda_enter(c);
   if (c->chunk_rows) {
     host_copy_rows(c, rows, row0, nrows);
     return;
   }
   const int64_t per = va_cuda_upload_buffer_rows(c);
-  if (per < 1) VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
+  if (per < 1)
+    VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
   for (int64_t off = 0; off < nrows; off += per) {
     const int64_t nr = nrows - off < per ? nrows - off : per;
     /* on the rank's threads: one thread's copy took 1.5 s of 8 GB's upload on an H100 machine */
@@ -483,7 +536,8 @@ extern "C" void va_cuda_adopt_rows(va_cuda_t *c, const float *drows) {
   va_cuda_defer_conversion(c);
   va_cuda_enter(c);
   if (c->n > 0)
-    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)c->d * 4, (size_t)c->d * 4, (size_t)c->n, cudaMemcpyDeviceToDevice, c->stream));
+    VA_CUDA(cudaMemcpy2DAsync(c->X32, (size_t)c->dp * 4, drows, (size_t)c->d * 4, (size_t)c->d * 4, (size_t)c->n,
+                              cudaMemcpyDeviceToDevice, c->stream));
 }
 
 /* As compress.c's host preprocessing for cosine, to the bit: one thread per row sums the squares in
@@ -503,7 +557,8 @@ __global__ void unit_rows_kernel(float *X, int64_t n, int64_t dp, int d, unsigne
 }
 
 extern "C" int64_t va_cuda_unit_rows(va_cuda_t *c) {
-  if (!c->defer_convert) VA_FATAL("va_cuda_unit_rows: the rows were converted on upload (va_cuda_defer_conversion first)");
+  if (!c->defer_convert)
+    VA_FATAL("va_cuda_unit_rows: the rows were converted on upload (va_cuda_defer_conversion first)");
   va_cuda_enter(c);
   unsigned long long *h = (unsigned long long *)va_cuda_host_scratch(c, 8);
   VA_CUDA(cudaMemsetAsync(c->counter, 0, 8, c->stream));
@@ -520,7 +575,8 @@ extern "C" int64_t va_cuda_unit_rows(va_cuda_t *c) {
  * running double sum per column (and of squares); with center, each value is first replaced by
  * (float)(x - center[t]) in place. The same operations in the same order as the host's loop, so the
  * same bits ((double)x * x is exact, so a fused multiply-add changes nothing). */
-__global__ void block_column_sums_kernel(float *X, int64_t n, int64_t dp, int d, int64_t block, const double *center, int squares, double *part) {
+__global__ void block_column_sums_kernel(float *X, int64_t n, int64_t dp, int d, int64_t block, const double *center,
+                                         int squares, double *part) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t b = blockIdx.y;
   if (t >= d) return;
@@ -542,8 +598,10 @@ __global__ void block_column_sums_kernel(float *X, int64_t n, int64_t dp, int d,
   if (squares) part[b * w + d + t] = s2;
 }
 
-extern "C" void va_cuda_block_column_sums(va_cuda_t *c, int64_t block, const double *center_host, int squares, double *part_host) {
-  if (!c->defer_convert) VA_FATAL("va_cuda_block_column_sums: the rows were converted on upload (va_cuda_defer_conversion first)");
+extern "C" void va_cuda_block_column_sums(va_cuda_t *c, int64_t block, const double *center_host, int squares,
+                                          double *part_host) {
+  if (!c->defer_convert)
+    VA_FATAL("va_cuda_block_column_sums: the rows were converted on upload (va_cuda_defer_conversion first)");
   va_cuda_enter(c);
   const int d = (int)c->d;
   const int64_t nblocks = (c->n + block - 1) / block, w = squares ? 2 * (int64_t)d : d;
@@ -555,7 +613,8 @@ extern "C" void va_cuda_block_column_sums(va_cuda_t *c, int64_t block, const dou
     dalloc(&center, (size_t)d * 8, "centre");
     VA_CUDA(cudaMemcpyAsync(center, center_host, (size_t)d * 8, cudaMemcpyHostToDevice, c->stream));
   }
-  block_column_sums_kernel<<<dim3((unsigned)((d + 127) / 128), (unsigned)nblocks), 128, 0, c->stream>>>(c->X32, c->n, c->dp, d, block, center, squares, part);
+  block_column_sums_kernel<<<dim3((unsigned)((d + 127) / 128), (unsigned)nblocks), 128, 0, c->stream>>>(
+      c->X32, c->n, c->dp, d, block, center, squares, part);
   VA_LAUNCHED();
   VA_CUDA(cudaMemcpyAsync(part_host, part, (size_t)(nblocks * w) * 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -581,7 +640,8 @@ static void fetch_chunk(va_cuda_t *c, int64_t q) {
   int64_t row0 = q * c->chunk_rows, nr = c->n - row0 < c->chunk_rows ? c->n - row0 : c->chunk_rows;
   const size_t es = c->host16 ? 2 : 4, bytes = (size_t)nr * (size_t)c->dp * es;
   VA_CUDA(cudaStreamWaitEvent(c->copy_stream, c->consumed[b], 0));
-  VA_CUDA(cudaMemcpyAsync(c->Xc[b], (const char *)c->Xh + (size_t)row0 * (size_t)c->dp * es, bytes, cudaMemcpyHostToDevice, c->copy_stream));
+  VA_CUDA(cudaMemcpyAsync(c->Xc[b], (const char *)c->Xh + (size_t)row0 * (size_t)c->dp * es, bytes,
+                          cudaMemcpyHostToDevice, c->copy_stream));
   VA_CUDA(cudaEventRecord(c->copied[b], c->copy_stream));
   c->held[b] = q;
   c->copied_bytes += (double)bytes;
@@ -603,7 +663,8 @@ static void stream_rows_to_16(va_cuda_t *c) {
     const size_t e = (size_t)nr * (size_t)c->dp;
     VA_CUDA(cudaMemcpyAsync(up, c->Xh + row0 * c->dp, e * 4, cudaMemcpyHostToDevice, c->stream));
     convert_rows(c, up, c->Xc[0], (int64_t)e);
-    VA_CUDA(cudaMemcpyAsync((char *)c->Xh + (size_t)row0 * (size_t)c->dp * 2, c->Xc[0], e * 2, cudaMemcpyDeviceToHost, c->stream));
+    VA_CUDA(cudaMemcpyAsync((char *)c->Xh + (size_t)row0 * (size_t)c->dp * 2, c->Xc[0], e * 2, cudaMemcpyDeviceToHost,
+                            c->stream));
   }
   VA_CUDA(cudaStreamSynchronize(c->stream));
   dfree(&up);
@@ -696,11 +757,11 @@ static void anchors_changed(va_cuda_t *c, const float *norms_dev) {
   const int64_t k_lp = VA_ROUND_UP(c->k, VA_CUDA_KPAD);
   const unsigned blocks = (unsigned)((c->k_cap + 31) / 32); /* a warp per SM: the chains run side by side */
   if (c->precision == VA_CUDA_FP16)
-    anchors_derived_kernel<__half><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev,
-                                                                 c->bias_l2, c->bias_cos, (__half *)c->Alp, c->overflow);
+    anchors_derived_kernel<__half><<<blocks, 32, 0, c->stream>>>(
+        c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2, c->bias_cos, (__half *)c->Alp, c->overflow);
   else if (c->precision == VA_CUDA_BF16)
-    anchors_derived_kernel<__nv_bfloat16><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2,
-                                                                        c->bias_cos, (__nv_bfloat16 *)c->Alp, c->overflow);
+    anchors_derived_kernel<__nv_bfloat16><<<blocks, 32, 0, c->stream>>>(
+        c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev, c->bias_l2, c->bias_cos, (__nv_bfloat16 *)c->Alp, c->overflow);
   else
     anchors_derived_kernel<float><<<blocks, 32, 0, c->stream>>>(c->A32, c->dp, c->k, k_lp, c->k_cap, norms_dev,
                                                                 c->bias_l2, c->bias_cos, NULL, c->overflow);
@@ -752,13 +813,15 @@ __global__ void replace_rows_kernel(float *__restrict__ A32, double *__restrict_
  * 16-bit copy are recomputed as va_cuda_set_anchors does (a few microseconds at that size). */
 extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, int64_t m, const float *A) {
   if (m <= 0) return;
-  if (m > c->k) VA_FATAL("va_cuda_replace_anchor_rows: %lld rows, the context has %lld anchors", (long long)m, (long long)c->k);
+  if (m > c->k)
+    VA_FATAL("va_cuda_replace_anchor_rows: %lld rows, the context has %lld anchors", (long long)m, (long long)c->k);
   va_cuda_enter(c);
   VA_CUDA(cudaEventSynchronize(c->anchors_staged));
   float *h = c->h_anchors;
   uint32_t *hi = (uint32_t *)(c->h_anchors + c->k_cap * c->dp);
   for (int64_t q = 0; q < m; q++) {
-    if (idx[q] < 0 || idx[q] >= c->k) VA_FATAL("va_cuda_replace_anchor_rows: anchor %lld outside [0, %lld)", (long long)idx[q], (long long)c->k);
+    if (idx[q] < 0 || idx[q] >= c->k)
+      VA_FATAL("va_cuda_replace_anchor_rows: anchor %lld outside [0, %lld)", (long long)idx[q], (long long)c->k);
     hi[q] = (uint32_t)idx[q];
     memcpy(h + q * c->dp, A + idx[q] * c->d, (size_t)c->d * 4);
     memset(h + q * c->dp + c->d, 0, (size_t)(c->dp - c->d) * 4);
@@ -767,7 +830,8 @@ extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, in
   uint32_t *d_idx = (uint32_t *)(c->A_stage + c->k_cap * c->dp);
   VA_CUDA(cudaMemcpyAsync(d_idx, hi, (size_t)m * 4, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaEventRecord(c->anchors_staged, c->stream));
-  replace_rows_kernel<<<(unsigned)(m < 1024 ? m : 1024), 128, 0, c->stream>>>(c->A32, c->vel, c->dp, (int)c->d, c->A_stage, d_idx, m);
+  replace_rows_kernel<<<(unsigned)(m < 1024 ? m : 1024), 128, 0, c->stream>>>(c->A32, c->vel, c->dp, (int)c->d,
+                                                                              c->A_stage, d_idx, m);
   VA_LAUNCHED();
   anchors_changed(c, NULL);
 }
@@ -776,8 +840,8 @@ extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, in
  * the host: the same double operations in the same order, each rounded on its own (the _rn intrinsics
  * keep the compiler from fusing multiply-adds), so the anchors are the host's bit for bit. Anchors
  * without members or weight keep their place and momentum. */
-__global__ void update_kernel(float *__restrict__ A32, double *__restrict__ vel, const double *__restrict__ acc, int64_t dp, int d,
-                              double eta, double beta, double max_step, int cosine) {
+__global__ void update_kernel(float *__restrict__ A32, double *__restrict__ vel, const double *__restrict__ acc,
+                              int64_t dp, int d, double eta, double beta, double max_step, int cosine) {
   const int64_t j = blockIdx.x, W = d + 3;
   const double *sum = acc + j * W;
   const double w = sum[d], cnt = sum[d + 1];
@@ -807,7 +871,8 @@ __global__ void update_kernel(float *__restrict__ A32, double *__restrict__ vel,
 extern "C" void va_cuda_update_anchors(va_cuda_t *c, double eta, double beta, double max_step, int cosine) {
   if (c->k <= 0) return;
   va_cuda_enter(c);
-  update_kernel<<<(unsigned)c->k, 128, 0, c->stream>>>(c->A32, c->vel, c->acc, c->dp, (int)c->d, eta, beta, max_step, cosine);
+  update_kernel<<<(unsigned)c->k, 128, 0, c->stream>>>(c->A32, c->vel, c->acc, c->dp, (int)c->d, eta, beta, max_step,
+                                                       cosine);
   VA_LAUNCHED();
   anchors_changed(c, NULL);
 }
@@ -848,7 +913,8 @@ extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_h
   if (c->n <= 0) return;
   va_cuda_enter(c);
   if (r_host) va_cuda_ensure_r(c);
-  if (assign_host) VA_CUDA(cudaMemcpyAsync(assign_host, c->assign, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
+  if (assign_host)
+    VA_CUDA(cudaMemcpyAsync(assign_host, c->assign, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
   if (r_host) VA_CUDA(cudaMemcpyAsync(r_host, c->r, (size_t)c->n * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
 }
@@ -890,8 +956,7 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
         for (int64_t t = 0; t < c->d; t++) o[t] = __half2float(((const __half *)c->Xh)[at + t]);
       else if (c->precision == VA_CUDA_BF16)
         for (int64_t t = 0; t < c->d; t++) o[t] = __bfloat162float(((const __nv_bfloat16 *)c->Xh)[at + t]);
-      else
-        memcpy(o, c->Xh + at, (size_t)c->d * 4);
+      else memcpy(o, c->Xh + at, (size_t)c->d * 4);
     }
     return;
   }
@@ -948,8 +1013,14 @@ void va_cuda_ensure_segments(va_cuda_t *c, int64_t nseg) {
   VA_CUDA(cudaStreamSynchronize(c->stream));
   int64_t cap = nseg + 1;
   if (cap < c->k_cap + 1) cap = c->k_cap + 1;
-  dfree(&c->seg_start); dfree(&c->seg_end); dfree(&c->npieces); dfree(&c->pstart); dfree(&c->acc);
-  dfree(&c->ptable); dfree(&c->partial); dfree(&c->cub_tmp);
+  dfree(&c->seg_start);
+  dfree(&c->seg_end);
+  dfree(&c->npieces);
+  dfree(&c->pstart);
+  dfree(&c->acc);
+  dfree(&c->ptable);
+  dfree(&c->partial);
+  dfree(&c->cub_tmp);
   size_t W = (size_t)VA_STATS_W(c->d);
   dalloc(&c->seg_start, (size_t)cap * 4, "segments");
   dalloc(&c->seg_end, (size_t)cap * 4, "segments");
@@ -962,7 +1033,8 @@ void va_cuda_ensure_segments(va_cuda_t *c, int64_t nseg) {
   dalloc(&c->partial, (size_t)c->partial_cap * W * 8, "partial sums");
   size_t b1 = 0, b2 = 0;
   int items = (int)c->view_rows;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, b1, c->keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, 32, c->stream));
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, b1, c->keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, 32,
+                                          c->stream));
   VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, b2, c->npieces, c->pstart, (int)cap, c->stream));
   c->cub_tmp_bytes = b1 > b2 ? b1 : b2;
   dalloc(&c->cub_tmp, c->cub_tmp_bytes, "sort scratch");

@@ -20,8 +20,8 @@ __device__ __forceinline__ unsigned long long fpi_encode(float mind, uint32_t gl
 /* One warp per row: mind[i] = min(mind[i], distance to anchor), then the block's largest key into *key. */
 template <typename T>
 __global__ void __launch_bounds__(FPI_THREADS)
-fpi_step_kernel(const T *__restrict__ X, int64_t n, int dp, const float *__restrict__ anchor, int cosine,
-                float *__restrict__ mind, uint32_t global_row0, unsigned long long *key) {
+    fpi_step_kernel(const T *__restrict__ X, int64_t n, int dp, const float *__restrict__ anchor, int cosine,
+                    float *__restrict__ mind, uint32_t global_row0, unsigned long long *key) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t i = (int64_t)blockIdx.x * (FPI_THREADS / 32) + warp;
   unsigned long long best = 0;
@@ -32,7 +32,10 @@ fpi_step_kernel(const T *__restrict__ X, int64_t n, int dp, const float *__restr
     for (int q = lane; q < dp / 4; q += 32) s = dist_acc4(row_load4<true>(x + 4 * q), __ldg(a4 + q), cosine, s);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (cosine) { s = 1.0 - s; s = s > 0 ? s : 0; }
+    if (cosine) {
+      s = 1.0 - s;
+      s = s > 0 ? s : 0;
+    }
     float v = (float)s, m = mind[i];
     if (v < m) m = v;
     if (lane == 0) mind[i] = m;
@@ -52,15 +55,18 @@ template <typename T>
 __global__ void fpi_pick_kernel(const T *__restrict__ X, int64_t n, int dp, uint32_t global_row0,
                                 const unsigned long long *__restrict__ key, float *__restrict__ anchor) {
   const int64_t row = (int64_t)(0xFFFFFFFFu - (uint32_t)(*key & 0xFFFFFFFFull)) - (int64_t)global_row0;
-  for (int t = threadIdx.x; t < dp; t += blockDim.x) anchor[t] = row >= 0 && row < n ? row_value(X[row * dp + t]) : 0.0f;
+  for (int t = threadIdx.x; t < dp; t += blockDim.x)
+    anchor[t] = row >= 0 && row < n ? row_value(X[row * dp + t]) : 0.0f;
 }
 
 __global__ void fpi_fill_kernel(float *mind, int64_t n, float v) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) mind[i] = v;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    mind[i] = v;
 }
 
 extern "C" int va_cuda_farthest_init_begin(va_cuda_t *c, int64_t k, int64_t global_row0, int64_t global_n) {
-  if (c->chunk_rows || k <= 0 || global_n >= (int64_t)0xFFFFFFFF) return 0; /* streamed rows or 32-bit row keys too small */
+  if (c->chunk_rows || k <= 0 || global_n >= (int64_t)0xFFFFFFFF)
+    return 0; /* streamed rows or 32-bit row keys too small */
   va_cuda_enter(c);
   c->fpi_k = k;
   c->fpi_row0 = global_row0;
@@ -73,7 +79,8 @@ extern "C" int va_cuda_farthest_init_begin(va_cuda_t *c, int64_t k, int64_t glob
   VA_CUDA(cudaMemcpyAsync(c->fpi_key, &key0, 8, cudaMemcpyHostToDevice, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream)); /* key0 lives on this stack frame */
   if (c->n > 0) {
-    fpi_fill_kernel<<<(unsigned)((c->n + 255) / 256 < 1024 ? (c->n + 255) / 256 : 1024), 256, 0, c->stream>>>(c->fpi_mind, c->n, FLT_MAX);
+    fpi_fill_kernel<<<(unsigned)((c->n + 255) / 256 < 1024 ? (c->n + 255) / 256 : 1024), 256, 0, c->stream>>>(
+        c->fpi_mind, c->n, FLT_MAX);
     VA_LAUNCHED();
   }
   return 1;
@@ -83,7 +90,8 @@ extern "C" void va_cuda_farthest_init_pick(va_cuda_t *c, int64_t q) {
   va_cuda_enter(c);
   const va_cuda_rows_t v = va_cuda_resident_rows(c);
   va_cuda_with_rows(c, &v, [&](auto X) {
-    fpi_pick_kernel<<<1, 128, 0, c->stream>>>(X, c->n, (int)c->dp, (uint32_t)c->fpi_row0, c->fpi_key + q, c->fpi_A + q * c->dp);
+    fpi_pick_kernel<<<1, 128, 0, c->stream>>>(X, c->n, (int)c->dp, (uint32_t)c->fpi_row0, c->fpi_key + q,
+                                              c->fpi_A + q * c->dp);
   });
   VA_LAUNCHED();
 }

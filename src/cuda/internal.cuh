@@ -6,22 +6,22 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "cuda/blas.cuh"    /* va_blas */
-#include "cuda/check.cuh"   /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED, dalloc, dfree */
-#include "cuda/kernels.h"   /* the C API this context serves */
-#include "cuda/vmm.cuh"     /* va_vmm_t */
+#include "cuda/blas.cuh"  /* va_blas */
+#include "cuda/check.cuh" /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED, dalloc, dfree */
+#include "cuda/kernels.h" /* the C API this context serves */
+#include "cuda/vmm.cuh"   /* va_vmm_t */
 
 /* Row stride of every device matrix (floats or 16-bit elements): d rounded up to 32, zero padded, so
  * that a 32-byte k-step of the tensor-core kernels never straddles a row's end. */
-#define VA_CUDA_DPAD 32
+#define VA_CUDA_DPAD   32
 /* Rows are padded to a multiple of this (the fused kernel's largest BM), anchors too (largest BN). */
 #define VA_CUDA_ROWPAD 256
-#define VA_CUDA_KPAD 256
+#define VA_CUDA_KPAD   256
 
 struct va_cuda {
   int device, precision, assign_variant, stats_variant;
   int64_t n, npad, d, dp;
-  int64_t k, k_cap;            /* anchors in use; allocated (a multiple of VA_CUDA_KPAD) */
+  int64_t k, k_cap; /* anchors in use; allocated (a multiple of VA_CUDA_KPAD) */
   cudaStream_t stream;
   cudaEvent_t ev0, ev1;
   cublasHandle_t blas;
@@ -30,37 +30,37 @@ struct va_cuda {
   /* The rows, resident: float32 at fp32/tf32, 16-bit alone at fp16/bf16 (the rows' storage precision:
    * half the bytes). X32 at fp16/bf16 only while rows are preprocessed on the device (defer_convert: from
    * va_cuda_defer_conversion to va_cuda_finish_rows). NULL when streaming. */
-  float *X32;                  /* npad x dp, zero padded */
-  void *Xlp;                   /* npad x dp fp16/bf16 (precision 2/3), else NULL */
-  va_vmm_t rows_vmm;           /* fp16/bf16 preprocessed on the device: X32, then Xlp in its first half */
-  float *Xup;                  /* fp16/bf16, rows uploaded without preprocessing: one staging buffer's rows
-                                  in float32 on the device, converted from there into Xlp */
-  int *overflow;               /* set when a row does not fit fp16 */
+  float *X32;        /* npad x dp, zero padded */
+  void *Xlp;         /* npad x dp fp16/bf16 (precision 2/3), else NULL */
+  va_vmm_t rows_vmm; /* fp16/bf16 preprocessed on the device: X32, then Xlp in its first half */
+  float *Xup;        /* fp16/bf16, rows uploaded without preprocessing: one staging buffer's rows
+                        in float32 on the device, converted from there into Xlp */
+  int *overflow;     /* set when a row does not fit fp16 */
   /* out-of-core (chunk_rows > 0): the rows stay in pinned host memory and every pass copies them, a
    * chunk at a time, into one of two device buffers on copy_stream while the previous chunk is worked
    * on (va_cuda_each_rows) */
-  int64_t chunk_rows;          /* a multiple of VA_CUDA_ROWPAD */
-  int host_threads;            /* the rank's threads, for host-side copies of rows into pinned memory */
-  int64_t view_rows;           /* the most rows one pass launch sees: chunk_rows, or n resident */
-  float *Xh;                   /* pinned, n x dp float32, zero padded; at fp16/bf16, once host16, its first
-                                  half holds the n x dp 16-bit rows (stream_rows_to_16) */
+  int64_t chunk_rows; /* a multiple of VA_CUDA_ROWPAD */
+  int host_threads;   /* the rank's threads, for host-side copies of rows into pinned memory */
+  int64_t view_rows;  /* the most rows one pass launch sees: chunk_rows, or n resident */
+  float *Xh;          /* pinned, n x dp float32, zero padded; at fp16/bf16, once host16, its first
+                         half holds the n x dp 16-bit rows (stream_rows_to_16) */
   int host16;
-  void *Xc[2];                 /* chunk_rows x dp each, as stored (float32; 16-bit at fp16/bf16) */
-  int64_t held[2];             /* chunk a buffer holds (or is being filled with); -1 none */
+  void *Xc[2];     /* chunk_rows x dp each, as stored (float32; 16-bit at fp16/bf16) */
+  int64_t held[2]; /* chunk a buffer holds (or is being filled with); -1 none */
   cudaStream_t copy_stream;
   cudaEvent_t copied[2], consumed[2];
-  double copied_bytes;         /* rows copied host to device so far */
+  double copied_bytes; /* rows copied host to device so far */
   /* anchors */
-  float *A32;                  /* k_cap x dp */
-  void *Alp;                   /* k_cap x dp fp16/bf16 */
-  float *bias_l2, *bias_cos;   /* k_cap: half biases ||a||^2 / 2 (l2), 0 (cosine) for j < k, +inf beyond */
-  double *vel;                 /* k_cap x d: the momentum of the device update (va_cuda_update_anchors) */
+  float *A32;                /* k_cap x dp */
+  void *Alp;                 /* k_cap x dp fp16/bf16 */
+  float *bias_l2, *bias_cos; /* k_cap: half biases ||a||^2 / 2 (l2), 0 (cosine) for j < k, +inf beyond */
+  double *vel;               /* k_cap x d: the momentum of the device update (va_cuda_update_anchors) */
   /* per row */
-  uint32_t *assign;            /* n (UINT32_MAX before the first pass) */
+  uint32_t *assign; /* n (UINT32_MAX before the first pass) */
   float *r;
   uint32_t *keys, *keys_sorted, *iota, *vals_sorted; /* view_rows each: the sort of rows by segment */
-  unsigned long long *counter; /* changed rows */
-  unsigned long long *h_counter; /* pinned: [0] changed rows, [1] the overflow flag */
+  unsigned long long *counter;                       /* changed rows */
+  unsigned long long *h_counter;                     /* pinned: [0] changed rows, [1] the overflow flag */
   /* deferred assign pass (va_cuda_assign_deferred): its count still to go into the statistics; r[] not
    * yet computed (the statistics pass or va_cuda_ensure_r does it); the metric it ranked by */
   int count_pending, r_pending, cosine_last;
@@ -69,7 +69,7 @@ struct va_cuda {
    * other entry into the context runs it on its own first (va_cuda_enter) */
   int assign_owed;
   /* the scalar columns of the statistics on their way to the host (va_cuda_queue_scalars) */
-  double *scal, *h_scal;       /* device, pinned: 3 k_cap + (d + 3) + 1 */
+  double *scal, *h_scal; /* device, pinned: 3 k_cap + (d + 3) + 1 */
   int64_t scal_cap, scal_k, scal_nx;
   cudaEvent_t scal_ready;
   /* pinned upload buffer of the statistics call (rule arrays, appended values); up_done: its last use */
@@ -87,33 +87,33 @@ struct va_cuda {
   double *huber;
   unsigned *hist;
   int64_t hist_cap;
-  double *acc;                 /* seg_cap x W */
+  double *acc; /* seg_cap x W */
   /* segmented reduction */
-  int64_t seg_cap;             /* segments the arrays below hold (+1) */
+  int64_t seg_cap; /* segments the arrays below hold (+1) */
   int32_t *seg_start, *seg_end, *npieces, *pstart, *ptable;
   double *partial;
-  int64_t partial_cap;         /* pieces */
+  int64_t partial_cap; /* pieces */
   void *cub_tmp;
   size_t cub_tmp_bytes;
   /* split */
   int32_t *slot;
   float *cent;
-  int64_t split_cap;           /* halves */
+  int64_t split_cap; /* halves */
   /* anchors' pinned staging (k_cap x dp floats, then k_cap norms); `anchors_staged` marks the end of
    * its last upload */
   float *h_anchors;
   cudaEvent_t anchors_staged;
-  float *A_stage;              /* k_cap x dp, then k_cap indices: replaced anchor rows on their way into A32 */
-  float *norms_in;             /* k_cap: norms given by the caller */
+  float *A_stage;  /* k_cap x dp, then k_cap indices: replaced anchor rows on their way into A32 */
+  float *norms_in; /* k_cap: norms given by the caller */
   /* host staging (streamed contexts: at most pinned[0], pageable, for padded rows; make_staging) */
   float *pinned[2];
   cudaEvent_t staged[2];
   size_t pinned_bytes;
   int pin_next;
-  int defer_convert;           /* rows uploaded raw, preprocessed on the device, then va_cuda_finish_rows */
-  void *h_buf;                 /* pinned scratch for results */
+  int defer_convert; /* rows uploaded raw, preprocessed on the device, then va_cuda_finish_rows */
+  void *h_buf;       /* pinned scratch for results */
   size_t h_buf_bytes;
-  int64_t *d_rows;             /* get_rows indices */
+  int64_t *d_rows; /* get_rows indices */
   float *d_rows_out;
   int64_t rows_cap;
   /* farthest-point initialisation (cuda_init.cu), between its begin and end: each row's distance to
@@ -142,21 +142,26 @@ __device__ __forceinline__ float row_value(__half x) { return __half2float(x); }
 __device__ __forceinline__ float row_value(__nv_bfloat16 x) { return __bfloat162float(x); }
 /* Elements p[0..3] (p 4-element aligned); CS: a streaming load (evict first), else through the
  * read-only cache. */
-template <bool CS> __device__ __forceinline__ float4 row_load4(const float *p) {
+template <bool CS>
+__device__ __forceinline__ float4 row_load4(const float *p) {
   return CS ? __ldcs((const float4 *)p) : __ldg((const float4 *)p);
 }
-template <bool CS> __device__ __forceinline__ float4 row_load4(const __half *p) {
+template <bool CS>
+__device__ __forceinline__ float4 row_load4(const __half *p) {
   const uint2 u = CS ? __ldcs((const uint2 *)p) : __ldg((const uint2 *)p);
   const float2 a = __half22float2(*(const __half2 *)&u.x), b = __half22float2(*(const __half2 *)&u.y);
   return make_float4(a.x, a.y, b.x, b.y);
 }
-template <bool CS> __device__ __forceinline__ float4 row_load4(const __nv_bfloat16 *p) {
+template <bool CS>
+__device__ __forceinline__ float4 row_load4(const __nv_bfloat16 *p) {
   const uint2 u = CS ? __ldcs((const uint2 *)p) : __ldg((const uint2 *)p);
-  const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u.x), b = __bfloat1622float2(*(const __nv_bfloat162 *)&u.y);
+  const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u.x),
+               b = __bfloat1622float2(*(const __nv_bfloat162 *)&u.y);
   return make_float4(a.x, a.y, b.x, b.y);
 }
 /* f(rows) with the view's rows as the pointer type the context's precision stores them in. */
-template <typename F> static inline void va_cuda_with_rows(const va_cuda_t *ctx, const va_cuda_rows_t *v, F &&f) {
+template <typename F>
+static inline void va_cuda_with_rows(const va_cuda_t *ctx, const va_cuda_rows_t *v, F &&f) {
   if (ctx->precision == VA_CUDA_FP16) f((const __half *)v->Xlp);
   else if (ctx->precision == VA_CUDA_BF16) f((const __nv_bfloat16 *)v->Xlp);
   else f(v->X32);
@@ -181,10 +186,14 @@ __device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, doub
     s += (double)x.w * (double)a.w;
   } else {
     double e;
-    e = (double)x.x - (double)a.x; s += e * e;
-    e = (double)x.y - (double)a.y; s += e * e;
-    e = (double)x.z - (double)a.z; s += e * e;
-    e = (double)x.w - (double)a.w; s += e * e;
+    e = (double)x.x - (double)a.x;
+    s += e * e;
+    e = (double)x.y - (double)a.y;
+    s += e * e;
+    e = (double)x.z - (double)a.z;
+    s += e * e;
+    e = (double)x.w - (double)a.w;
+    s += e * e;
   }
   return s;
 }

@@ -53,7 +53,8 @@ size_t va_cuda_prep_bytes(int64_t n_local, int64_t d, int precision, int64_t chu
  * live in pinned host memory and stream through chunks of this many rows (va_cuda_stream_chunk_rows);
  * host_threads take the page faults of that memory and copy host rows in (va_cuda_upload_rows).
  * va_cuda_create is va_cuda_create_streamed with chunk_rows 0 and one host thread. */
-va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision, int64_t chunk_rows, int host_threads);
+va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision,
+                                   int64_t chunk_rows, int host_threads);
 va_cuda_t *va_cuda_create(int device, int64_t n_local, int64_t d, int64_t k_cap, int precision);
 /* e.g. "NVIDIA H200 sm_90, 139 GiB, 132 SMs, tf32 products" (+ the streaming, if any) */
 void va_cuda_describe(const va_cuda_t *ctx, char *buf, size_t len);
@@ -81,10 +82,10 @@ float *va_cuda_upload_buffer(va_cuda_t *ctx, int64_t local_row0);
 void va_cuda_upload_buffered(va_cuda_t *ctx, int64_t local_row0, int64_t nrows);
 /* Rows kept on the device for preprocessing there, to compress.c's bits (compress: no host shard):
  * after va_cuda_defer_conversion, uploads keep the float32 values until va_cuda_finish_rows makes the
- * 16-bit rows (fp16/bf16: and drops the float32 ones; no pass may run before it), so that the preprocessing can run on the device in between: va_cuda_block_column_sums
- * (compress.c's column_sums, one block of `block` rows per entry of part_host: nblocks x d sums, or
- * x 2d with the squares; with center_host, the rows are centred first) and va_cuda_unit_rows (unit
- * rows in place as compress.c makes them for cosine, zero rows left zero; returns their count).
+ * 16-bit rows (fp16/bf16: and drops the float32 ones; no pass may run before it), so that the preprocessing can run on
+ * the device in between: va_cuda_block_column_sums (compress.c's column_sums, one block of `block` rows per entry of
+ * part_host: nblocks x d sums, or x 2d with the squares; with center_host, the rows are centred first) and
+ * va_cuda_unit_rows (unit rows in place as compress.c makes them for cosine, zero rows left zero; returns their count).
  * va_cuda_adopt_rows instead takes all rows from device memory of this context's GPU (n_local x d
  * floats, row-major: the embedder's vectors), conversion deferred likewise. Deferring does nothing
  * on a streamed context; the others are for resident contexts only; the sums and the unit rows wait. */
@@ -93,7 +94,8 @@ void va_cuda_defer_conversion(va_cuda_t *ctx);
  * rows of d floats, *ld floats apart; the padding columns stay zero). No pass may be running. */
 float *va_cuda_stream_host_rows(va_cuda_t *ctx, int64_t *ld);
 void va_cuda_adopt_rows(va_cuda_t *ctx, const float *drows);
-void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares, double *part_host);
+void va_cuda_block_column_sums(va_cuda_t *ctx, int64_t block, const double *center_host, int squares,
+                               double *part_host);
 int64_t va_cuda_unit_rows(va_cuda_t *ctx);
 /* The rows are all in: deferred rows converted (above); uploads' float32 staging on the device dropped. */
 void va_cuda_finish_rows(va_cuda_t *ctx);
@@ -208,13 +210,16 @@ double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, in
 double va_cuda_bench_mma_peak(va_cuda_t *ctx, int precision, int blocks_per_sm);
 /* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. compute_r: the
  * reduction computes r itself, as after a deferred assign pass (sorted reduction, none/huber). */
-double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int compute_r, int warmup, int reps, double *min_ms);
+double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int compute_r, int warmup, int reps,
+                           double *min_ms);
 /* Same for the device's share of one annealing-loop iteration as the CUDA backend queues it: deferred
  * assign pass, statistics (r computed there unless trim), the scalars' gather and copy, the update
  * (eta 0.5, beta 0, no clamp) with norms and 16-bit copy. The anchors move: call it on a scratch context. */
-double va_cuda_bench_iteration(va_cuda_t *ctx, const va_stats_rule_t *rule, int cosine, int warmup, int reps, double *min_ms);
+double va_cuda_bench_iteration(va_cuda_t *ctx, const va_stats_rule_t *rule, int cosine, int warmup, int reps,
+                               double *min_ms);
 /* Same for farthest + hist (bins > 0) together, excluding the host copies. */
-double va_cuda_bench_farthest_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms);
+double va_cuda_bench_farthest_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, int warmup, int reps,
+                                   double *min_ms);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 extern "C" void va_cuda_set_assign(va_cuda_t *ctx, const uint32_t *assign_host) {
   va_cuda_enter(ctx);
   if (ctx->n > 0)
-    VA_CUDA(cudaMemcpyAsync(ctx->assign, assign_host, (size_t)ctx->n * sizeof(uint32_t), cudaMemcpyHostToDevice, ctx->stream));
+    VA_CUDA(cudaMemcpyAsync(ctx->assign, assign_host, (size_t)ctx->n * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                            ctx->stream));
   VA_CUDA(cudaStreamSynchronize(ctx->stream));
 }

@@ -29,7 +29,7 @@ extern "C" {
 }
 
 static const int THREADS = 256;
-static const int PIECE = 256; /* rows per piece of the sorted reduction: one per thread of a block */
+static const int PIECE = 256;     /* rows per piece of the sorted reduction: one per thread of a block */
 static const int CR_MAX_DP = 256; /* r computed in the statistics pass: the whole row in one column pass */
 
 static int grid_for(int64_t n, int threads) {
@@ -74,7 +74,8 @@ __device__ __forceinline__ double member_weight(const rule_dev &ru, uint32_t j, 
  * k 1024, H200; 0.017-0.020 ms so), which every reseeding iteration paid. */
 static const int FARTHEST_SMEM_K = 8192;
 template <bool SHARED>
-__global__ void farthest_max_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n, int64_t k, unsigned *rmax_bits) {
+__global__ void farthest_max_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n, int64_t k,
+                                    unsigned *rmax_bits) {
   __shared__ unsigned best[SHARED ? FARTHEST_SMEM_K : 1];
   if (SHARED) {
     for (int64_t j = threadIdx.x; j < k; j += blockDim.x) best[j] = 0;
@@ -113,7 +114,8 @@ static void farthest_launch(va_cuda_t *c) {
     const int blocks = std::min(grid_for(c->n, THREADS), 2 * c->prop.multiProcessorCount);
     farthest_max_kernel<true><<<blocks, THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->k, c->rmax_bits);
   } else {
-    farthest_max_kernel<false><<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->k, c->rmax_bits);
+    farthest_max_kernel<false>
+        <<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->k, c->rmax_bits);
   }
   VA_LAUNCHED();
   farthest_arg_kernel<<<grid_for(c->n, THREADS), THREADS, 0, c->stream>>>(c->assign, c->r, c->n, c->rmax_bits, c->rarg);
@@ -124,7 +126,10 @@ extern "C" void va_cuda_farthest(va_cuda_t *c, float *rmax_host, int64_t *rarg_h
   va_cuda_enter(c);
   int64_t k = c->k;
   if (c->n <= 0) {
-    for (int64_t j = 0; j < k; j++) { rmax_host[j] = 0; rarg_host[j] = -1; }
+    for (int64_t j = 0; j < k; j++) {
+      rmax_host[j] = 0;
+      rarg_host[j] = -1;
+    }
     return;
   }
   va_cuda_ensure_r(c);
@@ -178,7 +183,8 @@ extern "C" void va_cuda_hist(va_cuda_t *c, const float *rmax_host, int64_t bins,
 }
 
 /* --- sorted segmented reduction -------------------------------------------------------------------- */
-__global__ void seg_bounds_kernel(const uint32_t *__restrict__ ks, int64_t n, int64_t nseg, int32_t *start, int32_t *end) {
+__global__ void seg_bounds_kernel(const uint32_t *__restrict__ ks, int64_t n, int64_t nseg, int32_t *start,
+                                  int32_t *end) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     uint32_t key = ks[i];
     if (key >= (uint64_t)nseg) continue; /* the excluded segment */
@@ -193,11 +199,13 @@ __device__ __forceinline__ int32_t seg_pieces(const int32_t *start, const int32_
 __device__ __forceinline__ void seg_table_fill(int32_t *table, int32_t first, int32_t count, int64_t j) {
   for (int32_t p = 0; p < count; p++) table[first + p] = (int32_t)j;
 }
-__global__ void seg_pieces_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np) {
+__global__ void seg_pieces_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg,
+                                  int32_t *np) {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j <= nseg; j += (int64_t)gridDim.x * blockDim.x)
     np[j] = seg_pieces(start, end, nseg, j);
 }
-__global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *__restrict__ pstart, int64_t nseg, int32_t *table) {
+__global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *__restrict__ pstart, int64_t nseg,
+                                 int32_t *table) {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nseg; j += (int64_t)gridDim.x * blockDim.x)
     seg_table_fill(table, pstart[j], np[j], j);
 }
@@ -210,8 +218,8 @@ __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *
  * kernel waits on three others). */
 static const int BOOK_THREADS = 1024, BOOK_PER = 8;
 __global__ void __launch_bounds__(BOOK_THREADS)
-seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np,
-                int32_t *pstart, int32_t *table) {
+    seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np,
+                    int32_t *pstart, int32_t *table) {
   using Scan = cub::BlockScan<int32_t, BOOK_THREADS>;
   __shared__ typename Scan::TempStorage scan_tmp;
   const int64_t j0 = (int64_t)threadIdx.x * BOOK_PER;
@@ -249,7 +257,8 @@ seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ e
  * flight); the pass that computes r does not (16 rows' partial sums held at once made it slower: 0.288
  * against 0.262 ms at 1M x 128 x 1024 on an H200). The grouping changes no sum: rows are added in order
  * either way. */
-template <int CQ, bool CR, typename T> struct stage_rows {
+template <int CQ, bool CR, typename T>
+struct stage_rows {
   static const int G = (CQ >= 8 ? 2 : 8) * (CR ? 1 : (int)(4 / sizeof(T)));
 };
 /* The sums over the warp's lanes of G values per lane (G a power of two up to 32), by the xor butterfly's
@@ -258,7 +267,8 @@ template <int CQ, bool CR, typename T> struct stage_rows {
  * a butterfly does. Every sum is computed by the same tree as `s += shfl_xor(s, o)` for o = 16 .. 1 on
  * one value (a + b == b + a in IEEE arithmetic), so bit for bit the same, in G - 1 + 5 - log2 G
  * shuffles instead of 5 G. held: which of the G sums this lane ends with. */
-template <int G> __device__ __forceinline__ double rows_reduce(double (&part)[G], int lane, int &held) {
+template <int G>
+__device__ __forceinline__ double rows_reduce(double (&part)[G], int lane, int &held) {
   held = 0;
   int o = 16;
 #pragma unroll
@@ -279,10 +289,10 @@ template <int G> __device__ __forceinline__ double rows_reduce(double (&part)[G]
 
 template <int CQ, bool CR, typename T>
 __global__ void __launch_bounds__(THREADS)
-seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
-                   float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
-                   const int32_t *__restrict__ pstart, const int32_t *__restrict__ table, int64_t nseg, rule_dev ru,
-                   const float *__restrict__ A32, int cosine, double *__restrict__ partial) {
+    seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
+                       float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
+                       const int32_t *__restrict__ pstart, const int32_t *__restrict__ table, int64_t nseg, rule_dev ru,
+                       const float *__restrict__ A32, int cosine, double *__restrict__ partial) {
   constexpr int G = stage_rows<CQ, CR, T>::G;
   constexpr int PER16 = 16 / (int)sizeof(T); /* elements per 16-byte copy */
   const int64_t b = blockIdx.x;
@@ -358,7 +368,8 @@ seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *_
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
               const int col = lane + 32 * q;
-              const float xv = FULL || (u < un && col < cn) ? row_value(xs[col]) : 0.0f; /* padded columns hold zeros, in the anchors too */
+              const float xv = FULL || (u < un && col < cn) ? row_value(xs[col])
+                                                            : 0.0f; /* padded columns hold zeros, in the anchors too */
               if (cosine) s += (double)xv * (double)av[q];
               else {
                 double df = (double)xv - (double)av[q];
@@ -374,10 +385,16 @@ seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *_
           /* (huber's double square root is a call with a slow path; around it ptxas keeps 8 bytes on the
            * stack in some instances, the spills it reports here) */
           const double w = member_weight(ru, (uint32_t)j, rv);
-          if ((lane & (32 / G - 1)) == 0) { wstage[warp][held] = w; rstage[warp][held] = rv; }
+          if ((lane & (32 / G - 1)) == 0) {
+            wstage[warp][held] = w;
+            rstage[warp][held] = rv;
+          }
           __syncwarp();
           const int mine = lane - g0; /* this lane's own row */
-          if (mine >= 0 && mine < un) { myr = (double)rstage[warp][mine]; mywsum = wstage[warp][mine]; }
+          if (mine >= 0 && mine < un) {
+            myr = (double)rstage[warp][mine];
+            mywsum = wstage[warp][mine];
+          }
 #pragma unroll
           for (int u = 0; u < G; u++) {
             if (!FULL && u >= un) break;
@@ -420,14 +437,18 @@ seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *_
     __syncthreads();
   }
   if (CR && pos < s1) r[myrow] = (float)myr;
-  /* scalars: fixed butterfly in the warp, then warps in order */
+    /* scalars: fixed butterfly in the warp, then warps in order */
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     mycnt += __shfl_xor_sync(0xffffffffu, mycnt, o);
     mywsum += __shfl_xor_sync(0xffffffffu, mywsum, o);
     myr += __shfl_xor_sync(0xffffffffu, myr, o);
   }
-  if (lane == 0) { sred[warp][0] = mywsum; sred[warp][1] = mycnt; sred[warp][2] = myr; }
+  if (lane == 0) {
+    sred[warp][0] = mywsum;
+    sred[warp][1] = mycnt;
+    sred[warp][2] = myr;
+  }
   __syncthreads();
   if (tid < 3) {
     double s = 0;
@@ -450,15 +471,17 @@ __global__ void seg_final_kernel(const double *__restrict__ partial, const int32
 }
 
 template <int CQ, typename T>
-static void launch_partial_rows(va_cuda_t *c, const T *X, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg, const rule_dev &ru,
-                                const float *anchors_r, int cosine) {
+static void launch_partial_rows(va_cuda_t *c, const T *X, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg,
+                                const rule_dev &ru, const float *anchors_r, int cosine) {
   float *r = c->r + v->row0;
   if (anchors_r)
-    seg_partial_kernel<CQ, true, T><<<(unsigned)blocks, THREADS, 0, c->stream>>>(
-        X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end, c->pstart, c->ptable, nseg, ru, anchors_r, cosine, c->partial);
+    seg_partial_kernel<CQ, true, T>
+        <<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end,
+                                                      c->pstart, c->ptable, nseg, ru, anchors_r, cosine, c->partial);
   else
-    seg_partial_kernel<CQ, false, T><<<(unsigned)blocks, THREADS, 0, c->stream>>>(
-        X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end, c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
+    seg_partial_kernel<CQ, false, T>
+        <<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end,
+                                                      c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
   VA_LAUNCHED();
 }
 /* At fp16/bf16 the pass reads the 16-bit rows, half the bytes of float32 ones (the pass that reads r
@@ -479,7 +502,8 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
   int bits = 1;
   while (bits < 32 && ((uint64_t)1 << bits) <= (uint64_t)nseg) bits++;
   size_t need = 0, need2 = 0;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits, c->stream));
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits,
+                                          c->stream));
   VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need2, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
   if (need2 > need) need = need2;
   if (need > c->cub_tmp_bytes) {
@@ -489,17 +513,20 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
     c->cub_tmp_bytes = need;
   }
   size_t tmp = c->cub_tmp_bytes;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits,
-                                          c->stream));
+  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0,
+                                          bits, c->stream));
   VA_CUDA(cudaMemsetAsync(c->seg_start, 0, (size_t)(nseg + 1) * 4, c->stream));
   VA_CUDA(cudaMemsetAsync(c->seg_end, 0, (size_t)(nseg + 1) * 4, c->stream));
-  seg_bounds_kernel<<<grid_for(v->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, v->n, nseg, c->seg_start, c->seg_end);
+  seg_bounds_kernel<<<grid_for(v->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, v->n, nseg, c->seg_start,
+                                                                        c->seg_end);
   VA_LAUNCHED();
   if (nseg + 1 <= (int64_t)BOOK_THREADS * BOOK_PER) {
-    seg_book_kernel<<<1, BOOK_THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces, c->pstart, c->ptable);
+    seg_book_kernel<<<1, BOOK_THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces, c->pstart,
+                                                       c->ptable);
     VA_LAUNCHED();
   } else {
-    seg_pieces_kernel<<<grid_for(nseg + 1, THREADS), THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces);
+    seg_pieces_kernel<<<grid_for(nseg + 1, THREADS), THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg,
+                                                                              c->npieces);
     VA_LAUNCHED();
     tmp = c->cub_tmp_bytes;
     VA_CUDA(cub::DeviceScan::ExclusiveSum(c->cub_tmp, tmp, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
@@ -520,11 +547,12 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
 /* --- atomic reduction ------------------------------------------------------------------------------ */
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-stats_atomic_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a,
-                    const float *__restrict__ r, int64_t n, rule_dev ru, double *acc) {
+    stats_atomic_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a,
+                        const float *__restrict__ r, int64_t n, rule_dev ru, double *acc) {
   const int lane = threadIdx.x & 31;
   const int W = d + 3;
-  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n;
+       i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
     uint32_t j = a[i];
     float rv = r[i];
     double w = member_weight(ru, j, rv);
@@ -544,7 +572,8 @@ stats_atomic_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *
  * wait for the stream, which would stall the queue behind a deferred assign pass). `at` is the byte
  * offset in that buffer; the buffer is reused once its previous uploads are done (up_done). */
 static void upload_staged(va_cuda_t *c, void *dst, const void *src, size_t bytes, size_t at) {
-  if (at + bytes > c->h_up_bytes) VA_FATAL("upload of %zu bytes at %zu exceeds the %zu-byte staging buffer", bytes, at, c->h_up_bytes);
+  if (at + bytes > c->h_up_bytes)
+    VA_FATAL("upload of %zu bytes at %zu exceeds the %zu-byte staging buffer", bytes, at, c->h_up_bytes);
   memcpy((char *)c->h_up + at, src, bytes);
   VA_CUDA(cudaMemcpyAsync(dst, (char *)c->h_up + at, bytes, cudaMemcpyHostToDevice, c->stream));
 }
@@ -588,8 +617,8 @@ static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
     int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
     if (blocks > 132 * 64) blocks = 132 * 64;
     va_cuda_with_rows(c, v, [&](auto X) {
-      stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0, c->r + v->row0, v->n,
-                                                                        ru, c->acc);
+      stats_atomic_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0,
+                                                                       c->r + v->row0, v->n, ru, c->acc);
     });
     VA_LAUNCHED();
   } else {
@@ -619,7 +648,8 @@ static void stats_launch(va_cuda_t *c, const rule_dev &ru, int assign_owed) {
     if (!sa.compute_r) va_cuda_ensure_r(c);
     c->r_pending = 0;
   }
-  if (c->stats_variant == VA_CUDA_STATS_ATOMIC || c->n <= 0) VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
+  if (c->stats_variant == VA_CUDA_STATS_ATOMIC || c->n <= 0)
+    VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(c->k * W) * 8, c->stream));
   if (c->n > 0) va_cuda_each_rows(c, stats_rows, &sa);
 }
 
@@ -629,7 +659,7 @@ extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rul
   const int assign_owed = c->assign_owed; /* this pass runs it (not va_cuda_enter) */
   c->assign_owed = 0;
   va_cuda_enter(c);
-  va_cuda_ensure_segments(c, c->k); /* may reallocate acc: before anything is written into it */
+  va_cuda_ensure_segments(c, c->k);          /* may reallocate acc: before anything is written into it */
   VA_CUDA(cudaEventSynchronize(c->up_done)); /* the upload buffer is free again */
   rule_dev ru = upload_rule(c, rule);
   if (nx > 0) upload_staged(c, c->acc + kw, x, (size_t)nx * 8, (size_t)c->k * 12);
@@ -668,8 +698,8 @@ extern "C" void va_cuda_sync(va_cuda_t *c) {
 
 /* out[3 j + f] = acc[j W + d + f] (weight, count, r sum), out[3 k + e] = acc[k W + e], then the fp16
  * overflow flag. */
-__global__ void gather_scalars_kernel(const double *__restrict__ acc, int64_t k, int d, int64_t nx, const int *__restrict__ overflow,
-                                      double *__restrict__ out) {
+__global__ void gather_scalars_kernel(const double *__restrict__ acc, int64_t k, int d, int64_t nx,
+                                      const int *__restrict__ overflow, double *__restrict__ out) {
   const int64_t W = d + 3, total = 3 * k + nx + 1;
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
     if (e < 3 * k) out[e] = acc[(e / 3) * W + d + e % 3];
@@ -681,8 +711,10 @@ __global__ void gather_scalars_kernel(const double *__restrict__ acc, int64_t k,
 extern "C" void va_cuda_queue_scalars(va_cuda_t *c, const double *dacc, int64_t nx) {
   va_cuda_enter(c);
   int64_t k = c->k, total = 3 * k + nx + 1;
-  if (nx < 0 || nx > VA_STATS_W(c->d) || total > c->scal_cap) VA_FATAL("va_cuda_queue_scalars: %lld values", (long long)nx);
-  gather_scalars_kernel<<<grid_for(total, THREADS), THREADS, 0, c->stream>>>(dacc, k, (int)c->d, nx, c->overflow, c->scal);
+  if (nx < 0 || nx > VA_STATS_W(c->d) || total > c->scal_cap)
+    VA_FATAL("va_cuda_queue_scalars: %lld values", (long long)nx);
+  gather_scalars_kernel<<<grid_for(total, THREADS), THREADS, 0, c->stream>>>(dacc, k, (int)c->d, nx, c->overflow,
+                                                                             c->scal);
   VA_LAUNCHED();
   VA_CUDA(cudaMemcpyAsync(c->h_scal, c->scal, (size_t)total * 8, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaEventRecord(c->scal_ready, c->stream));
@@ -712,24 +744,27 @@ extern "C" void va_cuda_warm_up(va_cuda_t *c, int cosine) {
   double *host = (double *)va_malloc((size_t)(k * W + 2) * sizeof(double), "warm-up statistics");
   float *rmax = (float *)va_malloc((size_t)k * sizeof(float), "warm-up");
   int64_t *rarg = (int64_t *)va_malloc((size_t)k * sizeof(int64_t), "warm-up");
-  va_cuda_assign_deferred(c, cosine, 1);                  /* argmin and r kernels */
+  va_cuda_assign_deferred(c, cosine, 1);                            /* argmin and r kernels */
   va_cuda_queue_scalars(c, va_cuda_stats_device(c, NULL, x, 2), 2); /* r read */
   va_cuda_take_scalars(c, 2, host);
-  c->r_pending = 1;                                        /* r computed in the pass: the same values */
+  c->r_pending = 1; /* r computed in the pass: the same values */
   va_cuda_stats_device(c, NULL, NULL, 0);
   VA_CUDA(cudaMemsetAsync(c->acc, 0, (size_t)(k * W) * 8, c->stream)); /* no members: nothing moves */
   va_cuda_update_anchors(c, 0.0, 0.0, 0.0, cosine);
-  va_cuda_farthest(c, rmax, rarg);                         /* waits */
-  free(host); free(rmax); free(rarg);
+  va_cuda_farthest(c, rmax, rarg); /* waits */
+  free(host);
+  free(rmax);
+  free(rarg);
 }
 
 /* --- split: 2-means sums --------------------------------------------------------------------------- */
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-split_keys_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a, int64_t n,
-                  const int32_t *__restrict__ slot, const float *__restrict__ cent, int64_t m, uint32_t *keys) {
+    split_keys_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ a, int64_t n,
+                      const int32_t *__restrict__ slot, const float *__restrict__ cent, int64_t m, uint32_t *keys) {
   const int lane = threadIdx.x & 31;
-  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n;
+       i += ((int64_t)gridDim.x * blockDim.x) >> 5) {
     int32_t q = slot[a[i]];
     if (q < 0) {
       if (lane == 0) keys[i] = (uint32_t)(2 * m);
@@ -757,15 +792,16 @@ static void split_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   int64_t blocks = (v->n + THREADS / 32 - 1) / (THREADS / 32);
   if (blocks > 132 * 64) blocks = 132 * 64;
   va_cuda_with_rows(c, v, [&](auto X) {
-    split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0, v->n, c->slot, c->cent,
-                                                                   m, c->keys);
+    split_keys_kernel<<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->assign + v->row0, v->n,
+                                                                   c->slot, c->cent, m, c->keys);
   });
   VA_LAUNCHED();
   const rule_dev ru = {VA_ROBUST_NONE, NULL, NULL, NULL, 0, NULL};
   seg_reduce(c, v, c->keys, 2 * m, ru, NULL, 0, c->acc);
 }
 
-extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int64_t m, const float *cent, double *sums_host) {
+extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int64_t m, const float *cent,
+                                         double *sums_host) {
   if (c->n <= 0 || m <= 0) return;
   va_cuda_enter(c);
   int64_t k = c->k, d = c->d, W = VA_STATS_W(d), h2 = 2 * m;
@@ -782,7 +818,8 @@ extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int6
   int32_t *hs = (int32_t *)va_cuda_host_scratch(c, (size_t)k * 4);
   for (int64_t j = 0; j < k; j++) hs[j] = slot[j] < 0 ? -1 : (int32_t)slot[j];
   VA_CUDA(cudaMemcpyAsync(c->slot, hs, (size_t)k * 4, cudaMemcpyHostToDevice, c->stream));
-  VA_CUDA(cudaMemcpy2DAsync(c->cent, (size_t)c->dp * 4, cent, (size_t)d * 4, (size_t)d * 4, (size_t)h2, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemcpy2DAsync(c->cent, (size_t)c->dp * 4, cent, (size_t)d * 4, (size_t)d * 4, (size_t)h2,
+                            cudaMemcpyHostToDevice, c->stream));
   va_cuda_each_rows(c, split_rows, &m);
   double *h = (double *)va_cuda_host_scratch(c, (size_t)(h2 * W) * 8);
   VA_CUDA(cudaMemcpyAsync(h, c->acc, (size_t)(h2 * W) * 8, cudaMemcpyDeviceToHost, c->stream));
@@ -801,7 +838,8 @@ static double median_ms(std::vector<float> &v, double *min_ms) {
 }
 
 /* The median (and min) over reps of body()'s device time, CUDA events around it, after warmup runs. */
-template <typename Body> static double time_reps(va_cuda_t *c, int warmup, int reps, double *min_ms, Body body) {
+template <typename Body>
+static double time_reps(va_cuda_t *c, int warmup, int reps, double *min_ms, Body body) {
   std::vector<float> t;
   for (int rep = 0; rep < warmup + reps; rep++) {
     VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -816,7 +854,8 @@ template <typename Body> static double time_reps(va_cuda_t *c, int warmup, int r
   return median_ms(t, min_ms);
 }
 
-extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int compute_r, int warmup, int reps, double *min_ms) {
+extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int compute_r, int warmup, int reps,
+                                      double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   va_cuda_ensure_r(c);
@@ -829,7 +868,8 @@ extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule,
   });
 }
 
-extern "C" double va_cuda_bench_iteration(va_cuda_t *c, const va_stats_rule_t *rule, int cosine, int warmup, int reps, double *min_ms) {
+extern "C" double va_cuda_bench_iteration(va_cuda_t *c, const va_stats_rule_t *rule, int cosine, int warmup, int reps,
+                                          double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   const double x[2] = {-1.0, 0.0};
@@ -840,7 +880,8 @@ extern "C" double va_cuda_bench_iteration(va_cuda_t *c, const va_stats_rule_t *r
   });
 }
 
-extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps, double *min_ms) {
+extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps,
+                                              double *min_ms) {
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
   va_cuda_ensure_r(c);

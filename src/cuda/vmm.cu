@@ -5,10 +5,20 @@
 #include "cuda/check.cuh" /* VA_CUDA, dalloc, dfree */
 #include "cuda/vmm.cuh"
 
-#define VA_CU_FUNCTIONS(X)                                                                               \
-  X(cuGetErrorString) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuMemGetAllocationGranularity)           \
-  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap)  \
+// clang-format off: one driver function per line
+#define VA_CU_FUNCTIONS(X)                                                                                             \
+  X(cuGetErrorString)                                                                                                  \
+  X(cuDeviceGet)                                                                                                       \
+  X(cuDeviceGetAttribute)                                                                                              \
+  X(cuMemGetAllocationGranularity)                                                                                     \
+  X(cuMemAddressReserve)                                                                                               \
+  X(cuMemAddressFree)                                                                                                  \
+  X(cuMemCreate)                                                                                                       \
+  X(cuMemRelease)                                                                                                      \
+  X(cuMemMap)                                                                                                          \
+  X(cuMemUnmap)                                                                                                        \
   X(cuMemSetAccess)
+// clang-format on
 
 static struct {
 #define VA_CU_MEMBER(f) decltype(&::f) f;
@@ -21,16 +31,16 @@ static int cu_state; /* 0 not looked up, 1 found, -1 missing */
 static int cu_load(void) {
   if (cu_state) return cu_state > 0;
   cu_state = 1;
-#define VA_CU_LOAD(f)                                                                                    \
-  {                                                                                                      \
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;                              \
-    void *p = NULL;                                                                                      \
-    if (cudaGetDriverEntryPointByVersion(#f, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||          \
-        q != cudaDriverEntryPointSuccess || !p) {                                                        \
-      (void)cudaGetLastError();                                                                          \
-      cu_state = -1;                                                                                     \
-    }                                                                                                    \
-    cu.f = (decltype(cu.f))p;                                                                            \
+#define VA_CU_LOAD(f)                                                                                                  \
+  {                                                                                                                    \
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;                                            \
+    void *p = NULL;                                                                                                    \
+    if (cudaGetDriverEntryPointByVersion(#f, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||                       \
+        q != cudaDriverEntryPointSuccess || !p) {                                                                      \
+      (void)cudaGetLastError();                                                                                        \
+      cu_state = -1;                                                                                                   \
+    }                                                                                                                  \
+    cu.f = (decltype(cu.f))p;                                                                                          \
   }
   VA_CU_FUNCTIONS(VA_CU_LOAD)
 #undef VA_CU_LOAD
@@ -44,13 +54,13 @@ static void cu_fail(CUresult r, const char *call, const char *what, const char *
   if (cu.cuGetErrorString) cu.cuGetErrorString(r, &msg);
   size_t fr = 0, tot = 0;
   cudaMemGetInfo(&fr, &tot);
-  va_fatal_at(file, line, "%s%s%s failed: %s (CUresult %d; device has %zu of %zu bytes free)", call, what ? " for " : "", what ? what : "",
-              msg ? msg : "unknown error", (int)r, fr, tot);
+  va_fatal_at(file, line, "%s%s%s failed: %s (CUresult %d; device has %zu of %zu bytes free)", call,
+              what ? " for " : "", what ? what : "", msg ? msg : "unknown error", (int)r, fr, tot);
 }
-#define VA_CU_FOR(call, what)                                                                            \
-  do {                                                                                                   \
-    CUresult va_cr_ = (call);                                                                            \
-    if (va_cr_ != CUDA_SUCCESS) cu_fail(va_cr_, #call, (what), __FILE__, __LINE__);                      \
+#define VA_CU_FOR(call, what)                                                                                          \
+  do {                                                                                                                 \
+    CUresult va_cr_ = (call);                                                                                          \
+    if (va_cr_ != CUDA_SUCCESS) cu_fail(va_cr_, #call, (what), __FILE__, __LINE__);                                    \
   } while (0)
 #define VA_CU(call) VA_CU_FOR(call, NULL)
 
@@ -59,7 +69,8 @@ static int vmm_supported(int device) {
   CUdevice dev;
   int yes = 0;
   if (cu.cuDeviceGet(&dev, device) != CUDA_SUCCESS) return 0;
-  if (cu.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS) return 0;
+  if (cu.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
+    return 0;
   return yes;
 }
 

@@ -1,8 +1,8 @@
 /* cuda_vmm.cuh: a device allocation whose tail can be handed back to the driver while its head stays
  * where it is, through the driver's virtual memory management (two physical allocations, head and tail,
- * mapped one after the other into one reserved address range). The resident fp16/bf16 rows need it: preprocessed on the GPU they are float32 first
- * and are converted in place into the allocation's first half, whose second half is then given back, so
- * that the start never holds the float32 and the 16-bit rows side by side (6 bytes an element, more than
+ * mapped one after the other into one reserved address range). The resident fp16/bf16 rows need it: preprocessed on the
+ * GPU they are float32 first and are converted in place into the allocation's first half, whose second half is then
+ * given back, so that the start never holds the float32 and the 16-bit rows side by side (6 bytes an element, more than
  * tf32's 4). The driver's functions are taken through cudaGetDriverEntryPointByVersion: the program does
  * not link libcuda, and a CPU-only machine still starts it. A device without that support gets one
  * cudaMalloc whose tail stays held. */

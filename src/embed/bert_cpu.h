@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 typedef struct {
-  float *wqkv, *bqkv;  /* query, key, value stacked: [3H, H], [3H] */
-  float *wo, *bo;      /* attention output [H, H], [H] */
+  float *wqkv, *bqkv; /* query, key, value stacked: [3H, H], [3H] */
+  float *wo, *bo;     /* attention output [H, H], [H] */
   float *ln1_g, *ln1_b;
-  float *w1, *b1;      /* intermediate [F, H], [F] */
-  float *w2, *b2;      /* output [H, F], [H] */
+  float *w1, *b1; /* intermediate [F, H], [F] */
+  float *w2, *b2; /* output [H, F], [H] */
   float *ln2_g, *ln2_b;
 } va_bert_layer_t;
 

@@ -29,30 +29,52 @@
 
 namespace {
 
-constexpr int DH = 32;        /* head size the attention kernels are written for */
-constexpr int MAXP = 16;      /* float pairs per lane in the row kernels: hidden <= 1024 */
-constexpr int ROWPAD = 64;    /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
+constexpr int DH = 32;     /* head size the attention kernels are written for */
+constexpr int MAXP = 16;   /* float pairs per lane in the row kernels: hidden <= 1024 */
+constexpr int ROWPAD = 64; /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
 constexpr int ATT_THREADS = 128;
-constexpr int ROW_WARPS = 8;  /* rows (one warp each) per block of the LayerNorm kernels */
+constexpr int ROW_WARPS = 8; /* rows (one warp each) per block of the LayerNorm kernels */
 
 /* --- element types ------------------------------------------------------------------------------ */
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <typename T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_f<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
-template <typename T> struct pair_of;
-template <> struct pair_of<float> { using type = float2; };
-template <> struct pair_of<__half> { using type = __half2; };
-template <> struct pair_of<__nv_bfloat16> { using type = __nv_bfloat162; };
-template <typename T> __device__ __forceinline__ float2 load2(const T *p) {
+template <typename T>
+struct pair_of;
+template <>
+struct pair_of<float> {
+  using type = float2;
+};
+template <>
+struct pair_of<__half> {
+  using type = __half2;
+};
+template <>
+struct pair_of<__nv_bfloat16> {
+  using type = __nv_bfloat162;
+};
+template <typename T>
+__device__ __forceinline__ float2 load2(const T *p) {
   typename pair_of<T>::type v = *reinterpret_cast<const typename pair_of<T>::type *>(p);
   return make_float2(to_f(v.x), to_f(v.y));
 }
-template <typename T> __device__ __forceinline__ void store2(T *p, float a, float b) {
+template <typename T>
+__device__ __forceinline__ void store2(T *p, float a, float b) {
   typename pair_of<T>::type v;
   v.x = from_f<T>(a);
   v.y = from_f<T>(b);
@@ -73,7 +95,8 @@ __device__ __forceinline__ float warp_max(float v) {
 /* --- LayerNorm (one warp per token row; lane holds pairs 2 (lane + 32 i)) -------------------------- */
 /* Normalises the row in v (two-pass mean and variance in fp32, as bert_cpu.c) and writes it to x. */
 template <typename T>
-__device__ __forceinline__ void ln_store(float (&v)[2 * MAXP], int np, int lane, int H, const float *g, const float *b, float eps, T *x) {
+__device__ __forceinline__ void ln_store(float (&v)[2 * MAXP], int np, int lane, int H, const float *g, const float *b,
+                                         float eps, T *x) {
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < MAXP; i++)
@@ -99,8 +122,9 @@ __device__ __forceinline__ void ln_store(float (&v)[2 * MAXP], int np, int lane,
 
 /* x = LN(word[id] + pos_type[position]) for the batch's T tokens (pos_type = position + token type 0). */
 template <typename T>
-__global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *__restrict__ pos, int64_t ntok, int H, const T *__restrict__ word,
-                                const float *__restrict__ pos_type, const float *__restrict__ g, const float *__restrict__ b, float eps,
+__global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *__restrict__ pos, int64_t ntok, int H,
+                                const T *__restrict__ word, const float *__restrict__ pos_type,
+                                const float *__restrict__ g, const float *__restrict__ b, float eps,
                                 T *__restrict__ x) {
   const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
   if (row >= ntok) return;
@@ -121,8 +145,8 @@ __global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *
 
 /* x = LN(x + add) over rows [0, nrows) of the given row pointers (the residual add in fp32). */
 template <typename T>
-__global__ void add_ln_kernel(T *__restrict__ x, const T *__restrict__ add, int64_t nrows, int H, const float *__restrict__ g,
-                              const float *__restrict__ b, float eps) {
+__global__ void add_ln_kernel(T *__restrict__ x, const T *__restrict__ add, int64_t nrows, int H,
+                              const float *__restrict__ g, const float *__restrict__ b, float eps) {
   const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
   if (row >= nrows) return;
   const int lane = threadIdx.x & 31, np = H / 64;
@@ -139,7 +163,8 @@ __global__ void add_ln_kernel(T *__restrict__ x, const T *__restrict__ add, int6
 }
 
 /* --- GELU (erf), in place, 16 bytes per thread and step ------------------------------------------ */
-template <typename T> __global__ void gelu_kernel(T *x, int64_t nvec) {
+template <typename T>
+__global__ void gelu_kernel(T *x, int64_t nvec) {
   constexpr int E = 16 / sizeof(T);
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
     uint4 u = reinterpret_cast<uint4 *>(x)[i];
@@ -154,7 +179,9 @@ template <typename T> __global__ void gelu_kernel(T *x, int64_t nvec) {
 }
 
 /* --- mean pooling + L2 normalisation (one block per sequence, two columns per thread) -------------- */
-template <typename T> __global__ void pool_kernel(const T *__restrict__ x, const int32_t *__restrict__ seqoff, int H, float *__restrict__ out) {
+template <typename T>
+__global__ void pool_kernel(const T *__restrict__ x, const int32_t *__restrict__ seqoff, int H,
+                            float *__restrict__ out) {
   __shared__ float part[32];
   const int s = blockIdx.x, j = 2 * threadIdx.x;
   const int64_t a = seqoff[s], e = seqoff[s + 1];
@@ -186,25 +213,34 @@ template <typename T> __global__ void pool_kernel(const T *__restrict__ x, const
  * the sequence's n keys; each warp takes 16 query rows at a time and walks the keys 32 at a time with an
  * online softmax (exp2 with the scale folded in). Keys >= n get -inf, so padding never gets weight. */
 __device__ __forceinline__ uint32_t ld32(const void *p) { return *reinterpret_cast<const uint32_t *>(p); }
-template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float a, float b);
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
   __half2 h = __floats2half2_rn(a, b);
   return *reinterpret_cast<uint32_t *>(&h);
 }
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
   __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
   return *reinterpret_cast<uint32_t *>(&h);
 }
-template <typename T> __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
-template <> __device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 constexpr int KROW = DH + 8; /* K row stride in shared memory (elements) */
@@ -214,8 +250,9 @@ size_t attention_mma_smem(int maxlen, size_t esize) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(ATT_THREADS) attention_mma_kernel(const T *__restrict__ qkv, T *__restrict__ ctx, const int32_t *__restrict__ seqoff,
-                                                                   int H, float scale_log2) {
+__global__ void __launch_bounds__(ATT_THREADS)
+    attention_mma_kernel(const T *__restrict__ qkv, T *__restrict__ ctx, const int32_t *__restrict__ seqoff, int H,
+                         float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t off = seqoff[s];
@@ -304,7 +341,8 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_mma_kernel(const T *__r
 #pragma unroll
       for (int kk = 0; kk < 2; kk++) {
         const uint32_t pa[4] = {pack2<T>(sc[2 * kk][0], sc[2 * kk][1]), pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
-                                pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]), pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+                                pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                                pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
 #pragma unroll
         for (int j = 0; j < 4; j++) {
           const T *vr = Vt + (8 * j + g) * vstride + kc + 16 * kk + 2 * t;
@@ -333,8 +371,9 @@ size_t attention_f32_smem(int maxlen) {
   return ((size_t)maxlen * (DH + 1 + DH) + (size_t)(ATT_THREADS / 32) * (maxlen + DH)) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(ATT_THREADS) attention_f32_kernel(const float *__restrict__ qkv, float *__restrict__ ctx, const int32_t *__restrict__ seqoff,
-                                                                   int H, float scale) {
+__global__ void __launch_bounds__(ATT_THREADS)
+    attention_f32_kernel(const float *__restrict__ qkv, float *__restrict__ ctx, const int32_t *__restrict__ seqoff,
+                         int H, float scale) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t off = seqoff[s];
@@ -410,7 +449,7 @@ int algo_octave(int64_t rows) {
   while ((int64_t)2048 << o <= rows) o++;
   return o;
 }
-}  // namespace
+} // namespace
 
 struct va_bert_cuda {
   int device, precision, H, F, heads, layers, max_pos, vocab, max_seqs;
@@ -500,15 +539,19 @@ cublasLtMatmulAlgo_t gemm_choose(va_bert_cuda *g, gemm_op *op, uint64_t m) {
   gemm_set_rows(op, m);
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
-  VA_CUBLAS(va_blas().cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res, &found));
-  if (found < 1) VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision));
+  VA_CUBLAS(va_blas().cublasLtMatmulAlgoGetHeuristic(g->lt, op->desc, op->la, op->lb, op->ld, op->ld, g->pref, 1, &res,
+                                                     &found));
+  if (found < 1)
+    VA_FATAL("cuBLASLt has no algorithm for a %llu-row dense layer in %s", (unsigned long long)m,
+             va_bert_cuda_precision_name(g->precision));
   return res.algo;
 }
 
 void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows) {
   const uint64_t m = (uint64_t)bucket_rows(rows);
   const int o = algo_octave((int64_t)m);
-  if (o >= (int)(sizeof op->cache / sizeof op->cache[0])) VA_FATAL("CUDA encoder: %llu rows in one dense layer", (unsigned long long)m);
+  if (o >= (int)(sizeof op->cache / sizeof op->cache[0]))
+    VA_FATAL("CUDA encoder: %llu rows in one dense layer", (unsigned long long)m);
   gemm_op::algo_slot *slot = &op->cache[o];
   if (!slot->ok) {
     slot->algo = gemm_choose(g, op, (uint64_t)2048 << o);
@@ -517,28 +560,30 @@ void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, con
   gemm_set_rows(op, m);
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   const float one = 1.0f, zero = 0.0f;
-  cublasStatus_t st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &slot->algo, g->ws,
-                                               g->ws_bytes, g->stream);
+  cublasStatus_t st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld,
+                                               &slot->algo, g->ws, g->ws_bytes, g->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     /* The octave's algorithm does not take this row count (refused before any launch): this bucket
      * gets its own choice (it did not happen in our runs on H100s and H200s with cuBLAS 13). */
     cublasLtMatmulAlgo_t own = gemm_choose(g, op, m);
-    st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &own, g->ws, g->ws_bytes, g->stream);
+    st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &own, g->ws,
+                                  g->ws_bytes, g->stream);
   }
   if (st != CUBLAS_STATUS_SUCCESS)
-    VA_FATAL("cublasLtMatmul (a %llu-row dense layer, %s) failed: %s", (unsigned long long)m, va_bert_cuda_precision_name(g->precision),
-             va_blas().cublasGetStatusString(st));
+    VA_FATAL("cublasLtMatmul (a %llu-row dense layer, %s) failed: %s", (unsigned long long)m,
+             va_bert_cuda_precision_name(g->precision), va_blas().cublasGetStatusString(st));
 }
 
 unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
 
 /* The whole forward pass of one batch (inputs already on the device), queued on g->stream. */
-template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
+template <typename T>
+void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
   const int H = g->H, F = g->F;
   const int32_t *ids = g->d_in, *pos = g->d_in + ntok, *seqoff = g->d_in + 2 * ntok;
   T *x = (T *)g->x, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *tmp = (T *)g->tmp, *ff = (T *)g->ff;
-  embed_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(ids, pos, ntok, H, (const T *)g->word, g->pos_type, g->eln_g,
-                                                                                   g->eln_b, g->eps, x);
+  embed_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(
+      ids, pos, ntok, H, (const T *)g->word, g->pos_type, g->eln_g, g->eln_b, g->eps, x);
   VA_LAUNCHED();
   const dim3 agrid((unsigned)nseq, (unsigned)g->heads);
   const float scale = 1.0f / sqrtf((float)DH);
@@ -548,7 +593,8 @@ template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int 
     if constexpr (std::is_same<T, float>::value) {
       attention_f32_kernel<<<agrid, ATT_THREADS, attention_f32_smem(maxlen), g->stream>>>(qkv, ctx, seqoff, H, scale);
     } else {
-      attention_mma_kernel<T><<<agrid, ATT_THREADS, attention_mma_smem(maxlen, sizeof(T)), g->stream>>>(qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
+      attention_mma_kernel<T><<<agrid, ATT_THREADS, attention_mma_smem(maxlen, sizeof(T)), g->stream>>>(
+          qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
     }
     VA_LAUNCHED();
     /* Whole-batch passes. Slicing this row-local rest of the layer so that tmp and ff stay in the L2 cache
@@ -556,7 +602,8 @@ template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int 
      * 4096-row slices, 41.9 ms in 16384-row slices; bench/results/embed_gpu_20261123_h200/slices): the
      * GEMMs lose more on short row counts than the elementwise passes gain. */
     gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, tmp, ntok);
-    add_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln1_g, L->ln1_b, g->eps);
+    add_ln_kernel<T>
+        <<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln1_g, L->ln1_b, g->eps);
     VA_LAUNCHED();
     gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, x, ff, ntok);
     const int64_t nvec = ntok * F / (16 / (int64_t)sizeof(T));
@@ -564,19 +611,21 @@ template <typename T> void forward(va_bert_cuda *g, int64_t ntok, int nseq, int 
     gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
     VA_LAUNCHED();
     gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, tmp, ntok);
-    add_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln2_g, L->ln2_b, g->eps);
+    add_ln_kernel<T>
+        <<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln2_g, L->ln2_b, g->eps);
     VA_LAUNCHED();
   }
   pool_kernel<T><<<(unsigned)nseq, H / 2, 0, g->stream>>>(x, seqoff, H, g->d_out);
   VA_LAUNCHED();
 }
 /* Sequence b of a batch -> row order[b] of the device output (H floats each). */
-__global__ void scatter_rows_kernel(const float *__restrict__ src, int H, const int64_t *__restrict__ order, float *__restrict__ dst) {
+__global__ void scatter_rows_kernel(const float *__restrict__ src, int H, const int64_t *__restrict__ order,
+                                    float *__restrict__ dst) {
   const float *s = src + (int64_t)blockIdx.x * H;
   float *o = dst + order[blockIdx.x] * H;
   for (int t = threadIdx.x; t < H; t += blockDim.x) o[t] = s[t];
 }
-}  // namespace
+} // namespace
 
 extern "C" int va_bert_cuda_precision(const char *name) {
   if (!strcmp(name, "fp32")) return VA_BERT_FP32;
@@ -586,19 +635,30 @@ extern "C" int va_bert_cuda_precision(const char *name) {
 }
 
 extern "C" const char *va_bert_cuda_precision_name(int precision) {
-  return precision == VA_BERT_FP32 ? "fp32" : precision == VA_BERT_FP16 ? "fp16" : precision == VA_BERT_BF16 ? "bf16" : NULL;
+  return precision == VA_BERT_FP32   ? "fp32"
+         : precision == VA_BERT_FP16 ? "fp16"
+         : precision == VA_BERT_BF16 ? "bf16"
+                                     : NULL;
 }
 
-extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens,
-                                               char *err, size_t errlen) {
+extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs,
+                                               int64_t max_batch_tokens, char *err, size_t errlen) {
   const int H = m->hidden, F = m->ffn;
-  if (!va_bert_cuda_precision_name(precision)) { snprintf(err, errlen, "unknown precision %d", precision); return NULL; }
+  if (!va_bert_cuda_precision_name(precision)) {
+    snprintf(err, errlen, "unknown precision %d", precision);
+    return NULL;
+  }
   if (H / m->heads != DH || H % 64 || H > 64 * MAXP || F % 64) {
-    snprintf(err, errlen, "the CUDA encoder needs head size %d and hidden and FFN sizes that are multiples of 64 (hidden <= %d); this model has hidden %d, %d heads, FFN %d",
+    snprintf(err, errlen,
+             "the CUDA encoder needs head size %d and hidden and FFN sizes that are multiples of 64 (hidden <= %d); "
+             "this model has hidden %d, %d heads, FFN %d",
              DH, 64 * MAXP, H, m->heads, F);
     return NULL;
   }
-  if (max_seqs < 1 || max_batch_tokens < 1) { snprintf(err, errlen, "empty batch capacity"); return NULL; }
+  if (max_seqs < 1 || max_batch_tokens < 1) {
+    snprintf(err, errlen, "empty batch capacity");
+    return NULL;
+  }
   va_bert_cuda *g = (va_bert_cuda *)va_calloc(1, sizeof *g, "CUDA encoder");
   g->device = device;
   g->precision = precision;
@@ -613,32 +673,37 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   g->cap = 0; /* va_bert_cuda_reserve sizes the scratch */
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaGetDeviceProperties(&g->prop, device));
-  const size_t att_smem = precision == VA_BERT_FP32 ? attention_f32_smem(m->max_pos) : attention_mma_smem(m->max_pos, 2);
+  const size_t att_smem =
+      precision == VA_BERT_FP32 ? attention_f32_smem(m->max_pos) : attention_mma_smem(m->max_pos, 2);
   if (precision != VA_BERT_FP32 && g->prop.major < 8) {
-    snprintf(err, errlen, "%s on %s needs compute capability 8.0 or newer (this device has %d.%d); use --precision fp32",
+    snprintf(err, errlen,
+             "%s on %s needs compute capability 8.0 or newer (this device has %d.%d); use --precision fp32",
              va_bert_cuda_precision_name(precision), g->prop.name, g->prop.major, g->prop.minor);
     free(g);
     return NULL;
   }
   if (att_smem > g->prop.sharedMemPerBlockOptin) {
-    snprintf(err, errlen, "attention over %d positions needs %zu bytes of shared memory per block; %s has %zu", m->max_pos, att_smem, g->prop.name,
-             (size_t)g->prop.sharedMemPerBlockOptin);
+    snprintf(err, errlen, "attention over %d positions needs %zu bytes of shared memory per block; %s has %zu",
+             m->max_pos, att_smem, g->prop.name, (size_t)g->prop.sharedMemPerBlockOptin);
     free(g);
     return NULL;
   }
   if (precision == VA_BERT_FP32)
     VA_CUDA(cudaFuncSetAttribute(attention_f32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
   else if (precision == VA_BERT_FP16)
-    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
+    VA_CUDA(
+        cudaFuncSetAttribute(attention_mma_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
   else
-    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
+    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)att_smem));
   VA_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
   VA_CUBLAS(va_blas().cublasLtCreate(&g->lt));
   g->ws_bytes = 32u << 20;
   VA_CUDA(cudaMalloc(&g->ws, g->ws_bytes));
   VA_CUBLAS(va_blas().cublasLtMatmulPreferenceCreate(&g->pref));
   const uint64_t wsb = g->ws_bytes;
-  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                           sizeof wsb));
 
   /* Weights: laid out on the host in one arena (first pass sizes it), uploaded in one copy. The word
    * embeddings and the GEMM weights and biases are in the model precision; the position (+ token type 0)
@@ -747,7 +812,8 @@ extern "C" void va_bert_cuda_reserve(va_bert_cuda_t *g, int64_t max_batch_tokens
 extern "C" void va_bert_cuda_warm_up(va_bert_cuda_t *g) {
   const int32_t ids[2] = {0, 0};
   const int lens[1] = {2};
-  if (g->nsub != g->ncol || g->dev_out) VA_FATAL("CUDA encoder: warm-up with a batch in flight or after the output went to the device");
+  if (g->nsub != g->ncol || g->dev_out)
+    VA_FATAL("CUDA encoder: warm-up with a batch in flight or after the output went to the device");
   float *out = (float *)va_malloc((size_t)g->H * sizeof(float), "warm-up output");
   va_bert_cuda_encode(g, ids, lens, 1, out);
   free(out);
@@ -799,36 +865,42 @@ extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const
   int64_t ntok = 0;
   int maxlen = 0;
   for (int s = 0; s < nseq; s++) {
-    if (lens[s] < 1 || lens[s] > g->max_pos) VA_FATAL("CUDA encoder: sequence of %d tokens (1..%d)", lens[s], g->max_pos);
+    if (lens[s] < 1 || lens[s] > g->max_pos)
+      VA_FATAL("CUDA encoder: sequence of %d tokens (1..%d)", lens[s], g->max_pos);
     ntok += lens[s];
     if (lens[s] > maxlen) maxlen = lens[s];
   }
-  if (bucket_rows(ntok) > g->cap) VA_FATAL("CUDA encoder: batch of %lld tokens (capacity %lld)", (long long)ntok, (long long)g->cap);
+  if (bucket_rows(ntok) > g->cap)
+    VA_FATAL("CUDA encoder: batch of %lld tokens (capacity %lld)", (long long)ntok, (long long)g->cap);
   /* Pinned input: ids[ntok] | position[ntok] | sequence offsets[nseq + 1], one upload. */
   int32_t *in = g->h_in[slot], *pos = in + ntok, *seqoff = in + 2 * ntok;
   int64_t t = 0;
   for (int s = 0; s < nseq; s++) {
     seqoff[s] = (int32_t)t;
     for (int i = 0; i < lens[s]; i++, t++) {
-      if (ids[t] < 0 || ids[t] >= g->vocab) VA_FATAL("CUDA encoder: token id %d outside the vocabulary (%d)", ids[t], g->vocab);
+      if (ids[t] < 0 || ids[t] >= g->vocab)
+        VA_FATAL("CUDA encoder: token id %d outside the vocabulary (%d)", ids[t], g->vocab);
       in[t] = ids[t];
       pos[t] = i;
     }
   }
   seqoff[nseq] = (int32_t)t;
   VA_CUDA(cudaSetDevice(g->device));
-  VA_CUDA(cudaMemcpyAsync(g->d_in, in, (size_t)(2 * ntok + nseq + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, g->stream));
+  VA_CUDA(
+      cudaMemcpyAsync(g->d_in, in, (size_t)(2 * ntok + nseq + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, g->stream));
   VA_CUDA(cudaEventRecord(g->ev_start[slot], g->stream));
   if (g->precision == VA_BERT_FP32) forward<float>(g, ntok, nseq, maxlen);
   else if (g->precision == VA_BERT_FP16) forward<__half>(g, ntok, nseq, maxlen);
   else forward<__nv_bfloat16>(g, ntok, nseq, maxlen);
   VA_CUDA(cudaEventRecord(g->ev_end[slot], g->stream));
   if (g->dev_out) {
-    if (first < 0 || first + nseq > g->dev_rows) VA_FATAL("CUDA encoder: batch at %lld of %lld device rows", (long long)first, (long long)g->dev_rows);
+    if (first < 0 || first + nseq > g->dev_rows)
+      VA_FATAL("CUDA encoder: batch at %lld of %lld device rows", (long long)first, (long long)g->dev_rows);
     scatter_rows_kernel<<<(unsigned)nseq, 128, 0, g->stream>>>(g->d_out, g->H, g->d_order + first, g->dev_out);
     VA_LAUNCHED();
   } else {
-    VA_CUDA(cudaMemcpyAsync(g->h_out[slot], g->d_out, (size_t)nseq * g->H * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    VA_CUDA(cudaMemcpyAsync(g->h_out[slot], g->d_out, (size_t)nseq * g->H * sizeof(float), cudaMemcpyDeviceToHost,
+                            g->stream));
   }
   VA_CUDA(cudaEventRecord(g->ev_done[slot], g->stream));
   g->nseq[slot] = nseq;

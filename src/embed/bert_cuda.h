@@ -27,8 +27,8 @@ const char *va_bert_cuda_precision_name(int precision);
  * sequences and max_batch_tokens tokens (each sequence at most m->max_pos tokens). NULL with a message
  * in err when the model's shape is not one the kernels handle (head size 32, hidden and FFN sizes
  * multiples of 64, hidden up to 1024) or the device cannot run them; CUDA failures are fatal (VA_CUDA). */
-va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs, int64_t max_batch_tokens, char *err,
-                                    size_t errlen);
+va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs,
+                                    int64_t max_batch_tokens, char *err, size_t errlen);
 void va_bert_cuda_free(va_bert_cuda_t *g);
 /* Grows the scratch to batches of max_batch_tokens tokens (nothing when it holds them already); waits
  * for the batches in flight. */

@@ -14,9 +14,9 @@ typedef struct va_json {
   va_json_type_t type;
   int boolean;
   double num;
-  char *str;        /* VA_JSON_STR: decoded, NUL-terminated (may hold NULs: use len) */
+  char *str; /* VA_JSON_STR: decoded, NUL-terminated (may hold NULs: use len) */
   size_t len;
-  char *key;        /* member of an object: its key (decoded) */
+  char *key;            /* member of an object: its key (decoded) */
   struct va_json *kids; /* array elements or object members */
   size_t n;
 } va_json_t;

@@ -14,7 +14,7 @@ typedef struct {
   va_st_dtype_t dtype;
   int ndim;
   int64_t shape[8];
-  int64_t count;          /* elements */
+  int64_t count; /* elements */
   const unsigned char *data;
 } va_st_tensor_t;
 
@@ -31,5 +31,6 @@ void va_st_close(va_st_file_t *f);
 const va_st_tensor_t *va_st_find(const va_st_file_t *f, const char *name);
 /* Copies tensor `name` as float32 into out, converting F16/BF16; checks that its shape is exactly
  * dims[0..ndim). 0, or -1 with a message in err (missing tensor, wrong shape, unsupported dtype). */
-int va_st_read_f32(const va_st_file_t *f, const char *name, int ndim, const int64_t *dims, float *out, char *err, size_t errlen);
+int va_st_read_f32(const va_st_file_t *f, const char *name, int ndim, const int64_t *dims, float *out, char *err,
+                   size_t errlen);
 #endif

@@ -47,14 +47,25 @@ int32_t va_tok_lookup(const va_tokenizer_t *t, const char *token, size_t len) {
 }
 
 int va_utf8_put(uint32_t c, char *o) {
-  if (c < 0x80) { o[0] = (char)c; return 1; }
-  if (c < 0x800) { o[0] = (char)(0xC0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3F)); return 2; }
+  if (c < 0x80) {
+    o[0] = (char)c;
+    return 1;
+  }
+  if (c < 0x800) {
+    o[0] = (char)(0xC0 | (c >> 6));
+    o[1] = (char)(0x80 | (c & 0x3F));
+    return 2;
+  }
   if (c < 0x10000) {
-    o[0] = (char)(0xE0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3F)); o[2] = (char)(0x80 | (c & 0x3F));
+    o[0] = (char)(0xE0 | (c >> 12));
+    o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (c & 0x3F));
     return 3;
   }
-  o[0] = (char)(0xF0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((c >> 6) & 0x3F)); o[3] = (char)(0x80 | (c & 0x3F));
+  o[0] = (char)(0xF0 | (c >> 18));
+  o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+  o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+  o[3] = (char)(0x80 | (c & 0x3F));
   return 4;
 }
 
@@ -63,30 +74,50 @@ size_t va_utf8_decode(const char *str, size_t len, uint32_t *out, int64_t *inval
   size_t i = 0, n = 0;
   while (i < len) {
     unsigned b = s[i];
-    if (b < 0x80) { out[n++] = b; i++; continue; }
+    if (b < 0x80) {
+      out[n++] = b;
+      i++;
+      continue;
+    }
     int need;
     unsigned lo = 0x80, hi = 0xBF;
     uint32_t c;
-    if (b >= 0xC2 && b <= 0xDF) { need = 1; c = b & 0x1F; }
-    else if (b >= 0xE0 && b <= 0xEF) {
-      need = 2; c = b & 0x0F;
+    if (b >= 0xC2 && b <= 0xDF) {
+      need = 1;
+      c = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      need = 2;
+      c = b & 0x0F;
       if (b == 0xE0) lo = 0xA0;      /* no overlong forms */
       else if (b == 0xED) hi = 0x9F; /* no surrogates */
     } else if (b >= 0xF0 && b <= 0xF4) {
-      need = 3; c = b & 0x07;
+      need = 3;
+      c = b & 0x07;
       if (b == 0xF0) lo = 0x90;
       else if (b == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
-    } else { out[n++] = 0xFFFD; (*invalid)++; i++; continue; }
+    } else {
+      out[n++] = 0xFFFD;
+      (*invalid)++;
+      i++;
+      continue;
+    }
     size_t j = i + 1;
     int k = 0;
     for (; k < need && j < len; k++, j++) {
       unsigned cb = s[j];
       if (cb < lo || cb > hi) break;
       c = (c << 6) | (cb & 0x3F);
-      lo = 0x80; hi = 0xBF; /* only the second byte has the narrowed range */
+      lo = 0x80;
+      hi = 0xBF; /* only the second byte has the narrowed range */
     }
-    if (k == need) { out[n++] = c; i = j; }
-    else { out[n++] = 0xFFFD; (*invalid)++; i = j; } /* the maximal valid prefix is one error */
+    if (k == need) {
+      out[n++] = c;
+      i = j;
+    } else {
+      out[n++] = 0xFFFD;
+      (*invalid)++;
+      i = j;
+    } /* the maximal valid prefix is one error */
   }
   return n;
 }
@@ -112,18 +143,25 @@ static size_t utf8_chars(const char *s, size_t len) {
 
 va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, errlen, "cannot open vocabulary '%s': %s", path, strerror(errno)); return NULL; }
+  if (!f) {
+    snprintf(err, errlen, "cannot open vocabulary '%s': %s", path, strerror(errno));
+    return NULL;
+  }
   va_tokenizer_t *t = calloc(1, sizeof *t);
   long size = -1;
   if (t && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
   if (!t || size < 0 || fseek(f, 0, SEEK_SET) != 0) {
     snprintf(err, errlen, "cannot read vocabulary '%s'", path);
-    fclose(f); free(t); return NULL;
+    fclose(f);
+    free(t);
+    return NULL;
   }
   t->blob = malloc((size_t)size + 1);
   if (!t->blob || fread(t->blob, 1, (size_t)size, f) != (size_t)size) {
     snprintf(err, errlen, "cannot read vocabulary '%s'", path);
-    fclose(f); va_tok_free(t); return NULL;
+    fclose(f);
+    va_tok_free(t);
+    return NULL;
   }
   fclose(f);
   t->blob[size] = '\n';
@@ -131,12 +169,20 @@ va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
   int32_t n = 0;
   for (long i = 0; i < size; i++) n += t->blob[i] == '\n';
   if (size > 0 && t->blob[size - 1] != '\n') n++;
-  if (n < 5) { snprintf(err, errlen, "vocabulary '%s' has %d line(s): not a BERT vocab.txt", path, n); va_tok_free(t); return NULL; }
+  if (n < 5) {
+    snprintf(err, errlen, "vocabulary '%s' has %d line(s): not a BERT vocab.txt", path, n);
+    va_tok_free(t);
+    return NULL;
+  }
   t->nvocab = n;
   t->nslots = 1;
   while (t->nslots < 2u * (uint32_t)n) t->nslots <<= 1;
   t->slots = malloc(t->nslots * sizeof *t->slots);
-  if (!t->slots) { snprintf(err, errlen, "out of memory for the vocabulary"); va_tok_free(t); return NULL; }
+  if (!t->slots) {
+    snprintf(err, errlen, "out of memory for the vocabulary");
+    va_tok_free(t);
+    return NULL;
+  }
   for (uint32_t i = 0; i < t->nslots; i++) t->slots[i].id = -1;
   long p = 0;
   for (int32_t id = 0; id < n; id++) {
@@ -158,11 +204,19 @@ va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
   int32_t *dst[5] = {&t->sp.pad, &t->sp.unk, &t->sp.cls, &t->sp.sep, &t->sp.mask};
   for (int k = 0; k < 5; k++) {
     *dst[k] = va_tok_lookup(t, names[k], strlen(names[k]));
-    if (*dst[k] < 0) { snprintf(err, errlen, "vocabulary '%s' has no %s token", path, names[k]); va_tok_free(t); return NULL; }
+    if (*dst[k] < 0) {
+      snprintf(err, errlen, "vocabulary '%s' has no %s token", path, names[k]);
+      va_tok_free(t);
+      return NULL;
+    }
   }
   t->key = malloc(4 * VA_TOK_MAX_WORD_CHARS + 1);
   t->char_off = malloc((VA_TOK_MAX_WORD_CHARS + 1) * sizeof *t->char_off);
-  if (!t->key || !t->char_off) { snprintf(err, errlen, "out of memory for the tokenizer"); va_tok_free(t); return NULL; }
+  if (!t->key || !t->char_off) {
+    snprintf(err, errlen, "out of memory for the tokenizer");
+    va_tok_free(t);
+    return NULL;
+  }
   return t;
 }
 
@@ -170,10 +224,10 @@ va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
 typedef struct {
   va_tokenizer_t *t;
   int32_t *ids;
-  int n, limit;   /* ids written, most allowed before [SEP] */
+  int n, limit; /* ids written, most allowed before [SEP] */
   int truncated;
   uint32_t word[VA_TOK_MAX_WORD_CHARS + 1];
-  int wlen;       /* code points in word; > VA_TOK_MAX_WORD_CHARS means "too long" (not stored) */
+  int wlen; /* code points in word; > VA_TOK_MAX_WORD_CHARS means "too long" (not stored) */
 } enc_t;
 
 static void emit(enc_t *e, int32_t id) {
@@ -188,12 +242,18 @@ static void flush_word(enc_t *e) {
   if (n == 0) return;
   e->wlen = 0;
   va_tokenizer_t *t = e->t;
-  if (n > VA_TOK_MAX_WORD_CHARS) { emit(e, t->sp.unk); return; }
+  if (n > VA_TOK_MAX_WORD_CHARS) {
+    emit(e, t->sp.unk);
+    return;
+  }
   /* key = "##" + the word's UTF-8; a first piece is looked up without the prefix, a continuation
    * with it, by copying the piece right after a "##" (pieces are at most 18 code points). */
   char *key = t->key, piece[2 + 4 * VA_TOK_MAX_WORD_CHARS];
   int nb = 0;
-  for (int i = 0; i < n; i++) { t->char_off[i] = (uint16_t)nb; nb += va_utf8_put(e->word[i], key + nb); }
+  for (int i = 0; i < n; i++) {
+    t->char_off[i] = (uint16_t)nb;
+    nb += va_utf8_put(e->word[i], key + nb);
+  }
   t->char_off[n] = (uint16_t)nb;
   piece[0] = piece[1] = '#';
   int32_t pieces[VA_TOK_MAX_WORD_CHARS];
@@ -204,10 +264,16 @@ static void flush_word(enc_t *e) {
     for (; end > start; end--) {
       size_t len = (size_t)(t->char_off[end] - t->char_off[start]);
       if (start == 0) id = va_tok_lookup(t, key, len);
-      else { memcpy(piece + 2, key + t->char_off[start], len); id = va_tok_lookup(t, piece, len + 2); }
+      else {
+        memcpy(piece + 2, key + t->char_off[start], len);
+        id = va_tok_lookup(t, piece, len + 2);
+      }
       if (id >= 0) break;
     }
-    if (id < 0) { emit(e, t->sp.unk); return; }
+    if (id < 0) {
+      emit(e, t->sp.unk);
+      return;
+    }
     pieces[np++] = id;
     start = end;
   }
@@ -221,8 +287,11 @@ static inline void push_char(enc_t *e, uint32_t c) {
 
 /* One normalised code point into the pre-tokenizer: punctuation is a word of its own. */
 static inline void pre_char(enc_t *e, uint32_t d, int punct) {
-  if (punct) { flush_word(e); push_char(e, d); flush_word(e); }
-  else push_char(e, d);
+  if (punct) {
+    flush_word(e);
+    push_char(e, d);
+    flush_word(e);
+  } else push_char(e, d);
 }
 
 static void encode_segment(enc_t *e, const uint32_t *cps, size_t n) {
@@ -231,7 +300,10 @@ static void encode_segment(enc_t *e, const uint32_t *cps, size_t n) {
     const va_uni_rec_t *r = va_uni_lookup(c);
     unsigned fl = r->flags;
     if (fl & VA_UNI_DROP) continue;
-    if (fl & VA_UNI_SPACE) { flush_word(e); continue; }
+    if (fl & VA_UNI_SPACE) {
+      flush_word(e);
+      continue;
+    }
     if (fl & VA_UNI_HANGUL) { /* algorithmic NFD: L V [T] jamo, none of them punctuation */
       uint32_t s = c - 0xAC00;
       push_char(e, 0x1100 + s / 588);

@@ -2,18 +2,18 @@
 #define _GNU_SOURCE
 #include "io/files.h"
 
-#include <errno.h>    /* errno, EEXIST, ESRCH */
-#include <fcntl.h>    /* open, O_EXCL */
-#include <libgen.h>   /* dirname, basename */
-#include <limits.h>   /* PATH_MAX */
-#include <signal.h>   /* kill */
+#include <errno.h>  /* errno, EEXIST, ESRCH */
+#include <fcntl.h>  /* open, O_EXCL */
+#include <libgen.h> /* dirname, basename */
+#include <limits.h> /* PATH_MAX */
+#include <signal.h> /* kill */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h> /* stat, S_ISDIR */
 #include <time.h>
-#include <unistd.h>   /* access, pathconf, write */
+#include <unistd.h> /* access, pathconf, write */
 
 #include "util/util.h" /* va_proc, va_agree, va_pending_add, exit codes */
 
@@ -109,13 +109,15 @@ static int claim(const char *role, const char *path, const char *tmp, char *err,
       const time_t t = time(NULL);
       struct tm utc;
       strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &utc));
-      int len = snprintf(line, sizeof line, CLAIM_TAG " host=%s pid=%ld slurm_job=%s slurm_restart=%s started=%s\n", va_proc.host,
-                         (long)getpid(), env_or("SLURM_JOB_ID", "-"), env_or("SLURM_RESTART_COUNT", "0"), when);
+      int len =
+          snprintf(line, sizeof line, CLAIM_TAG " host=%s pid=%ld slurm_job=%s slurm_restart=%s started=%s\n",
+                   va_proc.host, (long)getpid(), env_or("SLURM_JOB_ID", "-"), env_or("SLURM_RESTART_COUNT", "0"), when);
       const int wrote = (int)write(fd, line, (size_t)len) == len, saved = errno;
       const int closed = close(fd) == 0;
       if (wrote && closed) return 0;
       unlink(tmp);
-      snprintf(err, errlen, "cannot write the %s '%s': creating '%s' failed: %s", role, path, tmp, strerror(wrote ? errno : saved));
+      snprintf(err, errlen, "cannot write the %s '%s': creating '%s' failed: %s", role, path, tmp,
+               strerror(wrote ? errno : saved));
       return VA_EXIT_OUTPUT;
     }
     if (errno != EEXIST) {
@@ -135,11 +137,15 @@ static int claim(const char *role, const char *path, const char *tmp, char *err,
       continue;
     }
     if (!strncmp(line, CLAIM_TAG, strlen(CLAIM_TAG)))
-      snprintf(err, errlen, "the %s '%s' is being written by another job (%s): two jobs must not share an output; if that job "
-               "no longer runs, remove '%s'", role, path, line + strlen(CLAIM_TAG) + 1, tmp);
+      snprintf(err, errlen,
+               "the %s '%s' is being written by another job (%s): two jobs must not share an output; if that job "
+               "no longer runs, remove '%s'",
+               role, path, line + strlen(CLAIM_TAG) + 1, tmp);
     else
-      snprintf(err, errlen, "the %s '%s' is being written by another job, or one died while writing it: '%s' exists; if no "
-               "job writes it, remove '%s'", role, path, tmp, tmp);
+      snprintf(err, errlen,
+               "the %s '%s' is being written by another job, or one died while writing it: '%s' exists; if no "
+               "job writes it, remove '%s'",
+               role, path, tmp, tmp);
     return VA_EXIT_OUTPUT;
   }
   snprintf(err, errlen, "cannot claim the %s '%s'", role, path);
@@ -177,7 +183,8 @@ static void output_names(const va_file_use_t *o, char names[2][PATH_MAX + 64]) {
   va_temp_name(o->path, ".partial", names[1], sizeof names[1]);
 }
 
-static int check_clashes(const va_file_use_t *in, int nin, const va_file_use_t *out, int nout, char *err, size_t errlen) {
+static int check_clashes(const va_file_use_t *in, int nin, const va_file_use_t *out, int nout, char *err,
+                         size_t errlen) {
   for (int a = 0; a < nout; a++) {
     if (!out[a].path || !out[a].path[0]) continue;
     char names[2][PATH_MAX + 64];
@@ -191,8 +198,8 @@ static int check_clashes(const va_file_use_t *in, int nin, const va_file_use_t *
         identity_t ib;
         identify(in[b].path, &ib);
         if (same_identity(&ia, &ib)) {
-          snprintf(err, errlen, "%s%s '%s' is the %s '%s': an output never replaces an input; choose another name", what, out[a].role,
-                   names[w], in[b].role, in[b].path);
+          snprintf(err, errlen, "%s%s '%s' is the %s '%s': an output never replaces an input; choose another name",
+                   what, out[a].role, names[w], in[b].role, in[b].path);
           return VA_EXIT_USAGE;
         }
       }
@@ -204,8 +211,8 @@ static int check_clashes(const va_file_use_t *in, int nin, const va_file_use_t *
           identity_t ib;
           identify(other[v], &ib);
           if (same_identity(&ia, &ib)) {
-            snprintf(err, errlen, "%s%s '%s' is also %s%s '%s': every output needs its own file", what, out[a].role, names[w],
-                     v ? "the temporary file of the " : "the ", out[b].role, other[v]);
+            snprintf(err, errlen, "%s%s '%s' is also %s%s '%s': every output needs its own file", what, out[a].role,
+                     names[w], v ? "the temporary file of the " : "the ", out[b].role, other[v]);
             return VA_EXIT_USAGE;
           }
         }
@@ -262,7 +269,8 @@ int va_text_commit(FILE *f, const char *role, const char *path) {
   va_temp_name(path, ".partial", tmp, sizeof tmp);
   if (va_proc.rank == 0) {
     if (!f) {
-      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", role, path, tmp, strerror(text_open_errno));
+      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", role, path, tmp,
+               strerror(text_open_errno));
       rc = VA_EXIT_OUTPUT;
     } else {
       errno = 0;
@@ -270,10 +278,13 @@ int va_text_commit(FILE *f, const char *role, const char *path) {
       const int saved = errno;
       if (fclose(f) != 0 || bad) {
         snprintf(err, sizeof err, "cannot write the %s '%s': writing '%s' failed: %s", role, path, tmp,
-                 strerror(saved ? saved : errno ? errno : EIO));
+                 strerror(saved   ? saved
+                          : errno ? errno
+                                  : EIO));
         rc = VA_EXIT_OUTPUT;
       } else if (rename(tmp, path) != 0) {
-        snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", role, path, tmp, strerror(errno));
+        snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", role, path, tmp,
+                 strerror(errno));
         rc = VA_EXIT_OUTPUT;
       } else {
         va_pending_drop(tmp);

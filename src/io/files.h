@@ -20,7 +20,7 @@
 typedef struct {
   const char *role; /* "input", "config file", "index", ... */
   const char *path;
-  int claim;        /* outputs: claim it for this job (O_EXCL temporary file) */
+  int claim; /* outputs: claim it for this job (O_EXCL temporary file) */
 } va_file_use_t;
 
 /* The temporary name of path with suffix (".partial", ".ckpt.h5"): path + suffix when that name fits

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "util/checksum.h" /* va_rows_checksum */
-#include "io/files.h"    /* va_temp_name */
+#include "io/files.h"      /* va_temp_name */
 #include "util/stall.h"    /* va_stall_guard_* */
 #include "core/stop.h"     /* va_stop_requested */
 #include "util/util.h"
@@ -26,9 +26,11 @@ float va_half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
   if (exp == 0) {
     if (mant == 0) bits = sign;
-    else { /* subnormal: renormalise */
-      int e = -1;
-      do { e++; mant <<= 1; } while (!(mant & 0x400u));
+    else { /* subnormal: renormalise */ int e = -1;
+      do {
+        e++;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
       bits = sign | (uint32_t)(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
     }
   } else if (exp == 31) bits = sign | 0x7f800000u | mant << 13; /* Inf / NaN */
@@ -44,7 +46,7 @@ uint16_t va_float_to_half(float f) {
   uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7fffffffu;
   if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
   if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow to Inf */
-  if (absx < 0x38800000u) { /* subnormal or zero in half */
+  if (absx < 0x38800000u) {                                   /* subnormal or zero in half */
     if (absx < 0x33000000u) return (uint16_t)sign;
     uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
     int shift = 126 - (int)(absx >> 23) + 1 + 13 - 1;
@@ -103,7 +105,10 @@ static int read_str_attr(hid_t obj, const char *name, char *out, size_t outlen) 
   hid_t sp = H5Aget_space(a);
   hssize_t npts = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
   if (sp >= 0) H5Sclose(sp);
-  if (npts != 1) { H5Aclose(a); return 1; }
+  if (npts != 1) {
+    H5Aclose(a);
+    return 1;
+  }
   hid_t t = H5Aget_type(a);
   int rc = 1;
   if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
@@ -112,12 +117,19 @@ static int read_str_attr(hid_t obj, const char *name, char *out, size_t outlen) 
     if (H5Tis_variable_str(t) > 0) {
       char *s = NULL;
       H5Tset_size(mt, H5T_VARIABLE);
-      if (H5Aread(a, mt, &s) >= 0 && s) { snprintf(out, outlen, "%s", s); rc = 0; H5free_memory(s); }
+      if (H5Aread(a, mt, &s) >= 0 && s) {
+        snprintf(out, outlen, "%s", s);
+        rc = 0;
+        H5free_memory(s);
+      }
     } else {
       size_t sz = H5Tget_size(t);
       char *buf = calloc(sz + 1, 1);
       H5Tset_size(mt, sz + 1);
-      if (buf && H5Aread(a, mt, buf) >= 0) { snprintf(out, outlen, "%s", buf); rc = 0; }
+      if (buf && H5Aread(a, mt, buf) >= 0) {
+        snprintf(out, outlen, "%s", buf);
+        rc = 0;
+      }
       free(buf);
     }
     H5Tclose(mt);
@@ -131,7 +143,7 @@ static int read_str_attr(hid_t obj, const char *name, char *out, size_t outlen) 
 static int path_exists(hid_t file, const char *path) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; ; p++) {
+  for (char *p = buf + 1;; p++) {
     if (*p == '/' || *p == 0) {
       char c = *p;
       *p = 0;
@@ -149,44 +161,61 @@ static int probe_input(const char *spec, va_input_t *in, char *err, size_t errle
     return VA_EXIT_USAGE;
   }
   struct stat st;
-  if (stat(in->file, &st) != 0) { snprintf(err, errlen, "input file '%s': %s", in->file, strerror(errno)); return VA_EXIT_INPUT; }
-  if (!S_ISREG(st.st_mode)) { snprintf(err, errlen, "input file '%s' is not a regular file", in->file); return VA_EXIT_INPUT; }
-  if (access(in->file, R_OK) != 0) { snprintf(err, errlen, "input file '%s' is not readable: %s", in->file, strerror(errno)); return VA_EXIT_INPUT; }
+  if (stat(in->file, &st) != 0) {
+    snprintf(err, errlen, "input file '%s': %s", in->file, strerror(errno));
+    return VA_EXIT_INPUT;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "input file '%s' is not a regular file", in->file);
+    return VA_EXIT_INPUT;
+  }
+  if (access(in->file, R_OK) != 0) {
+    snprintf(err, errlen, "input file '%s' is not readable: %s", in->file, strerror(errno));
+    return VA_EXIT_INPUT;
+  }
   hid_t f = H5Fopen(in->file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) {
-    snprintf(err, errlen, "input file '%s' cannot be opened as HDF5 (truncated or not HDF5?): %s", in->file, va_h5_last_error());
+    snprintf(err, errlen, "input file '%s' cannot be opened as HDF5 (truncated or not HDF5?): %s", in->file,
+             va_h5_last_error());
     return VA_EXIT_INPUT;
   }
   int rc = 0;
   hid_t d = -1, space = -1, type = -1;
   if (!path_exists(f, in->dataset)) {
     snprintf(err, errlen, "input file '%s' has no dataset '%s'", in->file, in->dataset);
-    rc = VA_EXIT_INPUT; goto done;
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   H5O_info_t oi;
   if (H5Oget_info_by_name(f, in->dataset, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET) {
     snprintf(err, errlen, "'%s' in '%s' is not a dataset", in->dataset, in->file);
-    rc = VA_EXIT_INPUT; goto done;
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   d = H5Dopen2(f, in->dataset, H5P_DEFAULT);
   space = d >= 0 ? H5Dget_space(d) : -1;
   type = d >= 0 ? H5Dget_type(d) : -1;
   if (d < 0 || space < 0 || type < 0) {
     snprintf(err, errlen, "dataset '%s' in '%s' cannot be opened: %s", in->dataset, in->file, va_h5_last_error());
-    rc = VA_EXIT_INPUT; goto done;
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   int ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 2) {
-    snprintf(err, errlen, "dataset '%s' in '%s' has %d dimension(s); expected 2 (rows x dims)", in->dataset, in->file, ndims);
-    rc = VA_EXIT_INPUT; goto done;
+    snprintf(err, errlen, "dataset '%s' in '%s' has %d dimension(s); expected 2 (rows x dims)", in->dataset, in->file,
+             ndims);
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   hsize_t dims[2];
   H5Sget_simple_extent_dims(space, dims, NULL);
   in->n = (int64_t)dims[0];
   in->d = (int64_t)dims[1];
   if (in->n < 1 || in->d < 1) {
-    snprintf(err, errlen, "dataset '%s' in '%s' is empty (%lld x %lld)", in->dataset, in->file, (long long)in->n, (long long)in->d);
-    rc = VA_EXIT_INPUT; goto done;
+    snprintf(err, errlen, "dataset '%s' in '%s' is empty (%lld x %lld)", in->dataset, in->file, (long long)in->n,
+             (long long)in->d);
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   H5T_class_t cls = H5Tget_class(type);
   size_t size = H5Tget_size(type);
@@ -195,10 +224,17 @@ static int probe_input(const char *spec, va_input_t *in, char *err, size_t errle
   else if (cls == H5T_FLOAT && size == 2) in->dtype = VA_DT_F16;
   else if (cls == H5T_INTEGER && size == 1) in->dtype = H5Tget_sign(type) == H5T_SGN_NONE ? VA_DT_U8 : VA_DT_I8;
   else {
-    const char *cname = cls == H5T_INTEGER ? "integer" : cls == H5T_FLOAT ? "float" : cls == H5T_STRING ? "string" : cls == H5T_COMPOUND ? "compound" : "non-numeric";
-    snprintf(err, errlen, "dataset '%s' in '%s' has an unsupported element type (%s, %zu bytes); supported: float32, float64, float16, uint8, int8",
+    const char *cname = cls == H5T_INTEGER    ? "integer"
+                        : cls == H5T_FLOAT    ? "float"
+                        : cls == H5T_STRING   ? "string"
+                        : cls == H5T_COMPOUND ? "compound"
+                                              : "non-numeric";
+    snprintf(err, errlen,
+             "dataset '%s' in '%s' has an unsupported element type (%s, %zu bytes); supported: float32, float64, "
+             "float16, uint8, int8",
              in->dataset, in->file, cname, size);
-    rc = VA_EXIT_INPUT; goto done;
+    rc = VA_EXIT_INPUT;
+    goto done;
   }
   in->elem_size = (int)size;
   /* A contiguous dataset whose bytes lie past the end of the file means the file was truncated. */
@@ -234,7 +270,9 @@ done:
   return rc;
 }
 
-int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen) { return probe_input(spec, in, err, errlen); }
+int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen) {
+  return probe_input(spec, in, err, errlen);
+}
 
 void va_input_open(const char *spec, va_input_t *in) {
   char err[1024] = "";
@@ -268,11 +306,11 @@ static hid_t transfer_plist(int collective) {
 
 static hid_t mem_type_for(va_dtype_t t) {
   switch (t) {
-    case VA_DT_F32: return H5Tcopy(H5T_NATIVE_FLOAT);
-    case VA_DT_F64: return H5Tcopy(H5T_NATIVE_DOUBLE);
-    case VA_DT_F16: return va_h5_half_type();
-    case VA_DT_U8: return H5Tcopy(H5T_NATIVE_UINT8);
-    case VA_DT_I8: return H5Tcopy(H5T_NATIVE_INT8);
+  case VA_DT_F32: return H5Tcopy(H5T_NATIVE_FLOAT);
+  case VA_DT_F64: return H5Tcopy(H5T_NATIVE_DOUBLE);
+  case VA_DT_F16: return va_h5_half_type();
+  case VA_DT_U8: return H5Tcopy(H5T_NATIVE_UINT8);
+  case VA_DT_I8: return H5Tcopy(H5T_NATIVE_INT8);
   }
   return -1;
 }
@@ -293,11 +331,21 @@ static const float *half_table(void) {
  * first non-finite one, or INT64_MAX (integer types are always finite). */
 static int64_t convert_range(va_dtype_t t, const void *src, float *dst, const float *table, int64_t lo, int64_t hi) {
   switch (t) {
-    case VA_DT_F32: if (src != dst) memcpy(dst + lo, (const float *)src + lo, (size_t)(hi - lo) * 4); break;
-    case VA_DT_F64: for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const double *)src)[i]; break;
-    case VA_DT_F16: for (int64_t i = lo; i < hi; i++) dst[i] = table[((const uint16_t *)src)[i]]; break;
-    case VA_DT_U8: for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const uint8_t *)src)[i]; return INT64_MAX;
-    case VA_DT_I8: for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const int8_t *)src)[i]; return INT64_MAX;
+  case VA_DT_F32:
+    if (src != dst) memcpy(dst + lo, (const float *)src + lo, (size_t)(hi - lo) * 4);
+    break;
+  case VA_DT_F64:
+    for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const double *)src)[i];
+    break;
+  case VA_DT_F16:
+    for (int64_t i = lo; i < hi; i++) dst[i] = table[((const uint16_t *)src)[i]];
+    break;
+  case VA_DT_U8:
+    for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const uint8_t *)src)[i];
+    return INT64_MAX;
+  case VA_DT_I8:
+    for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const int8_t *)src)[i];
+    return INT64_MAX;
   }
   for (int64_t i = lo; i < hi; i++)
     if (!isfinite(dst[i])) return i;
@@ -339,7 +387,8 @@ static int raw_row_matches(hid_t d, hid_t mtype, int fd, int64_t off, const va_i
   hid_t mspace = H5Screate_simple(2, c, NULL);
   int ok = fspace >= 0 && mspace >= 0 && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, o, NULL, c, NULL) >= 0 &&
            H5Dread(d, mtype, mspace, fspace, H5P_DEFAULT, a) >= 0 &&
-           pread(fd, b, row_bytes, (off_t)(off + row * (int64_t)row_bytes)) == (ssize_t)row_bytes && memcmp(a, b, row_bytes) == 0;
+           pread(fd, b, row_bytes, (off_t)(off + row * (int64_t)row_bytes)) == (ssize_t)row_bytes &&
+           memcmp(a, b, row_bytes) == 0;
   if (mspace >= 0) H5Sclose(mspace);
   if (fspace >= 0) H5Sclose(fspace);
   free(a);
@@ -350,8 +399,8 @@ static int raw_row_matches(hid_t d, hid_t mtype, int fd, int64_t off, const va_i
 static int64_t raw_rows_offset(hid_t f, hid_t d, hid_t mtype, const va_input_t *in, int fd) {
   int64_t off = -1;
   hid_t dcpl = H5Dget_create_plist(d), ftype = H5Dget_type(d), fapl = H5Fget_access_plist(f);
-  if (fd >= 0 && dcpl >= 0 && ftype >= 0 && fapl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 &&
-      H5Tequal(ftype, mtype) > 0 && H5Pget_driver(fapl) == H5FD_SEC2) {
+  if (fd >= 0 && dcpl >= 0 && ftype >= 0 && fapl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS &&
+      H5Pget_external_count(dcpl) == 0 && H5Tequal(ftype, mtype) > 0 && H5Pget_driver(fapl) == H5FD_SEC2) {
     const haddr_t a = H5Dget_offset(d);
     struct stat sb;
     const int64_t bytes = in->n * in->d * in->elem_size;
@@ -394,7 +443,10 @@ static int pread_threads(int fd, void *buf, size_t bytes, int64_t off, int threa
     while (lo < hi) {
       ssize_t r = pread(fd, (char *)buf + lo, hi - lo, (off_t)(off + (int64_t)lo));
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) { bad = 1; break; }
+      if (r <= 0) {
+        bad = 1;
+        break;
+      }
       lo += (size_t)r;
     }
   }
@@ -403,13 +455,16 @@ static int pread_threads(int fd, void *buf, size_t bytes, int64_t off, int threa
 
 /* The one read loop: into out (in place for float32), or, with out NULL, into the sink's buffers, one
  * chunk of sink->rows rows each (in place for float32 again); raw reads where they apply (above). */
-static void read_rows(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int threads,
-                      va_read_result_t *res, const va_row_sink_t *sink) {
+static void read_rows(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode,
+                      int threads, va_read_result_t *res, const va_row_sink_t *sink) {
   const int collective = va_io_collective(io_mode) && !in->sparse;
   char err[1024] = "";
   int rc = 0;
   hid_t f = open_for_io(in->file, H5F_ACC_RDONLY, collective);
-  if (f < 0) { snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error()); rc = VA_EXIT_INPUT; }
+  if (f < 0) {
+    snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error());
+    rc = VA_EXIT_INPUT;
+  }
   VA_AGREE_OR_EXIT(rc, err);
   va_h5_scope(VA_EXIT_INPUT, "input", in->file);
   if (collective) va_stall_guard_begin(VA_EXIT_INPUT, "input", in->file);
@@ -450,7 +505,8 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
     }
     float *dst = out ? out + r0 * in->d : nr > 0 ? sink->buffer(sink->ctx, r0) : &none;
     void *buf = stage ? stage : (void *)dst;
-    const int failed = raw_off >= 0 ? nr > 0 && pread_threads(fd, buf, (size_t)(nr * row_bytes), raw_off + (start + r0) * row_bytes, threads) < 0
+    const int failed = raw_off >= 0 ? nr > 0 && pread_threads(fd, buf, (size_t)(nr * row_bytes),
+                                                              raw_off + (start + r0) * row_bytes, threads) < 0
                                     : H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0;
     if (failed) {
       snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
@@ -482,13 +538,13 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   VA_AGREE_OR_EXIT(rc, err);
 }
 
-void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode, int threads,
-                   va_read_result_t *res) {
+void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode,
+                   int threads, va_read_result_t *res) {
   read_rows(in, start, count, out, chunk_bytes, io_mode, threads, res, NULL);
 }
 
-void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, va_read_result_t *res,
-                        const va_row_sink_t *sink) {
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads,
+                        va_read_result_t *res, const va_row_sink_t *sink) {
   read_rows(in, start, count, NULL, 0, io_mode, threads, res, sink);
 }
 
@@ -508,8 +564,8 @@ typedef struct {
 static written_t *written;
 static int nwritten, written_cap;
 
-static void note_written(hid_t dset, hid_t memtype, int whole, int ndims, const hsize_t *off, const hsize_t *cnt, const void *buf,
-                         size_t bytes) {
+static void note_written(hid_t dset, hid_t memtype, int whole, int ndims, const hsize_t *off, const hsize_t *cnt,
+                         const void *buf, size_t bytes) {
   if (nwritten == written_cap) {
     written_cap = written_cap ? 2 * written_cap : 64;
     written_t *w = realloc(written, (size_t)written_cap * sizeof *w);
@@ -522,7 +578,10 @@ static void note_written(hid_t dset, hid_t memtype, int whole, int ndims, const 
   w->memtype = VA_H5(H5Tcopy(memtype));
   w->whole = whole;
   w->ndims = ndims;
-  for (int q = 0; q < ndims && off; q++) { w->off[q] = off[q]; w->cnt[q] = cnt[q]; }
+  for (int q = 0; q < ndims && off; q++) {
+    w->off[q] = off[q];
+    w->cnt[q] = cnt[q];
+  }
   w->bytes = bytes;
   w->hash = va_hash_bytes(buf, bytes, 0);
   va_stall_guard_progress();
@@ -539,7 +598,10 @@ static void forget_written(void) {
 static int read_back(const char *tmp, char *err, size_t errlen) {
   if (!nwritten) return 0;
   hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) { snprintf(err, errlen, "it cannot be opened after writing: %s", va_h5_last_error()); return 1; }
+  if (f < 0) {
+    snprintf(err, errlen, "it cannot be opened after writing: %s", va_h5_last_error());
+    return 1;
+  }
   size_t most = 1;
   for (int i = 0; i < nwritten; i++) most = written[i].bytes > most ? written[i].bytes : most;
   void *buf = va_malloc(most, "read-back buffer");
@@ -556,8 +618,9 @@ static int read_back(const char *tmp, char *err, size_t errlen) {
     if (!ok) snprintf(err, errlen, "%s cannot be read back: %s", w->dset, va_h5_last_error());
     else if (va_hash_bytes(buf, w->bytes, 0) != w->hash) {
       if (w->whole) snprintf(err, errlen, "%s does not read back as written", w->dset);
-      else snprintf(err, errlen, "rows %llu..%llu of %s do not read back as written", (unsigned long long)w->off[0],
-                    (unsigned long long)(w->off[0] + w->cnt[0] - 1), w->dset);
+      else
+        snprintf(err, errlen, "rows %llu..%llu of %s do not read back as written", (unsigned long long)w->off[0],
+                 (unsigned long long)(w->off[0] + w->cnt[0] - 1), w->dset);
       ok = 0;
     }
     bad = !ok;
@@ -573,7 +636,8 @@ static int read_back(const char *tmp, char *err, size_t errlen) {
 int va_space_check(const char *what, const char *path, double bytes) {
   char err[VA_PATH_MAX * 2 + 256] = "", dir[VA_PATH_MAX + 16];
   int rc = 0;
-  if (va_proc.rank == 0 && !getenv("VECANNEAL_FAULT_SKIP_SPACE_CHECK")) { /* tests: let the reservation or the write meet it */
+  if (va_proc.rank == 0 &&
+      !getenv("VECANNEAL_FAULT_SKIP_SPACE_CHECK")) { /* tests: let the reservation or the write meet it */
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
@@ -582,8 +646,10 @@ int va_space_check(const char *what, const char *path, double bytes) {
     struct statvfs fs;
     const double margin = 65536.0; /* HDF5's own structures beyond the data */
     if (statvfs(dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < bytes + margin) {
-      snprintf(err, sizeof err, "cannot write the %s '%s': %s: it needs about %.1f MB and the file system holding '%s' has %.1f MB free",
-               what, path, strerror(ENOSPC), (bytes + margin) / 1e6, dir, (double)fs.f_bavail * (double)fs.f_frsize / 1e6);
+      snprintf(err, sizeof err,
+               "cannot write the %s '%s': %s: it needs about %.1f MB and the file system holding '%s' has %.1f MB free",
+               what, path, strerror(ENOSPC), (bytes + margin) / 1e6, dir,
+               (double)fs.f_bavail * (double)fs.f_frsize / 1e6);
       rc = VA_EXIT_OUTPUT;
     }
   }
@@ -604,8 +670,8 @@ static int reserve_space(const char *tmp, double bytes) {
   return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
 }
 
-int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
-                     void *ctx) {
+int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
+                     va_h5_rows_fn rows, void *ctx) {
   const int collective = va_io_collective(io_mode);
   char err[VA_PATH_MAX * 2 + 1024] = "", tmp[VA_PATH_MAX + 64];
   int rc = 0;
@@ -616,16 +682,21 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   if (collective || va_proc.rank == 0) {
     f = open_for_io(tmp, H5F_ACC_TRUNC, collective);
     if (f < 0) {
-      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", what, path, tmp, va_write_failure_reason(tmp));
+      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", what, path, tmp,
+               va_write_failure_reason(tmp));
       rc = VA_EXIT_OUTPUT;
     }
   }
-  if (va_agree(rc, err)) { if (f >= 0) H5Fclose(f); return VA_EXIT_OUTPUT; }
+  if (va_agree(rc, err)) {
+    if (f >= 0) H5Fclose(f);
+    return VA_EXIT_OUTPUT;
+  }
   /* Nothing is written yet: a full disk found here ends the job at once (closing the file would flush
    * its first metadata, the very write that may fail inside a collective call). */
   const int reserve = va_proc.rank == 0 ? reserve_space(tmp, bytes) : 0;
-  if (reserve) va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (reserving %.1f MB for '%s' failed)", what, path,
-                            strerror(reserve), bytes / 1e6, tmp);
+  if (reserve)
+    va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (reserving %.1f MB for '%s' failed)", what, path,
+                 strerror(reserve), bytes / 1e6, tmp);
   write_collective = collective;
   va_h5_scope(VA_EXIT_OUTPUT, what, path);
   if (collective) va_stall_guard_begin(VA_EXIT_OUTPUT, what, path);
@@ -662,7 +733,8 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
   /* Only a complete file gets the final name. */
   if (va_proc.rank == 0 && rename(tmp, path) != 0) {
-    snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", what, path, tmp, strerror(errno));
+    snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", what, path, tmp,
+             strerror(errno));
     rc = VA_EXIT_OUTPUT;
   }
   if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
@@ -715,13 +787,15 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   }
   hid_t dxpl = transfer_plist(write_collective);
   VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
-  if (nrows > 0) note_written(dset, memtype, 0, rank, off, cnt, buf, (size_t)(nrows * (rank > 1 ? cols : 1)) * H5Tget_size(memtype));
+  if (nrows > 0)
+    note_written(dset, memtype, 0, rank, off, cnt, buf, (size_t)(nrows * (rank > 1 ? cols : 1)) * H5Tget_size(memtype));
   H5Pclose(dxpl);
   H5Sclose(mspace);
   H5Sclose(fspace);
 }
 
-void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes, const void *buf) {
+void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                       const void *buf) {
   int64_t chunk = (int64_t)((16u << 20) / (row_bytes > 0 ? row_bytes : 1));
   if (chunk < 1) chunk = 1;
   int64_t rounds = va_h5_row_rounds(nrows, chunk);
@@ -732,7 +806,9 @@ void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, i
   }
 }
 
-int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen) { return read_str_attr(obj, name, out, outlen); }
+int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen) {
+  return read_str_attr(obj, name, out, outlen);
+}
 
 static void attr_write(hid_t obj, const char *name, hid_t type, const void *value) {
   hid_t space = VA_H5(H5Screate(H5S_SCALAR));

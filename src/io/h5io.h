@@ -48,8 +48,8 @@ void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *co
  * collective one (its peers may wait in it). A stop request (stop.h) ends the read early and the job
  * at the stop point after it. Independent reads of raw rows (va_input_raw_offset) use pread on up to
  * `threads` threads. */
-void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes,
-                   int io_mode, int threads, va_read_result_t *res);
+void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode,
+                   int threads, va_read_result_t *res);
 /* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
  * `rows` rows, in row order, each read into buffer(ctx, local_row0) (room for its rows x d float32,
  * free to overwrite) and announced with filled(ctx, local_row0, nrows) before the next buffer is asked
@@ -60,15 +60,14 @@ typedef struct {
   void (*filled)(void *ctx, int64_t local_row0, int64_t nrows);
   void *ctx;
 } va_row_sink_t;
-void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads, va_read_result_t *res,
-                        const va_row_sink_t *sink);
+void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int io_mode, int threads,
+                        va_read_result_t *res, const va_row_sink_t *sink);
 /* Local: the file offset of the dataset's rows when an independent read takes them with pread (a
  * contiguous dataset, no external storage, its file type the memory type, the default driver; checked
  * on the first and last rows against H5Dread), else -1 (H5Dread). */
 int64_t va_input_raw_offset(const va_input_t *in);
 /* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
 int va_io_collective(int io_mode);
-
 
 /* --- writing ------------------------------------------------------------------------------------ */
 /* 'setup' creates datasets and attributes and writes the data every rank holds identically (rank 0's
@@ -87,8 +86,8 @@ int va_space_check(const char *what, const char *path, double bytes);
  * rank (message printed once) when the file cannot be created, lacks room or does not read back. A
  * failure inside a write ends the job with VA_EXIT_OUTPUT and the system's reason (va_h5_scope).
  * Either way the temporary file is removed. */
-int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup, va_h5_rows_fn rows,
-                     void *ctx);
+int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
+                     va_h5_rows_fn rows, void *ctx);
 /* Inside setup: writes a whole dataset from rank 0's buffer (other ranks select nothing). */
 void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);
 /* Inside rows: number of write rounds for local_rows in chunks of chunk_rows (max over ranks when
@@ -98,7 +97,8 @@ int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows);
 void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf);
 /* Inside rows: this rank's whole block of nrows rows (cols values, row_bytes bytes each) at row0, in
  * 16 MiB chunks (every rank calls H5Dwrite equally often when collective). */
-void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes, const void *buf);
+void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                       const void *buf);
 /* A string attribute (fixed or variable length) into out; 0 when found. */
 int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen);
 /* Attribute helpers (scalar, on any object). */

@@ -7,7 +7,7 @@
 typedef struct {
   const va_state_t *st;
   const va_input_t *in;
-  const float *anchors;  /* k x d in input coordinates */
+  const float *anchors; /* k x d in input coordinates */
   const double *counts, *mse;
   double energy, distortion, ratio, seconds;
   const char *backend;

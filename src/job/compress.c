@@ -19,43 +19,42 @@
 #endif
 #include "util/checksum.h" /* va_hash_bytes */
 #include "cli/commands.h"
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
+#include "cli/options.h" /* va_opt, va_opt_unknown */
 #include "comm/comm.h"
-#include "io/files.h"    /* va_files_prepare, va_temp_name */
+#include "io/files.h" /* va_files_prepare, va_temp_name */
 #include "io/index.h"
 #include "util/memlimit.h" /* va_mem_room_* */
 #include "core/metrics.h"
-#include "core/stop.h"     /* va_stop_point */
+#include "core/stop.h" /* va_stop_point */
 #include "util/util.h"
 
 static void compress_usage(void) {
   if (va_proc.rank != 0) return;
-  printf(
-      "usage: vecanneal compress --input FILE.h5:DATASET --anchors K --out INDEX.h5\n"
-      "                          [--config FILE.ini] [--set key=value ...] [--metrics FILE.json]\n"
-      "Compresses the rows of an HDF5 dataset into K anchors plus one anchor id per row, with the\n"
-      "annealed-anchor algorithm, on every MPI rank (each rank reads and owns a contiguous row block).\n"
-      "Options:\n"
-      "  --input FILE:DATASET  input vectors (ann-benchmarks: file.h5:/train); float32/64/16, uint8, int8\n"
-      "  --anchors K           number of anchors (config key k)\n"
-      "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
-      "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
-      "  --set key=value       override one key (repeatable; applied after --config)\n"
-      "  --preset vlc          the prototype's parity settings (same as --set preset=vlc)\n"
-      "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
-      "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
-      "  --print-config        print the resolved configuration as an INI file and exit\n"
-      "  --resume CKPT         continue from a checkpoint (same input and configuration)\n"
-      "  --embed CORPUS        embed a text corpus (one line per row, or .jsonl with \"text\") with\n"
-      "                        all-MiniLM-L6-v2 and compress the vectors in the same job (cosine)\n"
-      "  --embed-model DIR     model directory for --embed (default as vecanneal embed)\n"
-      "  --embed-out F.h5:/D   also write the embedded vectors there\n"
-      "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
-      "current iteration and exits with 75; before the first iteration (read, initialisation) the job\n"
-      "stops at once with 75 and no checkpoint. checkpoint_every = N also writes one every N iterations.\n"
-      "Every output is claimed (OUT.partial) and checked against the inputs before anything is read.\n"
-      "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
-      "writable (full disk, claimed by another job), 5 not enough memory, 75 stopped by a signal.\n\n");
+  printf("usage: vecanneal compress --input FILE.h5:DATASET --anchors K --out INDEX.h5\n"
+         "                          [--config FILE.ini] [--set key=value ...] [--metrics FILE.json]\n"
+         "Compresses the rows of an HDF5 dataset into K anchors plus one anchor id per row, with the\n"
+         "annealed-anchor algorithm, on every MPI rank (each rank reads and owns a contiguous row block).\n"
+         "Options:\n"
+         "  --input FILE:DATASET  input vectors (ann-benchmarks: file.h5:/train); float32/64/16, uint8, int8\n"
+         "  --anchors K           number of anchors (config key k)\n"
+         "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
+         "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
+         "  --set key=value       override one key (repeatable; applied after --config)\n"
+         "  --preset vlc          the prototype's parity settings (same as --set preset=vlc)\n"
+         "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
+         "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
+         "  --print-config        print the resolved configuration as an INI file and exit\n"
+         "  --resume CKPT         continue from a checkpoint (same input and configuration)\n"
+         "  --embed CORPUS        embed a text corpus (one line per row, or .jsonl with \"text\") with\n"
+         "                        all-MiniLM-L6-v2 and compress the vectors in the same job (cosine)\n"
+         "  --embed-model DIR     model directory for --embed (default as vecanneal embed)\n"
+         "  --embed-out F.h5:/D   also write the embedded vectors there\n"
+         "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
+         "current iteration and exits with 75; before the first iteration (read, initialisation) the job\n"
+         "stops at once with 75 and no checkpoint. checkpoint_every = N also writes one every N iterations.\n"
+         "Every output is claimed (OUT.partial) and checked against the inputs before anything is read.\n"
+         "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
+         "writable (full disk, claimed by another job), 5 not enough memory, 75 stopped by a signal.\n\n");
   va_config_print_keys(stdout);
 }
 
@@ -70,27 +69,61 @@ static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t
   for (int i = 0; i < argc; i++)
     if ((v = va_opt(argc, argv, &i, "--config"))) config_file = v;
   if (config_file) rc = va_config_src_load_file(src, config_file, err, errlen);
-  static const char *const shorthand[][2] = {{"--input", "input"}, {"--anchors", "k"}, {"--out", "out"}, {"--metrics", "metrics"},
-                                             {"--preset", "preset"}, {"--backend", "backend"}, {"--seed", "seed"}};
+  static const char *const shorthand[][2] = {{"--input", "input"},     {"--anchors", "k"},     {"--out", "out"},
+                                             {"--metrics", "metrics"}, {"--preset", "preset"}, {"--backend", "backend"},
+                                             {"--seed", "seed"}};
   for (int i = 0; i < argc && !rc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; break; }
-    if (!strcmp(argv[i], "--print-config")) { *print = 1; continue; }
-    if ((v = va_opt(argc, argv, &i, "--resume"))) { resume_path = v; continue; }
-    if ((v = va_opt(argc, argv, &i, "--embed"))) { embed_corpus = v; continue; }
-    if ((v = va_opt(argc, argv, &i, "--embed-model"))) { embed_model = v; continue; }
-    if ((v = va_opt(argc, argv, &i, "--embed-out"))) { embed_out = v; continue; }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      *help = 1;
+      break;
+    }
+    if (!strcmp(argv[i], "--print-config")) {
+      *print = 1;
+      continue;
+    }
+    if ((v = va_opt(argc, argv, &i, "--resume"))) {
+      resume_path = v;
+      continue;
+    }
+    if ((v = va_opt(argc, argv, &i, "--embed"))) {
+      embed_corpus = v;
+      continue;
+    }
+    if ((v = va_opt(argc, argv, &i, "--embed-model"))) {
+      embed_model = v;
+      continue;
+    }
+    if ((v = va_opt(argc, argv, &i, "--embed-out"))) {
+      embed_out = v;
+      continue;
+    }
     if ((v = va_opt(argc, argv, &i, "--config"))) continue;
-    if ((v = va_opt(argc, argv, &i, "--set"))) { rc = va_config_src_add_kv(src, v, "--set", err, errlen); continue; }
+    if ((v = va_opt(argc, argv, &i, "--set"))) {
+      rc = va_config_src_add_kv(src, v, "--set", err, errlen);
+      continue;
+    }
     int matched = 0;
     for (size_t s = 0; s < sizeof shorthand / sizeof shorthand[0] && !matched; s++)
-      if ((v = va_opt(argc, argv, &i, shorthand[s][0]))) { rc = va_config_src_add(src, shorthand[s][1], v, shorthand[s][0], err, errlen); matched = 1; }
-    if (!matched) { va_opt_unknown("compress", argv[i], err, errlen); rc = 1; }
+      if ((v = va_opt(argc, argv, &i, shorthand[s][0]))) {
+        rc = va_config_src_add(src, shorthand[s][1], v, shorthand[s][0], err, errlen);
+        matched = 1;
+      }
+    if (!matched) {
+      va_opt_unknown("compress", argv[i], err, errlen);
+      rc = 1;
+    }
   }
   if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
   va_config_src_free(src);
   if (*print) return rc;
-  if (!rc && !*help && !cfg->input[0] && !embed_corpus) { snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')"); rc = 1; }
-  if (!rc && !*help && !cfg->out[0]) { snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')"); rc = 1; }
+  if (!rc && !*help && !cfg->input[0] && !embed_corpus) {
+    snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')");
+    rc = 1;
+  }
+  if (!rc && !*help && !cfg->out[0]) {
+    snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')");
+    rc = 1;
+  }
   return rc;
 }
 
@@ -110,7 +143,8 @@ static float *host_rows(va_state_t *st, int64_t *ld) {
   *ld = st->d;
   if (st->X) return st->X;
 #ifdef VECANNEAL_CUDA
-  if (st->be_ctx && va_cuda_stream_rows((va_cuda_t *)st->be_ctx) > 0) return va_cuda_stream_host_rows((va_cuda_t *)st->be_ctx, ld);
+  if (st->be_ctx && va_cuda_stream_rows((va_cuda_t *)st->be_ctx) > 0)
+    return va_cuda_stream_host_rows((va_cuda_t *)st->be_ctx, ld);
 #endif
   return NULL;
 }
@@ -159,8 +193,12 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
 #ifdef VECANNEAL_CUDA
 /* The read of a GPU job: into the context's pinned staging buffers (resident), or into its pinned host
  * copy (streamed: in place, or through one pageable buffer when the copy's rows are padded). */
-static float *staging_buffer(void *ctx, int64_t local_row0) { return va_cuda_upload_buffer((va_cuda_t *)ctx, local_row0); }
-static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) { va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows); }
+static float *staging_buffer(void *ctx, int64_t local_row0) {
+  return va_cuda_upload_buffer((va_cuda_t *)ctx, local_row0);
+}
+static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) {
+  va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows);
+}
 #endif
 
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
@@ -188,7 +226,8 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
         float *x = X + i * ld;
         double s = 0;
         for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
-        if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+        if (s > 0)
+          for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
         else zeros++;
       }
     }
@@ -217,7 +256,10 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
   return total / (double)st->n - m2;
 }
 
-typedef struct { const va_input_t *in; char path[VA_PATH_MAX + 16]; } ckpt_job_t;
+typedef struct {
+  const va_input_t *in;
+  char path[VA_PATH_MAX + 16];
+} ckpt_job_t;
 
 static void write_checkpoint(va_state_t *st, void *vctx) {
   ckpt_job_t *job = vctx;
@@ -232,16 +274,18 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
  * out-of-core CUDA backend's pinned copy of the shard. shard_on_host 0: the rows are read through the
  * GPU context's staging buffers (two of 32 MiB pinned to the GPU; into that pinned copy in place or
  * through one of 32 MiB): up to 64 MiB counted. */
-static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads, double pinned, int shard_on_host) {
+static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads,
+                                double pinned, int shard_on_host) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
   double shard = shard_on_host ? n * d * 4 : fmin(64.0 * 1048576, n * d * 4);
-  double bytes = 32.0 * 1048576 + shard + n * 12 + pinned;        /* process baseline, shard, assign, prev, r */
-  bytes += n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
+  double bytes = 32.0 * 1048576 + shard + n * 12 + pinned; /* process baseline, shard, assign, prev, r */
+  bytes +=
+      n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
-  bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64);       /* anchors (+ fused-kernel panels), momentum, statistics */
+  bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64); /* anchors (+ fused-kernel panels), momentum, statistics */
   if (cfg->robust == VA_ROBUST_TRIM) bytes += k * (double)cfg->trim_bins * 8;
-  bytes += threads * tile * k * 4;                                 /* assign tiles */
+  bytes += threads * tile * k * 4; /* assign tiles */
   return bytes;
 }
 
@@ -255,17 +299,21 @@ static void check_memory(double need, int threads, int blas, int64_t n_local, in
   char err[1024] = "";
   int short_of = 0;
   if (resident.bytes >= 0 && need > resident.bytes) {
-    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are "
-             "available per rank there (%s: %.2f GiB, %d rank(s) on the node); use more nodes or ranks, or set memory_check = off",
-             va_proc.rank, va_proc.host, need / 1073741824.0, (long long)n_local, (long long)d, resident.bytes / 1073741824.0,
-             resident.source, resident.limit_bytes / 1073741824.0, va_proc.local_nranks);
+    snprintf(err, sizeof err,
+             "rank %d on %s needs about %.2f GiB (its %lld rows x %lld dims plus buffers) but only %.2f GiB are "
+             "available per rank there (%s: %.2f GiB, %d rank(s) on the node); use more nodes or ranks, or set "
+             "memory_check = off",
+             va_proc.rank, va_proc.host, need / 1073741824.0, (long long)n_local, (long long)d,
+             resident.bytes / 1073741824.0, resident.source, resident.limit_bytes / 1073741824.0, va_proc.local_nranks);
     short_of = 1;
   } else if (address.bytes >= 0 && need + overhead > address.bytes) {
-    snprintf(err, sizeof err, "rank %d on %s needs about %.2f GiB of address space (its %lld rows x %lld dims plus buffers, and "
+    snprintf(err, sizeof err,
+             "rank %d on %s needs about %.2f GiB of address space (its %lld rows x %lld dims plus buffers, and "
              "%.2f GiB of thread stacks and library buffers for %d thread(s)) but %s of %.2f GiB leaves it %.2f GiB; "
              "raise the limit, use more ranks, or set memory_check = off",
-             va_proc.rank, va_proc.host, (need + overhead) / 1073741824.0, (long long)n_local, (long long)d, overhead / 1073741824.0,
-             threads, address.source, address.limit_bytes / 1073741824.0, address.bytes / 1073741824.0);
+             va_proc.rank, va_proc.host, (need + overhead) / 1073741824.0, (long long)n_local, (long long)d,
+             overhead / 1073741824.0, threads, address.source, address.limit_bytes / 1073741824.0,
+             address.bytes / 1073741824.0);
     short_of = 1;
   }
   VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
@@ -288,7 +336,9 @@ static int choose_threads(const va_config_t *cfg) {
  * --gpus-per-task=1) do not look alike. Returns 1 on a rank whose GPU a lower rank uses too, with the
  * message in err. */
 static int shares_gpu(int dev, char *err, size_t len) {
-  typedef struct { char host[64], bus[32]; } gpu_id_t;
+  typedef struct {
+    char host[64], bus[32];
+  } gpu_id_t;
   gpu_id_t me;
   memset(&me, 0, sizeof me);
   snprintf(me.host, sizeof me.host, "%s", va_proc.host);
@@ -299,7 +349,8 @@ static int shares_gpu(int dev, char *err, size_t len) {
   for (int r = 0; r < va_proc.rank && other < 0; r++)
     if (!strcmp(all[r].host, me.host) && !strcmp(all[r].bus, me.bus)) other = r;
   free(all);
-  snprintf(err, len, "ranks %d and %d on %s both use the GPU at %s, but NCCL needs one GPU per rank: start at most as many ranks "
+  snprintf(err, len,
+           "ranks %d and %d on %s both use the GPU at %s, but NCCL needs one GPU per rank: start at most as many ranks "
            "per node as it has GPUs (and leave 'device' unset), or set gpu_collectives = mpi to let ranks share a GPU",
            other, va_proc.rank, va_proc.host, me.bus);
   return other >= 0;
@@ -309,7 +360,12 @@ static int shares_gpu(int dev, char *err, size_t len) {
 /* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows;
  * host_prep: the rows are read into host memory and preprocessed there (resident 16-bit rows whose
  * float32 values do not fit the GPU for preprocessing there). */
-typedef struct { int cuda, device; int64_t chunk_rows; int host_prep; double free_bytes; } backend_plan_t;
+typedef struct {
+  int cuda, device;
+  int64_t chunk_rows;
+  int host_prep;
+  double free_bytes;
+} backend_plan_t;
 
 /* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
  * CUDA for every rank (never a mix: both would have to agree to the last bit). auto takes CUDA when
@@ -326,7 +382,8 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   /* Work below the threshold stays on the CPU without asking for a device: that question starts the
    * CUDA driver, 0.1 s of a 0.4 s job on an H200 machine. */
   if (cfg->backend == VA_BACKEND_AUTO && work < cfg->gpu_min_work) {
-    va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: the CPU\n", work, cfg->gpu_min_work);
+    va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: the CPU\n", work,
+            cfg->gpu_min_work);
     return plan;
   }
   int dev = cfg->backend == VA_BACKEND_CPU ? -1 : va_cuda_pick_device((int)cfg->device);
@@ -334,7 +391,8 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (cfg->backend == VA_BACKEND_CUDA && !all_have) {
     char err[256];
-    snprintf(err, sizeof err, "backend 'cuda' asked for, but rank %d on %s sees no usable CUDA device (device = %lld)", va_proc.rank, va_proc.host, (long long)cfg->device);
+    snprintf(err, sizeof err, "backend 'cuda' asked for, but rank %d on %s sees no usable CUDA device (device = %lld)",
+             va_proc.rank, va_proc.host, (long long)cfg->device);
     VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
   }
   if (!all_have) return plan;
@@ -345,7 +403,8 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (any_shared && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(shared ? VA_EXIT_USAGE : 0, err);
     if (any_shared) {
-      va_log0("backend auto: ranks share a GPU, which NCCL does not allow (gpu_collectives = mpi does): staying on the CPU\n");
+      va_log0("backend auto: ranks share a GPU, which NCCL does not allow (gpu_collectives = mpi does): staying on the "
+              "CPU\n");
       return plan;
     }
   }
@@ -356,23 +415,28 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   int64_t chunk_rows = va_cuda_stream_chunk_rows(st->d, cfg->gpu_stream_chunk_mb * 1048576.0);
   double resident = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, 0);
   double streamed = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, chunk_rows);
-  int stream = cfg->gpu_stream == VA_STREAM_ON || (cfg->gpu_stream == VA_STREAM_AUTO && avail >= 0 && resident > 0.95 * avail);
+  int stream =
+      cfg->gpu_stream == VA_STREAM_ON || (cfg->gpu_stream == VA_STREAM_AUTO && avail >= 0 && resident > 0.95 * avail);
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &stream, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   double need = stream ? streamed : resident;
   int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   char err[512];
-  snprintf(err, sizeof err, "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows (%s) but %.2f GiB are free%s; use more GPUs (ranks)%s",
-           va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, stream ? "streamed" : "resident",
-           avail / 1073741824.0, cfg->gpu_mem_limit_mb > 0 ? " under gpu_mem_limit_mb" : "",
-           cfg->backend == VA_BACKEND_CUDA ? (stream ? " or backend = cpu" : " or gpu_stream = auto") : "");
+  snprintf(
+      err, sizeof err,
+      "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows (%s) but %.2f GiB are free%s; use more GPUs (ranks)%s",
+      va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, stream ? "streamed" : "resident",
+      avail / 1073741824.0, cfg->gpu_mem_limit_mb > 0 ? " under gpu_mem_limit_mb" : "",
+      cfg->backend == VA_BACKEND_CUDA ? (stream ? " or backend = cpu" : " or gpu_stream = auto") : "");
   if (any_short && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
   if (any_short) {
-    va_log0("backend auto: a shard does not fit its GPU's free memory%s: staying on the CPU\n", stream ? " even streamed" : "");
+    va_log0("backend auto: a shard does not fit its GPU's free memory%s: staying on the CPU\n",
+            stream ? " even streamed" : "");
     return plan;
   }
   if (stream && cfg->gpu_stream == VA_STREAM_AUTO)
-    va_log0("backend cuda: the rows do not fit the GPU (rank 0: %.2f GiB needed resident, %.2f GiB free): streaming them from pinned host memory\n",
+    va_log0("backend cuda: the rows do not fit the GPU (rank 0: %.2f GiB needed resident, %.2f GiB free): streaming "
+            "them from pinned host memory\n",
             resident / 1073741824.0, avail / 1073741824.0);
   plan.cuda = 1;
   plan.device = dev;
@@ -383,10 +447,13 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   plan.host_prep = prep > 0 && avail >= 0 && need + prep > 0.95 * avail;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &plan.host_prep, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (plan.host_prep)
-    va_log0("backend cuda: the rows fit the GPU in 16 bits but not in float32 (rank 0: %.2f GiB more) while preprocessed: "
-            "reading and preprocessing them on the host\n", prep / 1073741824.0);
+    va_log0(
+        "backend cuda: the rows fit the GPU in 16 bits but not in float32 (rank 0: %.2f GiB more) while preprocessed: "
+        "reading and preprocessing them on the host\n",
+        prep / 1073741824.0);
 #else
-  (void)st; (void)cfg;
+  (void)st;
+  (void)cfg;
 #endif
   return plan;
 }
@@ -398,7 +465,8 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
 static double gpu_memory_used(const backend_plan_t *plan) {
 #ifdef VECANNEAL_CUDA
   size_t free_b = 0, total_b = 0;
-  if (plan->cuda && !va_cuda_memory(plan->device, &free_b, &total_b)) return fmax(0.0, plan->free_bytes - (double)free_b);
+  if (plan->cuda && !va_cuda_memory(plan->device, &free_b, &total_b))
+    return fmax(0.0, plan->free_bytes - (double)free_b);
 #else
   (void)plan;
 #endif
@@ -420,8 +488,11 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
      * costs a tenth of a second or more. */
     int nccl = va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL;
     if (nccl) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
-    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
-            nccl ? "" : va_proc.nranks > 1 ? " (not used: gpu_collectives = mpi)" : " (not needed by one rank)",
+    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR,
+            NCCL_MINOR, NCCL_PATCH,
+            nccl                 ? ""
+            : va_proc.nranks > 1 ? " (not used: gpu_collectives = mpi)"
+                                 : " (not needed by one rank)",
             va_config_enum_name("precision", cfg->precision));
 #else
     va_log0("backend cuda: %d rank(s), %s, MPI allreduce (no NCCL in this build), precision %s\n", va_proc.nranks, desc,
@@ -433,7 +504,9 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
   (void)plan;
 #endif
   va_log0("backend cpu: %d rank(s), %d thread(s) per rank, assign kernel %s\n", va_proc.nranks, st->aopts.threads,
-          st->aopts.kernel != VA_CPU_ASSIGN_FUSED ? "sgemm tiles (OpenBLAS)" : va_assign_fused_avx512_available() ? "fused (AVX-512)" : "fused (AVX2/FMA)");
+          st->aopts.kernel != VA_CPU_ASSIGN_FUSED ? "sgemm tiles (OpenBLAS)"
+          : va_assign_fused_avx512_available()    ? "fused (AVX-512)"
+                                                  : "fused (AVX2/FMA)");
   return "cpu";
 }
 
@@ -444,15 +517,17 @@ static int prepare_files(const va_config_t *cfg, const char *ckpt_path) {
   if (!embed_corpus) va_split_spec(cfg->input, input_file, sizeof input_file, dset, sizeof dset);
   if (embed_out) va_split_spec(embed_out, embed_file, sizeof embed_file, dset, sizeof dset);
   const int resume_is_ckpt = resume_path && va_same_file(resume_path, ckpt_path);
-  const va_file_use_t inputs[] = {
-      {"input", input_file, 0},
-      {"config file", config_file ? config_file : "", 0},
-      {"corpus", embed_corpus ? embed_corpus : "", 0},
-      {"checkpoint to resume from", resume_path && !resume_is_ckpt ? resume_path : "", 0},
-      {"initial anchors file", cfg->init_kind == VA_INIT_FILE ? cfg->init_file : "", 0}};
-  const va_file_use_t outputs[] = {
-      {"index", cfg->out, 1}, {"metrics file", cfg->metrics, 1}, {"checkpoint", ckpt_path, 0}, {"vectors file", embed_file, 1}};
-  return va_files_prepare(inputs, (int)(sizeof inputs / sizeof *inputs), outputs, (int)(sizeof outputs / sizeof *outputs));
+  const va_file_use_t inputs[] = {{"input", input_file, 0},
+                                  {"config file", config_file ? config_file : "", 0},
+                                  {"corpus", embed_corpus ? embed_corpus : "", 0},
+                                  {"checkpoint to resume from", resume_path && !resume_is_ckpt ? resume_path : "", 0},
+                                  {"initial anchors file", cfg->init_kind == VA_INIT_FILE ? cfg->init_file : "", 0}};
+  const va_file_use_t outputs[] = {{"index", cfg->out, 1},
+                                   {"metrics file", cfg->metrics, 1},
+                                   {"checkpoint", ckpt_path, 0},
+                                   {"vectors file", embed_file, 1}};
+  return va_files_prepare(inputs, (int)(sizeof inputs / sizeof *inputs), outputs,
+                          (int)(sizeof outputs / sizeof *outputs));
 }
 
 /* Collective: the checksum of a file's bytes (rank 0 reads it in 16 MiB pieces; the same value on
@@ -478,7 +553,10 @@ int va_cmd_compress(int argc, char **argv) {
   char err[2048] = "";
   int help = 0, print = 0;
   int rc = parse_args(argc, argv, &cfg, err, sizeof err, &help, &print);
-  if (help) { compress_usage(); return 0; }
+  if (help) {
+    compress_usage();
+    return 0;
+  }
   if (print && !rc) {
     if (va_proc.rank == 0) va_config_print_ini(&cfg, stdout);
     return 0;
@@ -489,16 +567,20 @@ int va_cmd_compress(int argc, char **argv) {
   va_checkpoint_path(&cfg, ckpt_path, sizeof ckpt_path);
   if ((rc = prepare_files(&cfg, ckpt_path))) return rc;
   if (resume_path)
-    snprintf(err, sizeof err, "the checkpoint '%s' is untouched: run the job again with --resume %s (exit %d: the Slurm scripts requeue it)",
-             resume_path, resume_path, VA_EXIT_STOPPED);
+    snprintf(
+        err, sizeof err,
+        "the checkpoint '%s' is untouched: run the job again with --resume %s (exit %d: the Slurm scripts requeue it)",
+        resume_path, resume_path, VA_EXIT_STOPPED);
   else
-    snprintf(err, sizeof err, "no iteration ran, so there is no checkpoint: run the job again (exit %d: the Slurm scripts requeue it)",
+    snprintf(err, sizeof err,
+             "no iteration ran, so there is no checkpoint: run the job again (exit %d: the Slurm scripts requeue it)",
              VA_EXIT_STOPPED);
   va_stop_advice(err);
   err[0] = 0;
 #ifndef VECANNEAL_CUDA
   if (cfg.backend == VA_BACKEND_CUDA) {
-    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
+    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with "
+                                    "-DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
   }
 #endif
   const char *backend = "cpu";
@@ -514,7 +596,10 @@ int va_cmd_compress(int argc, char **argv) {
     eargv[eargc++] = (char *)embed_corpus;
     eargv[eargc++] = "--out";
     eargv[eargc++] = (char *)(embed_out ? embed_out : "unwritten.h5:/train");
-    if (embed_model) { eargv[eargc++] = "--model"; eargv[eargc++] = (char *)embed_model; }
+    if (embed_model) {
+      eargv[eargc++] = "--model";
+      eargv[eargc++] = (char *)embed_model;
+    }
     double te = va_now();
     if ((rc = va_embed_rows(eargc, eargv, embed_out != NULL, &embedded))) return rc;
     va_phase_add(VA_PH_READ, va_now() - te);
@@ -533,10 +618,13 @@ int va_cmd_compress(int argc, char **argv) {
   if (resume_path) va_checkpoint_check(resume_path, &cfg, &in);
   {
     const int64_t k_most = cfg.k_max > cfg.k ? cfg.k_max : cfg.k_max < 0 ? in.n : cfg.k;
-    if ((rc = va_space_check("index", cfg.out, va_index_payload_bytes(in.n, in.d, k_most) + 32.0 * (double)cfg.max_iter))) return rc;
+    if ((rc = va_space_check("index", cfg.out,
+                             va_index_payload_bytes(in.n, in.d, k_most) + 32.0 * (double)cfg.max_iter)))
+      return rc;
   }
   if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
-    snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k, (long long)in.n, in.file, in.dataset);
+    snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k,
+             (long long)in.n, in.file, in.dataset);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   }
 
@@ -547,12 +635,18 @@ int va_cmd_compress(int argc, char **argv) {
   st.d = in.d;
   st.k = st.k_initial = cfg.k;
   st.cosine = cfg.metric == VA_METRIC_COSINE || (cfg.metric == VA_METRIC_AUTO && in.metric_hint == VA_METRIC_COSINE);
-  if (embed_corpus) { st.row0 = embedded.row0; st.n_local = embedded.n_local; } /* the embedder's blocks of lines */
-  else va_shard_range(in.n, va_proc.rank, va_proc.nranks, &st.row0, &st.n_local);
+  if (embed_corpus) {
+    st.row0 = embedded.row0;
+    st.n_local = embedded.n_local;
+  } /* the embedder's blocks of lines */
+  else
+    va_shard_range(in.n, va_proc.rank, va_proc.nranks, &st.row0, &st.n_local);
   int threads = choose_threads(&cfg);
   st.aopts.threads = threads;
   st.aopts.tile_rows = cfg.tile_rows;
-  st.aopts.kernel = cfg.cpu_assign == VA_CPU_ASSIGN_AUTO ? (va_assign_fused_available() ? VA_CPU_ASSIGN_FUSED : VA_CPU_ASSIGN_SGEMM) : (int)cfg.cpu_assign;
+  st.aopts.kernel = cfg.cpu_assign == VA_CPU_ASSIGN_AUTO
+                        ? (va_assign_fused_available() ? VA_CPU_ASSIGN_FUSED : VA_CPU_ASSIGN_SGEMM)
+                        : (int)cfg.cpu_assign;
   VA_AGREE_OR_EXIT(st.aopts.kernel == VA_CPU_ASSIGN_FUSED && !va_assign_fused_available() ? VA_EXIT_USAGE : 0,
                    "cpu_assign = fused, but this processor has no AVX2/FMA (use auto or sgemm)");
 #ifdef VECANNEAL_OPENMP
@@ -561,20 +655,22 @@ int va_cmd_compress(int argc, char **argv) {
   va_blas_threads(threads);
 #endif
   int io_coll = va_io_collective(cfg.io);
-  va_log0("vecanneal %s compress: %d rank(s), %d thread(s)/rank, HDF5 %s, io %s\n", VECANNEAL_VERSION,
-          va_proc.nranks, threads,
+  va_log0("vecanneal %s compress: %d rank(s), %d thread(s)/rank, HDF5 %s, io %s\n", VECANNEAL_VERSION, va_proc.nranks,
+          threads,
 #ifdef VECANNEAL_PARALLEL_HDF5
           "parallel",
 #else
           "serial",
 #endif
           io_coll ? "collective" : "independent");
-  va_log0("input %s:%s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", in.file, in.dataset, (long long)in.n,
-          (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k, cfg.init,
-          va_config_enum_name("robust", cfg.robust), cfg.preset);
+  va_log0("input %s:%s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", in.file, in.dataset,
+          (long long)in.n, (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k,
+          cfg.init, va_config_enum_name("robust", cfg.robust), cfg.preset);
 
   backend_plan_t plan = plan_backend(&st, &cfg);
-  struct { double loop, peak; } gpu_memory = {0, 0}; /* gpu_memory_used */
+  struct {
+    double loop, peak;
+  } gpu_memory = {0, 0}; /* gpu_memory_used */
   /* CUDA rows from a file skip the host shard: read chunk by chunk into the context's pinned staging
    * buffers, they go straight to the GPU and are preprocessed there (resident), or into the context's
    * pinned host copy, preprocessed in place (streamed). */
@@ -591,7 +687,8 @@ int va_cmd_compress(int argc, char **argv) {
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
      * they come to the host. Every rank decides alike (the same plan; every rank's encoder ran on a GPU). */
-    adopt = embedded.demb && plan.cuda && !plan.chunk_rows && !plan.host_prep && st.cosine && plan.device == embedded.device;
+    adopt = embedded.demb && plan.cuda && !plan.chunk_rows && !plan.host_prep && st.cosine &&
+            plan.device == embedded.device;
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &adopt, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (adopt) {
 #ifdef VECANNEAL_CUDA
@@ -622,7 +719,8 @@ int va_cmd_compress(int argc, char **argv) {
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
     backend_seconds = va_now() - t0;
     t = va_tick();
-    va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled, st.be_ctx};
+    va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled,
+                          st.be_ctx};
     va_input_read_into(&in, st.row0, st.n_local, cfg.io, threads, &read, &sink);
     va_tock(VA_PH_READ, t);
   } else
@@ -630,8 +728,10 @@ int va_cmd_compress(int argc, char **argv) {
   {
     double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
     st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
-    if (!st.X) snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
-                        va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
+    if (!st.X)
+      snprintf(err, sizeof err,
+               "rank %d on %s cannot allocate %.2f GiB for its shard of %lld rows; use more ranks or a larger node",
+               va_proc.rank, va_proc.host, shard_bytes / 1073741824.0, (long long)st.n_local);
     VA_AGREE_OR_EXIT(st.X ? 0 : VA_EXIT_RESOURCE, err);
     t = va_tick();
     if (threads > 1) va_prefault(st.X, (size_t)shard_bytes, threads);
@@ -642,7 +742,8 @@ int va_cmd_compress(int argc, char **argv) {
   int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
   if (first_bad != INT64_MAX) {
-    snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset, (long long)first_bad);
+    snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset,
+             (long long)first_bad);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   }
   in.checksum = read.checksum;
@@ -663,12 +764,14 @@ shard_ready:
     backend_seconds = va_now() - t0;
     gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
   }
-  if (zero_rows) va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
+  if (zero_rows)
+    va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
   va_stop_point("preprocessing");
   double t_anchors = va_now();
   if (resume_path) {
     va_checkpoint_read(resume_path, &st, &in);
-    va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter, (long long)st.k, st.T);
+    va_log0("resuming from %s after iteration %lld (k %lld, T %.6g)\n", resume_path, (long long)st.iter,
+            (long long)st.k, st.T);
   } else {
     if (cfg.init_kind == VA_INIT_FILE) va_init_file_read(&st);
     va_state_alloc(&st);
@@ -685,8 +788,9 @@ shard_ready:
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
   st.checkpoint_fn = write_checkpoint;
   st.checkpoint_ctx = &ckpt;
-  va_log0("read %.2f s, init %.2f s (backend %.3f s, anchors %.3f s (%s), warm-up %.3f s)\n", va_phase_total(VA_PH_READ),
-          va_phase_total(VA_PH_INIT), backend_seconds, t_warm - t_anchors, resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
+  va_log0("read %.2f s, init %.2f s (backend %.3f s, anchors %.3f s (%s), warm-up %.3f s)\n",
+          va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), backend_seconds, t_warm - t_anchors,
+          resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
   double t_loop = va_now();
   /* A stop request in the loop: checkpoint at the end of the iteration; after it, the job finishes (stop.h). */
@@ -696,35 +800,46 @@ shard_ready:
   gpu_memory.loop = gpu_memory_used(&plan);
   gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory.loop);
   if (st.stopped) {
-    va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n", (long long)st.iter, ckpt.path);
+    va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n",
+            (long long)st.iter, ckpt.path);
     va_state_free(&st);
     va_comm_finalize();
     return VA_EXIT_STOPPED;
   }
   va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
 
-  double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"), *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
+  double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"),
+         *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
   double E = va_final_pass(&st, counts, mse);
   float *anchors = va_malloc((size_t)(st.k * st.d) * sizeof(float), "output anchors");
   for (int64_t j = 0; j < st.k; j++)
     for (int64_t q = 0; q < st.d; q++) anchors[j * st.d + q] = (float)(st.A[j * st.d + q] + st.center[q]);
-  va_index_t ix = {.st = &st, .in = &in, .anchors = anchors, .counts = counts, .mse = mse, .energy = E,
+  va_index_t ix = {.st = &st,
+                   .in = &in,
+                   .anchors = anchors,
+                   .counts = counts,
+                   .mse = mse,
+                   .energy = E,
                    .distortion = st.total_var > 0 ? E / st.total_var : 0,
                    .ratio = va_index_payload_bytes(st.n, st.d, st.k) / ((double)st.n * (double)st.d * in.elem_size),
-                   .seconds = va_now() - t_start, .backend = backend};
+                   .seconds = va_now() - t_start,
+                   .backend = backend};
   t = va_tick();
   rc = va_index_write(cfg.out, &ix);
   va_tock(VA_PH_WRITE, t);
   if (rc) return rc;
   double total = va_now() - t_start;
-  va_log0("done: %lld iterations (%s), k %lld -> %lld (merges %lld, splits %lld, reseeds %lld), energy %.8g, distortion %.6f, "
+  va_log0("done: %lld iterations (%s), k %lld -> %lld (merges %lld, splits %lld, reseeds %lld), energy %.8g, "
+          "distortion %.6f, "
           "ratio %.4f, %.2f ms/iteration, %.2f s total\n",
-          (long long)st.iter, st.converged ? "converged" : "max_iter", (long long)st.k_initial, (long long)st.k, (long long)st.merges,
-          (long long)st.splits, (long long)st.reseeds, E, ix.distortion, ix.ratio, st.iter ? 1e3 * loop_seconds / (double)st.iter : 0.0, total);
+          (long long)st.iter, st.converged ? "converged" : "max_iter", (long long)st.k_initial, (long long)st.k,
+          (long long)st.merges, (long long)st.splits, (long long)st.reseeds, E, ix.distortion, ix.ratio,
+          st.iter ? 1e3 * loop_seconds / (double)st.iter : 0.0, total);
   va_log0("index written to %s\n", cfg.out);
   /* A finished job has no use for its checkpoint. */
   if (va_proc.rank == 0) remove(ckpt.path);
-  va_run_summary_t sum = {st.n, st.d, st.k_initial, st.k, st.iter, loop_seconds, total, E, backend, 0, 0, gpu_memory.loop, gpu_memory.peak};
+  va_run_summary_t sum = {st.n, st.d, st.k_initial,    st.k,           st.iter, loop_seconds, total, E, backend,
+                          0,    0,    gpu_memory.loop, gpu_memory.peak};
 #ifdef VECANNEAL_CUDA
   if (plan.chunk_rows) {
     sum.stream_chunk_bytes = (double)va_cuda_stream_host_bytes(va_cuda_stream_rows((va_cuda_t *)st.be_ctx), st.d);
@@ -732,7 +847,9 @@ shard_ready:
   }
 #endif
   if ((rc = va_metrics_write(cfg.metrics, &sum, &cfg))) return rc;
-  free(anchors); free(counts); free(mse);
+  free(anchors);
+  free(counts);
+  free(mse);
   va_state_free(&st);
   va_comm_finalize();
   return 0;

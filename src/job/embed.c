@@ -26,9 +26,9 @@
 #include "cuda/kernels.h"
 #endif
 #include "cli/commands.h"
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
-#include "io/files.h" /* va_files_prepare, va_text_open */
-#include "core/stop.h"  /* va_stop_point */
+#include "cli/options.h" /* va_opt, va_opt_unknown */
+#include "io/files.h"    /* va_files_prepare, va_text_open */
+#include "core/stop.h"   /* va_stop_point */
 #include "job/embed.h"
 #include "io/h5io.h"
 #include "embed/json.h"
@@ -101,8 +101,10 @@ static int file_exists(const char *path) {
 static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t elen, int *help) {
   const char *v;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; return 0; }
-    else if ((v = va_opt(argc, argv, &i, "--input"))) a->input = v;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      *help = 1;
+      return 0;
+    } else if ((v = va_opt(argc, argv, &i, "--input"))) a->input = v;
     else if ((v = va_opt(argc, argv, &i, "--out"))) a->out_spec = v;
     else if ((v = va_opt(argc, argv, &i, "--metrics"))) a->metrics = v;
     else if ((v = va_opt(argc, argv, &i, "--model"))) a->model = v;
@@ -111,27 +113,55 @@ static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t 
     else if ((v = va_opt(argc, argv, &i, "--io"))) a->io = v;
     else if ((v = va_opt(argc, argv, &i, "--backend"))) a->backend = v;
     else if ((v = va_opt(argc, argv, &i, "--precision"))) a->precision = v;
-    else if ((v = va_opt(argc, argv, &i, "--batch"))) { if (parse_int(v, 1, 1 << 16, &a->batch)) { snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v); return 1; } }
-    else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) { if (parse_int(v, 2, 512, &a->max_tokens)) { snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v); return 1; } }
-    else if ((v = va_opt(argc, argv, &i, "--threads"))) { if (parse_int(v, 1, 1024, &a->threads)) { snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v); return 1; } }
-    else if ((v = va_opt(argc, argv, &i, "--progress"))) {
+    else if ((v = va_opt(argc, argv, &i, "--batch"))) {
+      if (parse_int(v, 1, 1 << 16, &a->batch)) {
+        snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v);
+        return 1;
+      }
+    } else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) {
+      if (parse_int(v, 2, 512, &a->max_tokens)) {
+        snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v);
+        return 1;
+      }
+    } else if ((v = va_opt(argc, argv, &i, "--threads"))) {
+      if (parse_int(v, 1, 1024, &a->threads)) {
+        snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v);
+        return 1;
+      }
+    } else if ((v = va_opt(argc, argv, &i, "--progress"))) {
       char *e;
       a->progress = strtod(v, &e);
-      if (*e || !(a->progress >= 0)) { snprintf(err, elen, "embed: --progress: expected seconds >= 0, got '%s'", v); return 1; }
-    } else { va_opt_unknown("embed", argv[i], err, elen); return 1; }
+      if (*e || !(a->progress >= 0)) {
+        snprintf(err, elen, "embed: --progress: expected seconds >= 0, got '%s'", v);
+        return 1;
+      }
+    } else {
+      va_opt_unknown("embed", argv[i], err, elen);
+      return 1;
+    }
   }
-  if (!a->input) { snprintf(err, elen, "embed: --input CORPUS is required"); return 1; }
-  if (!a->out_spec) { snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required"); return 1; }
+  if (!a->input) {
+    snprintf(err, elen, "embed: --input CORPUS is required");
+    return 1;
+  }
+  if (!a->out_spec) {
+    snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required");
+    return 1;
+  }
   if (va_split_spec(a->out_spec, a->out_file, sizeof a->out_file, a->dataset, sizeof a->dataset)) {
     snprintf(err, elen, "embed: --out: expected FILE.h5[:/DATASET], got '%s'", a->out_spec);
     return 1;
   }
-  if (strcmp(a->weights, "fp32") && strcmp(a->weights, "fp16")) { snprintf(err, elen, "embed: --weights must be fp32 or fp16, got '%s'", a->weights); return 1; }
+  if (strcmp(a->weights, "fp32") && strcmp(a->weights, "fp16")) {
+    snprintf(err, elen, "embed: --weights must be fp32 or fp16, got '%s'", a->weights);
+    return 1;
+  }
   if (strcmp(a->backend, "auto") && strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda")) {
     snprintf(err, elen, "embed: --backend must be auto, cpu or cuda, got '%s'", a->backend);
     return 1;
   }
-  if (strcmp(a->precision, "auto") && strcmp(a->precision, "fp32") && strcmp(a->precision, "fp16") && strcmp(a->precision, "bf16")) {
+  if (strcmp(a->precision, "auto") && strcmp(a->precision, "fp32") && strcmp(a->precision, "fp16") &&
+      strcmp(a->precision, "bf16")) {
     snprintf(err, elen, "embed: --precision must be auto, fp32, fp16 or bf16, got '%s'", a->precision);
     return 1;
   }
@@ -140,30 +170,42 @@ static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t 
     return 1;
   }
 #ifndef VECANNEAL_CUDA
-  if (!strcmp(a->backend, "cuda")) { snprintf(err, elen, "embed: --backend cuda: this build has no CUDA (configure with -DVECANNEAL_CUDA=ON)"); return 1; }
+  if (!strcmp(a->backend, "cuda")) {
+    snprintf(err, elen, "embed: --backend cuda: this build has no CUDA (configure with -DVECANNEAL_CUDA=ON)");
+    return 1;
+  }
 #endif
   if (!strcmp(a->format, "auto")) {
     size_t L = strlen(a->input);
     a->jsonl = L >= 6 && !strcmp(a->input + L - 6, ".jsonl");
   } else if (!strcmp(a->format, "jsonl")) a->jsonl = 1;
   else if (!strcmp(a->format, "text")) a->jsonl = 0;
-  else { snprintf(err, elen, "embed: --format must be auto, text or jsonl, got '%s'", a->format); return 1; }
-  a->io_mode = !strcmp(a->io, "collective") ? VA_IO_COLLECTIVE : !strcmp(a->io, "independent") ? VA_IO_INDEPENDENT : VA_IO_AUTO;
-  if (strcmp(a->io, "auto") && a->io_mode == VA_IO_AUTO) { snprintf(err, elen, "embed: --io must be auto, collective or independent"); return 1; }
+  else {
+    snprintf(err, elen, "embed: --format must be auto, text or jsonl, got '%s'", a->format);
+    return 1;
+  }
+  a->io_mode = !strcmp(a->io, "collective")    ? VA_IO_COLLECTIVE
+               : !strcmp(a->io, "independent") ? VA_IO_INDEPENDENT
+                                               : VA_IO_AUTO;
+  if (strcmp(a->io, "auto") && a->io_mode == VA_IO_AUTO) {
+    snprintf(err, elen, "embed: --io must be auto, collective or independent");
+    return 1;
+  }
   /* model directory: explicit, environment, working directory, source tree */
   const char *env = getenv("VECANNEAL_MODEL");
   if (a->model) snprintf(a->model_dir, sizeof a->model_dir, "%s", a->model);
   else if (env && *env) snprintf(a->model_dir, sizeof a->model_dir, "%s", env);
-  else if (file_exists("models/all-MiniLM-L6-v2")) snprintf(a->model_dir, sizeof a->model_dir, "models/all-MiniLM-L6-v2");
+  else if (file_exists("models/all-MiniLM-L6-v2"))
+    snprintf(a->model_dir, sizeof a->model_dir, "models/all-MiniLM-L6-v2");
   else snprintf(a->model_dir, sizeof a->model_dir, "%s", VA_EMBED_SOURCE_MODEL_DIR);
   return 0;
 }
 
 /* --- input: this rank's block of lines ---------------------------------------------------------- */
 typedef struct {
-  char *buf;       /* the block's bytes */
+  char *buf; /* the block's bytes */
   size_t len;
-  char **line;     /* starts within buf */
+  char **line; /* starts within buf */
   size_t *line_len;
   int64_t n;
 } lines_t;
@@ -172,9 +214,16 @@ typedef struct {
 static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
   memset(L, 0, sizeof *L);
   int fd = open(path, O_RDONLY);
-  if (fd < 0) { snprintf(err, elen, "embed: cannot open input '%s': %s", path, strerror(errno)); return 1; }
+  if (fd < 0) {
+    snprintf(err, elen, "embed: cannot open input '%s': %s", path, strerror(errno));
+    return 1;
+  }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { snprintf(err, elen, "embed: input '%s' is not a regular file", path); close(fd); return 1; }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, elen, "embed: input '%s' is not a regular file", path);
+    close(fd);
+    return 1;
+  }
   int64_t size = st.st_size, P = va_proc.nranks, r = va_proc.rank;
   int64_t b = size * r / P, e = size * (r + 1) / P;
   /* Move b to a line start: b itself if the byte before it is '\n', else past the next '\n'. */
@@ -184,32 +233,62 @@ static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
     char chunk[65536];
     for (int64_t pos = b - 1; pos < size && start < 0;) {
       ssize_t got = pread(fd, chunk, sizeof chunk, (off_t)pos);
-      if (got <= 0) { if (got < 0) { snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno)); close(fd); return 1; } break; }
+      if (got <= 0) {
+        if (got < 0) {
+          snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno));
+          close(fd);
+          return 1;
+        }
+        break;
+      }
       for (ssize_t k = 0; k < got; k++)
-        if (chunk[k] == '\n') { start = pos + k + 1; break; }
+        if (chunk[k] == '\n') {
+          start = pos + k + 1;
+          break;
+        }
       pos += got;
     }
     if (start < 0) start = size;
   }
-  if (start >= e) { close(fd); return 0; } /* no line starts in this rank's range */
+  if (start >= e) {
+    close(fd);
+    return 0;
+  } /* no line starts in this rank's range */
   /* Read [start, e) and on to the end of the last line starting before e: the first '\n' at or
    * after byte e-1 (or the end of the file). */
   size_t cap = (size_t)(e - start) + 65536, n = 0, scan = (size_t)(e - 1 - start);
   char *buf = malloc(cap + 1);
-  if (!buf) { snprintf(err, elen, "embed: out of memory reading %lld bytes of '%s'", (long long)(e - start), path); close(fd); return 1; }
+  if (!buf) {
+    snprintf(err, elen, "embed: out of memory reading %lld bytes of '%s'", (long long)(e - start), path);
+    close(fd);
+    return 1;
+  }
   for (;;) {
     if (n == cap) {
       char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb) { free(buf); snprintf(err, elen, "embed: out of memory reading '%s'", path); close(fd); return 1; }
+      if (!nb) {
+        free(buf);
+        snprintf(err, elen, "embed: out of memory reading '%s'", path);
+        close(fd);
+        return 1;
+      }
       buf = nb;
       cap *= 2;
     }
     ssize_t got = pread(fd, buf + n, cap - n, (off_t)(start + (int64_t)n));
-    if (got < 0) { free(buf); snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno)); close(fd); return 1; }
+    if (got < 0) {
+      free(buf);
+      snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno));
+      close(fd);
+      return 1;
+    }
     if (got == 0) break;
     n += (size_t)got;
     while (scan < n && buf[scan] != '\n') scan++;
-    if (scan < n) { n = scan + 1; break; }
+    if (scan < n) {
+      n = scan + 1;
+      break;
+    }
   }
   close(fd);
   L->buf = buf;
@@ -220,11 +299,19 @@ static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
   L->n = cnt;
   L->line = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line);
   L->line_len = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line_len);
-  if (!L->line || !L->line_len) { snprintf(err, elen, "embed: out of memory indexing %lld lines", (long long)cnt); return 1; }
+  if (!L->line || !L->line_len) {
+    snprintf(err, elen, "embed: out of memory indexing %lld lines", (long long)cnt);
+    return 1;
+  }
   size_t s = 0;
   int64_t k = 0;
   for (size_t i = 0; i <= n && k < cnt; i++)
-    if (i == n || buf[i] == '\n') { L->line[k] = buf + s; L->line_len[k] = i - s; k++; s = i + 1; }
+    if (i == n || buf[i] == '\n') {
+      L->line[k] = buf + s;
+      L->line_len[k] = i - s;
+      k++;
+      s = i + 1;
+    }
   return 0;
 }
 
@@ -294,8 +381,8 @@ typedef struct {
   const char *backend, *precision;
   char device[256];
   int batch;
-  double forward_seconds; /* device time of the forward passes (CUDA events); 0 on the CPU */
-  double setup_seconds;   /* GPU: device context, cuBLASLt, weight upload, warm-up batch (its own thread) */
+  double forward_seconds;    /* device time of the forward passes (CUDA events); 0 on the CPU */
+  double setup_seconds;      /* GPU: device context, cuBLASLt, weight upload, warm-up batch (its own thread) */
   double setup_wait_seconds; /* GPU: how long the encode phase waited for that thread, plus the scratch */
 } encoder_info_t;
 
@@ -335,10 +422,11 @@ static va_bert_cuda_t *gpu_setup_wait(gpu_setup_t *s) {
 }
 #endif
 
-static int write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads, const char *weights_dtype,
-                          const encoder_info_t *ei) {
-  double mx[NPH], mn[NPH], rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0, fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds},
-         fwd_mx[4];
+static int write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads,
+                         const char *weights_dtype, const encoder_info_t *ei) {
+  double mx[NPH], mn[NPH],
+      rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
+      fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds}, fwd_mx[4];
   VA_MPI(MPI_Reduce(fwd, fwd_mx, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -347,26 +435,36 @@ static int write_metrics(const embed_args_t *a, const embed_out_t *o, const doub
   if (!a->metrics) return 0;
   FILE *f = va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
   if (!f) return va_text_commit(NULL, "metrics file", a->metrics);
-  fprintf(f, "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": ", VECANNEAL_VERSION,
-          ei->backend, ei->precision);
+  fprintf(f,
+          "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  "
+          "\"device\": ",
+          VECANNEAL_VERSION, ei->backend, ei->precision);
   json_escaped(f, ei->device);
   fprintf(f, ",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ", weights_dtype);
   json_escaped(f, a->input);
   fprintf(f, ",\n  \"output\": ");
   json_escaped(f, a->out_spec);
-  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n", va_proc.nranks, threads, ei->batch, a->max_tokens);
-  fprintf(f, "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  \"empty_lines\": %lld,\n",
+  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n",
+          va_proc.nranks, threads, ei->batch, a->max_tokens);
+  fprintf(f,
+          "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  "
+          "\"empty_lines\": %lld,\n",
           (long long)o->n, (long long)o->tokens, (long long)o->truncated, (long long)o->invalid, (long long)o->empty);
   double total = mx[PH_TOTAL] > 0 ? mx[PH_TOTAL] : 1e-9, enc = mx[PH_ENCODE] > 0 ? mx[PH_ENCODE] : 1e-9;
-  fprintf(f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
-          (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
-  fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum, cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
+  fprintf(
+      f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
+      (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
+  fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum,
+          cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
   if (!strcmp(ei->backend, "cuda")) /* the GPU's own time for the forward passes, without the host's share */
-    fprintf(f, "  \"gpu_setup_seconds_max\": %.6f,\n  \"gpu_setup_wait_seconds_max\": %.6f,\n  \"gpu_forward_seconds\": {\"min\": %.6f, \"max\": %.6f},\n"
-               "  \"gpu_forward_lines_per_second\": %.2f,\n",
+    fprintf(f,
+            "  \"gpu_setup_seconds_max\": %.6f,\n  \"gpu_setup_wait_seconds_max\": %.6f,\n  \"gpu_forward_seconds\": "
+            "{\"min\": %.6f, \"max\": %.6f},\n"
+            "  \"gpu_forward_lines_per_second\": %.2f,\n",
             fwd_mx[2], fwd_mx[3], -fwd_mx[1], fwd_mx[0], fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
   fprintf(f, "  \"phases_seconds\": {\n");
-  for (int p = 0; p < NPH; p++) fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
+  for (int p = 0; p < NPH; p++)
+    fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
   fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
   return va_text_commit(f, "metrics file", a->metrics);
 }
@@ -396,7 +494,8 @@ typedef struct {
   char err[600];
 } tok_slice_t;
 
-static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lines_t *L, int64_t row0, int64_t *off, int *lens, tok_slice_t *sl) {
+static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lines_t *L, int64_t row0, int64_t *off,
+                           int *lens, tok_slice_t *sl) {
   sl->bad = -1;
   sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
   sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
@@ -414,13 +513,26 @@ static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lin
     if (a->jsonl) {
       char jerr[256];
       int64_t lone = 0;
-      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { text += 3; tlen -= 3; } /* byte-order mark */
+      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+        text += 3;
+        tlen -= 3;
+      } /* byte-order mark */
       j = va_json_parse(text, tlen, jerr, sizeof jerr, &lone);
       const va_json_t *tf = va_json_get(j, "text");
-      if (!j) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: not valid JSON (%s)", a->input, (long long)(row0 + i + 1), jerr);
-      else if (j->type != VA_JSON_OBJ) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a->input, (long long)(row0 + i + 1));
-      else if (!tf || tf->type != VA_JSON_STR) snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: no string field \"text\"", a->input, (long long)(row0 + i + 1));
-      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) { sl->bad = i; va_json_free(j); return; }
+      if (!j)
+        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: not valid JSON (%s)", a->input,
+                 (long long)(row0 + i + 1), jerr);
+      else if (j->type != VA_JSON_OBJ)
+        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a->input,
+                 (long long)(row0 + i + 1));
+      else if (!tf || tf->type != VA_JSON_STR)
+        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: no string field \"text\"", a->input,
+                 (long long)(row0 + i + 1));
+      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) {
+        sl->bad = i;
+        va_json_free(j);
+        return;
+      }
       text = tf->str;
       tlen = tf->len;
       sl->invalid += lone;
@@ -452,7 +564,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   char err[1024] = "";
   int help = 0;
   int bad = parse_args(argc, argv, &a, err, sizeof err, &help);
-  if (help) { embed_usage(); return 0; }
+  if (help) {
+    embed_usage();
+    return 0;
+  }
   if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
   double ph[NPH] = {0}, t_start = va_now(), t0;
 
@@ -461,10 +576,13 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   char vocab_path[VA_PATH_MAX + 64], config_path[VA_PATH_MAX + 64], weights_path[VA_PATH_MAX + 64];
   snprintf(vocab_path, sizeof vocab_path, "%s/vocab.txt", a.model_dir);
   snprintf(config_path, sizeof config_path, "%s/config.json", a.model_dir);
-  snprintf(weights_path, sizeof weights_path, "%s/%s", a.model_dir, !strcmp(a.weights, "fp16") ? "model-fp16.safetensors" : "model.safetensors");
+  snprintf(weights_path, sizeof weights_path, "%s/%s", a.model_dir,
+           !strcmp(a.weights, "fp16") ? "model-fp16.safetensors" : "model.safetensors");
   int rc = 0;
   if (write_out && !keep) { /* the embed command (compress --embed checks its own files) */
-    const va_file_use_t inputs[] = {{"corpus", a.input, 0}, {"vocabulary", vocab_path, 0}, {"model configuration", config_path, 0},
+    const va_file_use_t inputs[] = {{"corpus", a.input, 0},
+                                    {"vocabulary", vocab_path, 0},
+                                    {"model configuration", config_path, 0},
                                     {"model weights", weights_path, 0}};
     const va_file_use_t outputs[] = {{"vectors file", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
     if ((rc = va_files_prepare(inputs, 4, outputs, 2))) return rc;
@@ -474,11 +592,15 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   va_tokenizer_t *tok = NULL;
   va_bert_t model;
   memset(&model, 0, sizeof model);
-  if (!file_exists(a.model_dir)) { snprintf(merr, sizeof merr, "model directory '%s' does not exist", a.model_dir); rc = VA_EXIT_INPUT; }
+  if (!file_exists(a.model_dir)) {
+    snprintf(merr, sizeof merr, "model directory '%s' does not exist", a.model_dir);
+    rc = VA_EXIT_INPUT;
+  }
   if (!rc && !(tok = va_tok_load(vocab_path, merr, sizeof merr))) rc = VA_EXIT_INPUT;
   if (!rc && va_bert_load(config_path, weights_path, &model, merr, sizeof merr)) rc = VA_EXIT_INPUT;
   if (!rc && va_tok_vocab_size(tok) != model.vocab) {
-    snprintf(merr, sizeof merr, "'%s' has %d entries but the model's vocabulary is %d", vocab_path, va_tok_vocab_size(tok), model.vocab);
+    snprintf(merr, sizeof merr, "'%s' has %d entries but the model's vocabulary is %d", vocab_path,
+             va_tok_vocab_size(tok), model.vocab);
     rc = VA_EXIT_INPUT;
   }
   if (rc) snprintf(err, sizeof err, "embed: model: %s (run scripts/fetch-model, or pass --model DIR)", merr);
@@ -487,7 +609,11 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     rc = VA_EXIT_USAGE;
   }
   rc = va_agree(rc, err);
-  if (rc) { va_tok_free(tok); va_bert_free(&model); return rc; }
+  if (rc) {
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
 
   /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
   encoder_info_t enc = {"cpu", "fp32", "", 0, 0, 0, 0};
@@ -497,7 +623,8 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   int all_have = device >= 0;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (!strcmp(a.backend, "cuda") && !all_have) {
-    snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank, va_proc.host);
+    snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank,
+             va_proc.host);
     rc = va_agree(device < 0 ? VA_EXIT_USAGE : 0, err);
     va_tok_free(tok);
     va_bert_free(&model);
@@ -506,16 +633,18 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   if (all_have) {
     enc.backend = "cuda";
     enc.precision = strcmp(a.precision, "auto") ? a.precision : "fp16";
-  } else
-    device = -1;
+  } else device = -1;
 #endif
   if (device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
-    va_log0("embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n", a.precision);
+    va_log0(
+        "embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n",
+        a.precision);
   enc.batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
   ph[PH_LOAD] = va_now() - t0;
 
 #ifdef VECANNEAL_CUDA
-  gpu_setup_t setup = {.model = &model, .device = device, .precision = va_bert_cuda_precision(enc.precision), .batch = enc.batch};
+  gpu_setup_t setup = {
+      .model = &model, .device = device, .precision = va_bert_cuda_precision(enc.precision), .batch = enc.batch};
   if (device >= 0) gpu_setup_start(&setup);
 #define GPU_SETUP_DROP() va_bert_cuda_free(gpu_setup_wait(&setup))
 #else
@@ -527,14 +656,26 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   lines_t L;
   rc = read_block(a.input, &L, err, sizeof err) ? VA_EXIT_INPUT : 0;
   rc = va_agree(rc, err);
-  if (rc) { GPU_SETUP_DROP(); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+  if (rc) {
+    GPU_SETUP_DROP();
+    lines_free(&L);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
   int64_t n_local = L.n, row0 = 0, n = 0;
   VA_MPI(MPI_Exscan(&n_local, &row0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   if (va_proc.rank == 0) row0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
   VA_MPI(MPI_Allreduce(&n_local, &n, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   if (n == 0) snprintf(err, sizeof err, "embed: input '%s' holds no lines (empty corpus)", a.input);
   rc = va_agree(n == 0 ? VA_EXIT_INPUT : 0, err);
-  if (rc) { GPU_SETUP_DROP(); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+  if (rc) {
+    GPU_SETUP_DROP();
+    lines_free(&L);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
   ph[PH_READ] = va_now() - t0;
 
   /* Tokenize (JSONL: take the "text" field first), in slices of lines, one thread and tokenizer each. */
@@ -542,7 +683,8 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   double cpu0 = cpu_seconds();
   int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
   if (threads < 1) threads = 1;
-  int nsl = n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
+  int nsl =
+      n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
   tok_slice_t *sl = calloc((size_t)nsl, sizeof *sl);
   int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
   int *lens = malloc((size_t)(n_local + 1) * sizeof *lens);
@@ -566,7 +708,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   int64_t used = 0, truncated = 0, invalid = 0, empty = 0;
   for (int k = 0; k < nsl; k++) used += sl[k].used;
   for (int k = 0; k < nsl && !rc; k++)
-    if (sl[k].bad >= 0) { snprintf(err, sizeof err, "%s", sl[k].err); rc = VA_EXIT_INPUT; }
+    if (sl[k].bad >= 0) {
+      snprintf(err, sizeof err, "%s", sl[k].err);
+      rc = VA_EXIT_INPUT;
+    }
   int32_t *ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
   if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)n_local);
   for (int64_t k = 0, base = 0; k < nsl; k++) {
@@ -580,7 +725,16 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   }
   free(sl);
   rc = va_agree(rc, err);
-  if (rc) { GPU_SETUP_DROP(); free(ids); free(off); free(lens); lines_free(&L); va_tok_free(tok); va_bert_free(&model); return rc; }
+  if (rc) {
+    GPU_SETUP_DROP();
+    free(ids);
+    free(off);
+    free(lens);
+    lines_free(&L);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
+  }
 #undef GPU_SETUP_DROP
   lines_free(&L);
   ph[PH_TOKENIZE] = va_now() - t0;
@@ -588,9 +742,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
   VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   va_blas_threads(threads);
-  va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from %s on %d rank(s) x %d thread(s); model %s (%s)\n",
-          (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3], a.input,
-          va_proc.nranks, threads, a.model_dir, model.weights_dtype);
+  va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from %s "
+          "on %d rank(s) x %d thread(s); model %s (%s)\n",
+          (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
+          a.input, va_proc.nranks, threads, a.model_dir, model.weights_dtype);
 
   /* Encode: longest first, in batches of up to --batch similar lengths. */
   t0 = va_now();
@@ -603,7 +758,8 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
   int *blens = malloc((size_t)batch * sizeof *blens);
   float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
-  if ((!emb && !on_device) || !order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+  if ((!emb && !on_device) || !order || !bids || !blens || !bout)
+    VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
   for (int64_t i = 0; i < n_local; i++) order[i] = i;
   sort_lens = lens;
   qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
@@ -624,7 +780,14 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
     rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
     if (rc) {
       va_bert_cuda_free(gpu);
-      free(emb); free(order); free(bids); free(blens); free(bout); free(ids); free(off); free(lens);
+      free(emb);
+      free(order);
+      free(bids);
+      free(blens);
+      free(bout);
+      free(ids);
+      free(off);
+      free(lens);
       va_tok_free(tok);
       va_bert_free(&model);
       return rc;
@@ -635,9 +798,9 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
 #endif
   if (device >= 0)
     va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, enc.device, batch);
-  else
-    va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
-  int64_t done = 0, tok_done = 0, pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
+  else va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
+  int64_t done = 0, tok_done = 0,
+          pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
   double last = va_now();
   int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
   for (int64_t s = 0; (s < n_local && !stopping) || pend[1]; s += batch) {
@@ -662,9 +825,11 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       pend[1] = nb;
     } else
 #endif
-    if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work)) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
+        if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work))
+      VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
     if (emb)
-      for (int b = 0; b < out_nb; b++) memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+      for (int b = 0; b < out_nb; b++)
+        memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
     done += nb;
     tok_done += p;
     double now = va_now();
@@ -672,8 +837,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
       double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
       char es[32];
       fmt_secs(eta, es, sizeof es);
-      va_log0("embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
-              (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate, rate * va_proc.nranks, va_proc.nranks, es);
+      va_log0(
+          "embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
+          (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate, rate * va_proc.nranks,
+          va_proc.nranks, es);
       last = now;
     }
   }
@@ -681,7 +848,13 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   va_bert_cuda_free(gpu);
 #endif
   va_bert_work_free(&work);
-  free(bids); free(blens); free(bout); free(order); free(ids); free(off); free(lens);
+  free(bids);
+  free(blens);
+  free(bout);
+  free(order);
+  free(ids);
+  free(off);
+  free(lens);
   va_tok_free(tok);
   ph[PH_ENCODE] = va_now() - t0;
   double cpu_used = cpu_seconds() - cpu0;
@@ -690,7 +863,9 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   /* Write: each rank its own rows, in input order. */
   t0 = va_now();
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
-  rc = write_out ? va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows, &o) : 0;
+  rc = write_out ? va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup,
+                                    embed_rows, &o)
+                 : 0;
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);
@@ -707,19 +882,23 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   double enc_max = 0;
   VA_MPI(MPI_Allreduce(&ph[PH_ENCODE], &enc_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   if (!write_out) {
-    va_log0("embed: %lld x %d vectors in %.2f s: %.1f lines/s encoding (%d rank(s)), kept in memory\n", (long long)n, d, ph[PH_TOTAL],
-            (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+    va_log0("embed: %lld x %d vectors in %.2f s: %.1f lines/s encoding (%d rank(s)), kept in memory\n", (long long)n, d,
+            ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
   if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc))) return rc;
-  va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s encoding (%d rank(s))\n",
-          a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+  va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s "
+          "encoding (%d rank(s))\n",
+          a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL],
+          (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
   return 0;
 }
 
 int va_cmd_embed(int argc, char **argv) { return embed_job(argc, argv, 1, NULL); }
 
-int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) { return embed_job(argc, argv, write_out, out); }
+int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) {
+  return embed_job(argc, argv, write_out, out);
+}
 
 void va_embedded_to_host(va_embedded_t *e) {
   if (!e->demb) return;

@@ -5,12 +5,12 @@
 #include <stdint.h>
 
 typedef struct {
-  float *emb;          /* n_local x d, unit rows, input order; the caller frees; NULL when on the device */
+  float *emb; /* n_local x d, unit rows, input order; the caller frees; NULL when on the device */
   int64_t n, row0, n_local;
   int d;
-  float *demb;         /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
-                        * write): the caller adopts them (va_cuda_adopt_rows) or takes them to the
-                        * host (va_embedded_to_host), and frees them with va_cuda_free_device */
+  float *demb; /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
+                * write): the caller adopts them (va_cuda_adopt_rows) or takes them to the
+                * host (va_embedded_to_host), and frees them with va_cuda_free_device */
   int device;
 } va_embedded_t;
 

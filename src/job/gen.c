@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
-#include "io/files.h" /* va_files_prepare */
+#include "cli/options.h" /* va_opt, va_opt_unknown */
+#include "io/files.h"    /* va_files_prepare */
 #include "io/h5io.h"
 #include "util/rng.h"
 #include "core/stop.h" /* va_stop_point */
@@ -30,7 +30,8 @@ static void gen_row(const gen_args_t *g, int64_t id, float *out) {
     return;
   }
   if (va_rand_unit(g->seed, VA_RNG_GEN_OUTLIER, (uint64_t)id, 0) < g->outliers) {
-    for (int64_t j = 0; j < g->d; j++) out[j] = (float)(8.0 * va_rand_unit(g->seed, VA_RNG_GEN_OUTLIER, (uint64_t)id, (uint64_t)j + 1) - 4.0);
+    for (int64_t j = 0; j < g->d; j++)
+      out[j] = (float)(8.0 * va_rand_unit(g->seed, VA_RNG_GEN_OUTLIER, (uint64_t)id, (uint64_t)j + 1) - 4.0);
     return;
   }
   uint64_t c = va_rand_u64(g->seed, VA_RNG_GEN_CLUSTER, (uint64_t)id, 0) % (uint64_t)g->clusters;
@@ -96,20 +97,19 @@ static void gen_rows(hid_t file, void *ctx) {
 }
 
 static void gen_usage(void) {
-  va_log0(
-      "usage: vecanneal gen --out FILE.h5 [options]\n"
-      "Writes synthetic vectors to FILE.h5:/train (and /test), each rank writing its own rows.\n"
-      "  --kind gauss|vlc-demo   Gaussian mixture, or the prototype's demo data (ALGORITHM.md s3) [gauss]\n"
-      "  --n N                   rows in /train [100000]\n"
-      "  --d D                   dimensions [128]\n"
-      "  --clusters C            gauss: mixture components [100]\n"
-      "  --spread S              gauss: per-coordinate std of a component (centres are N(0,1)) [0.5]\n"
-      "  --outliers F            gauss: fraction of rows drawn uniformly from [-4,4]^d [0]\n"
-      "  --test N                rows in /test (same distribution) [0]\n"
-      "  --seed S                seed [1]\n"
-      "  --dtype float32|float16 storage type [float32]\n"
-      "  --distance NAME         value of the 'distance' attribute [euclidean]\n"
-      "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
+  va_log0("usage: vecanneal gen --out FILE.h5 [options]\n"
+          "Writes synthetic vectors to FILE.h5:/train (and /test), each rank writing its own rows.\n"
+          "  --kind gauss|vlc-demo   Gaussian mixture, or the prototype's demo data (ALGORITHM.md s3) [gauss]\n"
+          "  --n N                   rows in /train [100000]\n"
+          "  --d D                   dimensions [128]\n"
+          "  --clusters C            gauss: mixture components [100]\n"
+          "  --spread S              gauss: per-coordinate std of a component (centres are N(0,1)) [0.5]\n"
+          "  --outliers F            gauss: fraction of rows drawn uniformly from [-4,4]^d [0]\n"
+          "  --test N                rows in /test (same distribution) [0]\n"
+          "  --seed S                seed [1]\n"
+          "  --dtype float32|float16 storage type [float32]\n"
+          "  --distance NAME         value of the 'distance' attribute [euclidean]\n"
+          "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t *out) {
@@ -126,26 +126,62 @@ int va_cmd_gen(int argc, char **argv) {
   char err[512] = "";
   int bad = 0;
   for (int i = 0; i < argc && !bad; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { gen_usage(); return 0; }
-    else if ((v = va_opt(argc, argv, &i, "--out"))) g.out = v;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      gen_usage();
+      return 0;
+    } else if ((v = va_opt(argc, argv, &i, "--out"))) g.out = v;
     else if ((v = va_opt(argc, argv, &i, "--kind"))) g.kind = v;
     else if ((v = va_opt(argc, argv, &i, "--dtype"))) g.dtype = v;
     else if ((v = va_opt(argc, argv, &i, "--distance"))) g.distance = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) io = v;
-    else if ((v = va_opt(argc, argv, &i, "--n"))) bad = parse_i64(v, 1, &g.n) ? snprintf(err, sizeof err, "--n: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--d"))) bad = parse_i64(v, 1, &g.d) ? snprintf(err, sizeof err, "--d: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--clusters"))) bad = parse_i64(v, 1, &g.clusters) ? snprintf(err, sizeof err, "--clusters: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--test"))) bad = parse_i64(v, 0, &g.test) ? snprintf(err, sizeof err, "--test: expected an integer >= 0, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--seed"))) { int64_t s; bad = parse_i64(v, 0, &s) ? snprintf(err, sizeof err, "--seed: expected an integer >= 0, got '%s'", v) : 0; g.seed = (uint64_t)s; }
-    else if ((v = va_opt(argc, argv, &i, "--spread"))) { char *e; g.spread = strtod(v, &e); bad = (*e || !(g.spread >= 0)) ? snprintf(err, sizeof err, "--spread: expected a number >= 0, got '%s'", v) : 0; }
-    else if ((v = va_opt(argc, argv, &i, "--outliers"))) { char *e; g.outliers = strtod(v, &e); bad = (*e || !(g.outliers >= 0 && g.outliers <= 1)) ? snprintf(err, sizeof err, "--outliers: expected a fraction in [0, 1], got '%s'", v) : 0; }
-    else { va_opt_unknown("gen", argv[i], err, sizeof err); bad = 1; }
+    else if ((v = va_opt(argc, argv, &i, "--n")))
+      bad = parse_i64(v, 1, &g.n) ? snprintf(err, sizeof err, "--n: expected an integer >= 1, got '%s'", v) : 0;
+    else if ((v = va_opt(argc, argv, &i, "--d")))
+      bad = parse_i64(v, 1, &g.d) ? snprintf(err, sizeof err, "--d: expected an integer >= 1, got '%s'", v) : 0;
+    else if ((v = va_opt(argc, argv, &i, "--clusters")))
+      bad = parse_i64(v, 1, &g.clusters)
+                ? snprintf(err, sizeof err, "--clusters: expected an integer >= 1, got '%s'", v)
+                : 0;
+    else if ((v = va_opt(argc, argv, &i, "--test")))
+      bad = parse_i64(v, 0, &g.test) ? snprintf(err, sizeof err, "--test: expected an integer >= 0, got '%s'", v) : 0;
+    else if ((v = va_opt(argc, argv, &i, "--seed"))) {
+      int64_t s;
+      bad = parse_i64(v, 0, &s) ? snprintf(err, sizeof err, "--seed: expected an integer >= 0, got '%s'", v) : 0;
+      g.seed = (uint64_t)s;
+    } else if ((v = va_opt(argc, argv, &i, "--spread"))) {
+      char *e;
+      g.spread = strtod(v, &e);
+      bad = (*e || !(g.spread >= 0)) ? snprintf(err, sizeof err, "--spread: expected a number >= 0, got '%s'", v) : 0;
+    } else if ((v = va_opt(argc, argv, &i, "--outliers"))) {
+      char *e;
+      g.outliers = strtod(v, &e);
+      bad = (*e || !(g.outliers >= 0 && g.outliers <= 1))
+                ? snprintf(err, sizeof err, "--outliers: expected a fraction in [0, 1], got '%s'", v)
+                : 0;
+    } else {
+      va_opt_unknown("gen", argv[i], err, sizeof err);
+      bad = 1;
+    }
   }
-  if (!bad && !g.out) { snprintf(err, sizeof err, "gen: --out FILE.h5 is required"); bad = 1; }
-  if (!bad && strcmp(g.kind, "gauss") && strcmp(g.kind, "vlc-demo")) { snprintf(err, sizeof err, "gen: --kind must be gauss or vlc-demo, got '%s'", g.kind); bad = 1; }
-  if (!bad && strcmp(g.dtype, "float32") && strcmp(g.dtype, "float16")) { snprintf(err, sizeof err, "gen: --dtype must be float32 or float16, got '%s'", g.dtype); bad = 1; }
-  int io_mode = !strcmp(io, "collective") ? VA_IO_COLLECTIVE : !strcmp(io, "independent") ? VA_IO_INDEPENDENT : VA_IO_AUTO;
-  if (!bad && strcmp(io, "auto") && io_mode == VA_IO_AUTO) { snprintf(err, sizeof err, "gen: --io must be auto, collective or independent"); bad = 1; }
+  if (!bad && !g.out) {
+    snprintf(err, sizeof err, "gen: --out FILE.h5 is required");
+    bad = 1;
+  }
+  if (!bad && strcmp(g.kind, "gauss") && strcmp(g.kind, "vlc-demo")) {
+    snprintf(err, sizeof err, "gen: --kind must be gauss or vlc-demo, got '%s'", g.kind);
+    bad = 1;
+  }
+  if (!bad && strcmp(g.dtype, "float32") && strcmp(g.dtype, "float16")) {
+    snprintf(err, sizeof err, "gen: --dtype must be float32 or float16, got '%s'", g.dtype);
+    bad = 1;
+  }
+  int io_mode = !strcmp(io, "collective")    ? VA_IO_COLLECTIVE
+                : !strcmp(io, "independent") ? VA_IO_INDEPENDENT
+                                             : VA_IO_AUTO;
+  if (!bad && strcmp(io, "auto") && io_mode == VA_IO_AUTO) {
+    snprintf(err, sizeof err, "gen: --io must be auto, collective or independent");
+    bad = 1;
+  }
   if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
   g.half = !strcmp(g.dtype, "float16");
   const va_file_use_t out = {"output", g.out, 1};
@@ -156,7 +192,7 @@ int va_cmd_gen(int argc, char **argv) {
   const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
   rc = va_h5_write_file("output", g.out, bytes, io_mode, gen_setup, gen_rows, &g);
   if (rc) return rc;
-  va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n, (long long)g.d,
-          g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);
+  va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n,
+          (long long)g.d, g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);
   return 0;
 }

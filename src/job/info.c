@@ -17,10 +17,16 @@ static int attr_text(hid_t obj, const char *name, char *out, size_t len) {
     rc = va_h5_attr_read_str(obj, name, out, len);
   } else if (cls == H5T_INTEGER) {
     long long v;
-    if (H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) { snprintf(out, len, "%lld", v); rc = 0; }
+    if (H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) {
+      snprintf(out, len, "%lld", v);
+      rc = 0;
+    }
   } else if (cls == H5T_FLOAT) {
     double v;
-    if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) { snprintf(out, len, "%.8g", v); rc = 0; }
+    if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) {
+      snprintf(out, len, "%.8g", v);
+      rc = 0;
+    }
   }
   if (t >= 0) H5Tclose(t);
   if (a >= 0) H5Aclose(a);
@@ -30,7 +36,8 @@ static int attr_text(hid_t obj, const char *name, char *out, size_t len) {
 /* A 1-D dataset of exactly len values into buf; 0 when it reads. */
 static int read_1d(hid_t f, const char *name, hid_t mtype, hsize_t len, void *buf) {
   hid_t ds = H5Dopen2(f, name, H5P_DEFAULT), sp = ds >= 0 ? H5Dget_space(ds) : -1;
-  int ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == (hssize_t)len && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0;
+  int ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == (hssize_t)len &&
+           H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0;
   if (sp >= 0) H5Sclose(sp);
   if (ds >= 0) H5Dclose(ds);
   return !ok;
@@ -38,23 +45,31 @@ static int read_1d(hid_t f, const char *name, hid_t mtype, hsize_t len, void *bu
 
 /* The length of a 1-D dataset, or -1. */
 static int64_t length_1d(hid_t f, const char *name) {
-  hid_t ds = H5Lexists(f, name, H5P_DEFAULT) > 0 ? H5Dopen2(f, name, H5P_DEFAULT) : -1, sp = ds >= 0 ? H5Dget_space(ds) : -1;
+  hid_t ds = H5Lexists(f, name, H5P_DEFAULT) > 0 ? H5Dopen2(f, name, H5P_DEFAULT) : -1,
+        sp = ds >= 0 ? H5Dget_space(ds) : -1;
   hsize_t len = 0;
-  int64_t r = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &len, NULL) == 1 ? (int64_t)len : -1;
+  int64_t r = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &len, NULL) == 1
+                  ? (int64_t)len
+                  : -1;
   if (sp >= 0) H5Sclose(sp);
   if (ds >= 0) H5Dclose(ds);
   return r;
 }
 
 static herr_t print_config_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx) {
-  (void)info; (void)ctx;
+  (void)info;
+  (void)ctx;
   char v[VA_PATH_MAX];
   attr_text(loc, name, v, sizeof v);
   printf("    %-22s = %s\n", name, v);
   return 0;
 }
 
-typedef struct { uint64_t count; double mse; int64_t j; } anchor_row_t;
+typedef struct {
+  uint64_t count;
+  double mse;
+  int64_t j;
+} anchor_row_t;
 static int by_count_desc(const void *pa, const void *pb) {
   const anchor_row_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
@@ -73,15 +88,18 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
     H5Fclose(f);
     return VA_EXIT_INPUT;
   }
-  static const char *const keys[] = {"version", "source_file", "source_dataset", "source_dtype", "metric", "n", "d", "k_initial",
-                                     "k_final", "iterations", "converged", "merges", "splits", "reseeds", "final_energy",
-                                     "total_variance", "distortion", "compression_ratio", "backend", "ranks", "seed", "seconds"};
+  static const char *const keys[] = {
+      "version", "source_file", "source_dataset", "source_dtype",   "metric",     "n",
+      "d",       "k_initial",   "k_final",        "iterations",     "converged",  "merges",
+      "splits",  "reseeds",     "final_energy",   "total_variance", "distortion", "compression_ratio",
+      "backend", "ranks",       "seed",           "seconds"};
   const int64_t k = length_1d(f, "/anchor_count");
   uint64_t *cnt = va_malloc((size_t)(k > 0 ? k : 1) * sizeof *cnt, "info");
   double *mse = va_malloc((size_t)(k > 0 ? k : 1) * sizeof *mse, "info");
   if (k < 1 || length_1d(f, "/anchor_mse") != k || read_1d(f, "/anchor_count", H5T_NATIVE_UINT64, (hsize_t)k, cnt) ||
       read_1d(f, "/anchor_mse", H5T_NATIVE_DOUBLE, (hsize_t)k, mse)) {
-    snprintf(err, errlen, "index '%s' is damaged: its /anchor_count and /anchor_mse datasets are missing or do not read (%s)", path,
+    snprintf(err, errlen,
+             "index '%s' is damaged: its /anchor_count and /anchor_mse datasets are missing or do not read (%s)", path,
              va_h5_last_error());
     free(cnt);
     free(mse);
@@ -96,11 +114,16 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   }
   anchor_row_t *rows = va_malloc((size_t)k * sizeof *rows, "info");
   uint64_t empty = 0;
-  for (int64_t j = 0; j < k; j++) { rows[j] = (anchor_row_t){cnt[j], mse[j], j}; empty += cnt[j] == 0; }
+  for (int64_t j = 0; j < k; j++) {
+    rows[j] = (anchor_row_t){cnt[j], mse[j], j};
+    empty += cnt[j] == 0;
+  }
   qsort(rows, (size_t)k, sizeof *rows, by_count_desc);
   size_t show = k < 5 ? (size_t)k : 5;
-  printf("  anchors: %llu, empty %llu\n  largest anchors (members, mean squared distance):\n", (unsigned long long)k, (unsigned long long)empty);
-  for (size_t i = 0; i < show; i++) printf("    #%-8lld %10llu  %.6g\n", (long long)rows[i].j, (unsigned long long)rows[i].count, rows[i].mse);
+  printf("  anchors: %llu, empty %llu\n  largest anchors (members, mean squared distance):\n", (unsigned long long)k,
+         (unsigned long long)empty);
+  for (size_t i = 0; i < show; i++)
+    printf("    #%-8lld %10llu  %.6g\n", (long long)rows[i].j, (unsigned long long)rows[i].count, rows[i].mse);
   printf("  smallest anchors:\n");
   for (size_t i = 0; i < show; i++) {
     anchor_row_t *r = &rows[k - 1 - i];
@@ -108,8 +131,13 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   }
   printf("  config:\n");
   hid_t cg = H5Gopen2(f, "/config", H5P_DEFAULT);
-  if (cg >= 0) { H5Aiterate2(cg, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, print_config_attr, NULL); H5Gclose(cg); }
-  free(rows); free(cnt); free(mse);
+  if (cg >= 0) {
+    H5Aiterate2(cg, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, print_config_attr, NULL);
+    H5Gclose(cg);
+  }
+  free(rows);
+  free(cnt);
+  free(mse);
   H5Fclose(f);
   return 0;
 }
@@ -118,7 +146,10 @@ int va_cmd_info(int argc, char **argv) {
   char err[VA_PATH_MAX + 256] = "";
   int rc = 0;
   if (argc != 1 || argv[0][0] == '-') {
-    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) { va_log0("usage: vecanneal info INDEX.h5\n"); return 0; }
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+      va_log0("usage: vecanneal info INDEX.h5\n");
+      return 0;
+    }
     snprintf(err, sizeof err, "usage: vecanneal info INDEX.h5");
     rc = VA_EXIT_USAGE;
   } else if (va_proc.rank == 0) {

@@ -26,7 +26,8 @@ static inline uint64_t va_hash_lane(uint64_t lane, uint64_t word) {
 
 static inline uint64_t va_hash_bytes(const void *data, size_t bytes, uint64_t seed) {
   const unsigned char *p = data;
-  uint64_t l0 = va_hash_mix(seed + 1), l1 = va_hash_mix(seed + 2), l2 = va_hash_mix(seed + 3), l3 = va_hash_mix(seed + 4);
+  uint64_t l0 = va_hash_mix(seed + 1), l1 = va_hash_mix(seed + 2), l2 = va_hash_mix(seed + 3),
+           l3 = va_hash_mix(seed + 4);
   size_t i = 0;
   for (; i + 32 <= bytes; i += 32) {
     uint64_t w[4];

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "util/stall.h"
 
-#include <errno.h>   /* ENOSPC */
+#include <errno.h> /* ENOSPC */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,8 @@ static const char *file_system_note(void) {
   struct statvfs fs;
   note[0] = 0;
   if (code == VA_EXIT_OUTPUT && statvfs(dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < 1048576.0)
-    snprintf(note, sizeof note, ": %s (%.0f bytes free there)", strerror(ENOSPC), (double)fs.f_bavail * (double)fs.f_frsize);
+    snprintf(note, sizeof note, ": %s (%.0f bytes free there)", strerror(ENOSPC),
+             (double)fs.f_bavail * (double)fs.f_frsize);
   return note;
 }
 
@@ -42,8 +43,10 @@ static void *watch(void *arg) {
     const int stalled = up && now() - last_progress > limit_seconds;
     pthread_mutex_unlock(&lock);
     if (stalled) {
-      fprintf(stderr, "vecanneal: error: %s%s; no progress for %.0f s inside a collective transfer (a rank failed inside HDF5) "
-              "(rank %d on %s)\n", message, file_system_note(), limit_seconds, va_proc.rank, va_proc.host);
+      fprintf(stderr,
+              "vecanneal: error: %s%s; no progress for %.0f s inside a collective transfer (a rank failed inside HDF5) "
+              "(rank %d on %s)\n",
+              message, file_system_note(), limit_seconds, va_proc.rank, va_proc.host);
       fflush(stderr);
       va_pending_remove_all();
       _exit(code);
@@ -62,7 +65,8 @@ void va_stall_guard_begin(int exit_code, const char *what, const char *path) {
     if (started) pthread_detach(t);
   }
   code = exit_code;
-  snprintf(message, sizeof message, "%s the %s '%s'", exit_code == VA_EXIT_INPUT ? "cannot read" : "cannot write", what, path);
+  snprintf(message, sizeof message, "%s the %s '%s'", exit_code == VA_EXIT_INPUT ? "cannot read" : "cannot write", what,
+           path);
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (!slash) snprintf(dir, sizeof dir, ".");

@@ -2,11 +2,11 @@
 #define _GNU_SOURCE
 #include "util/util.h"
 
-#include <errno.h>     /* errno */
-#include <hdf5.h>      /* H5Ewalk2, H5Eset_auto2 */
-#include <libgen.h>    /* dirname */
-#include <sched.h>     /* sched_getaffinity */
-#include <signal.h>    /* sig_atomic_t */
+#include <errno.h>  /* errno */
+#include <hdf5.h>   /* H5Ewalk2, H5Eset_auto2 */
+#include <libgen.h> /* dirname */
+#include <sched.h>  /* sched_getaffinity */
+#include <signal.h> /* sig_atomic_t */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +103,8 @@ void va_abort_job(int code, const char *fmt, ...) {
   fflush(stderr);
   remove_pending();
   run_exit_hook(1);
-  if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d aborts the job with code %d\n", va_proc.rank, code);
+  if (getenv("VECANNEAL_TRACE_EXIT"))
+    fprintf(stderr, "vecanneal: rank %d aborts the job with code %d\n", va_proc.rank, code);
   fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, code);
   exit(code);
@@ -131,7 +132,10 @@ const char *va_h5_last_error(void) {
   return buf;
 }
 
-static struct { int code; char what[64], path[4096]; } h5_scope;
+static struct {
+  int code;
+  char what[64], path[4096];
+} h5_scope;
 
 void va_h5_scope(int code, const char *what, const char *path) {
   h5_scope.code = path ? code : 0;
@@ -168,7 +172,8 @@ const char *va_write_failure_reason(const char *path) {
   snprintf(dir, sizeof dir, "%s", path);
   struct statvfs fs;
   if (statvfs(dirname(dir), &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < 1048576.0) {
-    snprintf(reason, sizeof reason, "%s (%.0f bytes free there)", strerror(ENOSPC), (double)fs.f_bavail * (double)fs.f_frsize);
+    snprintf(reason, sizeof reason, "%s (%.0f bytes free there)", strerror(ENOSPC),
+             (double)fs.f_bavail * (double)fs.f_frsize);
     return reason;
   }
   if (saved) snprintf(reason, sizeof reason, "%s", strerror(saved));
@@ -181,16 +186,18 @@ void va_h5_fail(const char *call, const char *file, int line) {
     va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (%s at %s:%d)", h5_scope.what, h5_scope.path,
                  va_write_failure_reason(h5_scope.path), call, file, line);
   if (h5_scope.code)
-    va_abort_job(h5_scope.code, "cannot read the %s '%s' (damaged or not what it should be): %s (%s at %s:%d)", h5_scope.what,
-                 h5_scope.path, va_h5_last_error(), call, file, line);
+    va_abort_job(h5_scope.code, "cannot read the %s '%s' (damaged or not what it should be): %s (%s at %s:%d)",
+                 h5_scope.what, h5_scope.path, va_h5_last_error(), call, file, line);
   va_fatal_at(file, line, "%s failed: %s", call, va_h5_last_error());
 }
 
 /* How much more memory an allocation of `bytes` would have needed is unknown; the message names the
  * buffer and its size, and the limits a job can meet. */
 static _Noreturn void out_of_memory(double bytes, const char *what) {
-  va_abort_job(VA_EXIT_RESOURCE, "out of memory: %.0f bytes (%.2f GiB) for %s could not be allocated; the job needs more memory "
-               "than this rank may use (physical memory, ulimit -v/-d, or the cgroup limit of a Slurm job): use more ranks or nodes",
+  va_abort_job(VA_EXIT_RESOURCE,
+               "out of memory: %.0f bytes (%.2f GiB) for %s could not be allocated; the job needs more memory "
+               "than this rank may use (physical memory, ulimit -v/-d, or the cgroup limit of a Slurm job): use more "
+               "ranks or nodes",
                bytes, bytes / 1073741824.0, what);
 }
 
@@ -239,7 +246,8 @@ int va_agree(int code, const char *msg) {
   if (va_proc.rank == first) snprintf(text, sizeof text, "%s", msg ? msg : "unspecified error");
   if (first != 0) {
     if (va_proc.rank == first) VA_MPI(MPI_Send(text, (int)sizeof text, MPI_CHAR, 0, 77, MPI_COMM_WORLD));
-    if (va_proc.rank == 0) VA_MPI(MPI_Recv(text, (int)sizeof text, MPI_CHAR, first, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    if (va_proc.rank == 0)
+      VA_MPI(MPI_Recv(text, (int)sizeof text, MPI_CHAR, first, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   }
   if (va_proc.rank == 0) {
     fprintf(stderr, "vecanneal: error: %s\n", text);

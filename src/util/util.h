@@ -13,12 +13,13 @@
 /* Exit codes (documented in README.md). */
 enum {
   VA_EXIT_OK = 0,
-  VA_EXIT_INTERNAL = 1,  /* a library call failed or an invariant broke: MPI_Abort */
-  VA_EXIT_USAGE = 2,     /* bad command line or configuration */
-  VA_EXIT_INPUT = 3,     /* input file/dataset missing, malformed or holding bad values */
-  VA_EXIT_OUTPUT = 4,    /* the output cannot be written */
-  VA_EXIT_RESOURCE = 5,  /* not enough memory for the requested job */
-  VA_EXIT_STOPPED = 75,  /* stopped by SIGTERM/SIGUSR1: run again (with --resume when a checkpoint was written) (EX_TEMPFAIL) */
+  VA_EXIT_INTERNAL = 1, /* a library call failed or an invariant broke: MPI_Abort */
+  VA_EXIT_USAGE = 2,    /* bad command line or configuration */
+  VA_EXIT_INPUT = 3,    /* input file/dataset missing, malformed or holding bad values */
+  VA_EXIT_OUTPUT = 4,   /* the output cannot be written */
+  VA_EXIT_RESOURCE = 5, /* not enough memory for the requested job */
+  VA_EXIT_STOPPED =
+      75, /* stopped by SIGTERM/SIGUSR1: run again (with --resume when a checkpoint was written) (EX_TEMPFAIL) */
 };
 
 typedef struct {
@@ -31,8 +32,7 @@ extern va_proc_t va_proc;
 void va_proc_init(void);
 
 /* Fatal, unexpected failure on this rank: print and MPI_Abort the whole job. */
-_Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+_Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define VA_FATAL(...) va_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
 /* An expected failure (output not writable, input damaged, memory exhausted) found by one rank at a
  * point where its peers may already wait inside a collective, so that no agreement is possible: prints
@@ -41,7 +41,11 @@ _Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...)
 _Noreturn void va_abort_job(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 void va_mpi_fail(int err, const char *call, const char *file, int line);
-#define VA_MPI(call) do { int va_e_ = (call); if (va_e_ != MPI_SUCCESS) va_mpi_fail(va_e_, #call, __FILE__, __LINE__); } while (0)
+#define VA_MPI(call)                                                                                                   \
+  do {                                                                                                                 \
+    int va_e_ = (call);                                                                                                \
+    if (va_e_ != MPI_SUCCESS) va_mpi_fail(va_e_, #call, __FILE__, __LINE__);                                           \
+  } while (0)
 
 /* HDF5: the error stack's innermost message is quoted. Use for herr_t and hid_t results. A failure
  * inside an I/O scope (va_h5_scope) ends the job with the scope's exit code and names its file (for an
@@ -53,7 +57,12 @@ void va_h5_scope(int code, const char *what, const char *path);
 /* The operating system's reason for the failed write of path: the errno quoted in HDF5's error stack,
  * else errno, else "No space left on device" when the file system holding path is full. */
 const char *va_write_failure_reason(const char *path);
-#define VA_H5(call) ({ __typeof__(call) va_r_ = (call); if (va_r_ < 0) va_h5_fail(#call, __FILE__, __LINE__); va_r_; })
+#define VA_H5(call)                                                                                                    \
+  ({                                                                                                                   \
+    __typeof__(call) va_r_ = (call);                                                                                   \
+    if (va_r_ < 0) va_h5_fail(#call, __FILE__, __LINE__);                                                              \
+    va_r_;                                                                                                             \
+  })
 /* The innermost HDF5 error message of the current stack, for user-facing messages. */
 const char *va_h5_last_error(void);
 
@@ -79,7 +88,11 @@ void va_set_exit_hook(void (*hook)(int aborting));
 /* Collective exit: finalize MPI and exit with code on every rank (removes the pending temporary file). */
 _Noreturn void va_exit_all(int code);
 /* Shorthand: agree, and if anyone failed, exit everywhere. */
-#define VA_AGREE_OR_EXIT(code, msg) do { int va_c_ = va_agree((code), (msg)); if (va_c_) va_exit_all(va_c_); } while (0)
+#define VA_AGREE_OR_EXIT(code, msg)                                                                                    \
+  do {                                                                                                                 \
+    int va_c_ = va_agree((code), (msg));                                                                               \
+    if (va_c_) va_exit_all(va_c_);                                                                                     \
+  } while (0)
 
 /* Temporary files (a claimed or half-written output) removed by any exit that does not complete them:
  * fatal, aborted or collective. claim: an output's claim (files.h), which a stop signal also removes

@@ -41,7 +41,8 @@ int main() {
   cublasLtMatmulDesc_t desc = NULL;
   cublasStatus_t st = api.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   const cublasOperation_t ta = CUBLAS_OP_T;
-  if (st == CUBLAS_STATUS_SUCCESS) st = api.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = api.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   if (desc && st == CUBLAS_STATUS_SUCCESS) st = api.cublasLtMatmulDescDestroy(desc);
   check(st == CUBLAS_STATUS_SUCCESS, "a cuBLASLt matmul descriptor created, set and destroyed through the table");
   check(&va_blas() == &api, "va_blas() returns the same table");

@@ -36,15 +36,15 @@
 #include "util/util.h"
 
 static int failures;
-#define CHECK(cond, ...)                                                                                   \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      failures++;                                                                                          \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                          \
-      printf(__VA_ARGS__);                                                                                 \
-      printf("\n");                                                                                        \
-      fflush(stdout);                                                                                      \
-    }                                                                                                      \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      failures++;                                                                                                      \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+      fflush(stdout);                                                                                                  \
+    }                                                                                                                  \
   } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -131,11 +131,17 @@ static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, c
   CHECK(changed == n, "%s: changed %lld after poisoning, want every row (%lld)", tag, (long long)changed, (long long)n);
   va_cuda_download(ctx, ga, gr);
   double amax = 0;
-  for (int64_t j = 0; j < k; j++) { double a = norm2(A + j * d, d); if (a > amax) amax = a; }
+  for (int64_t j = 0; j < k; j++) {
+    double a = norm2(A + j * d, d);
+    if (a > amax) amax = a;
+  }
   int64_t mism = 0, bad_r = 0, bad_tie = 0, unwritten = 0;
   double worst_tie = 0, worst_r = 0;
   for (int64_t i = 0; i < n; i++) {
-    if (ga[i] >= (uint32_t)k || !(gr[i] == gr[i])) { unwritten++; continue; }
+    if (ga[i] >= (uint32_t)k || !(gr[i] == gr[i])) {
+      unwritten++;
+      continue;
+    }
     float rg = va_row_distance(X + i * d, A + (int64_t)ga[i] * d, d, cosine);
     double er = fabs((double)gr[i] - rg);
     if (er > 1e-6 * fabs(rg) + 1e-12) bad_r++;
@@ -146,8 +152,9 @@ static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, c
       double gap = fabs((double)rg - (double)cr[i]);
       if (gap / bound > worst_tie) worst_tie = gap / bound;
       if (gap > bound) {
-        if (bad_tie < 5) printf("  %s row %lld: gpu anchor %u (r %.9g) vs cpu %u (r %.9g): gap %.3g > bound %.3g\n", tag,
-                                (long long)i, ga[i], rg, ca[i], cr[i], gap, bound);
+        if (bad_tie < 5)
+          printf("  %s row %lld: gpu anchor %u (r %.9g) vs cpu %u (r %.9g): gap %.3g > bound %.3g\n", tag, (long long)i,
+                 ga[i], rg, ca[i], cr[i], gap, bound);
         bad_tie++;
       }
     }
@@ -167,7 +174,8 @@ static void gpu_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int64_t k, in
 }
 
 /* rel: 1e-9 against the CPU, 1e-12 between a streamed and a resident context. */
-static void check_acc_tol(const double *g, const double *c, int64_t k, int64_t d, double xmax, double rel, const char *tag) {
+static void check_acc_tol(const double *g, const double *c, int64_t k, int64_t d, double xmax, double rel,
+                          const char *tag) {
   int64_t W = VA_STATS_W(d), bad = 0;
   double worst = 0;
   for (int64_t j = 0; j < k; j++) {
@@ -180,7 +188,8 @@ static void check_acc_tol(const double *g, const double *c, int64_t k, int64_t d
       else tol = rel * fabs(cv) + 1e-300;
       double e = fabs(gv - cv);
       if (!(e <= tol)) {
-        if (bad < 5) printf("  %s: anchor %lld field %lld: gpu %.17g cpu %.17g\n", tag, (long long)j, (long long)t, gv, cv);
+        if (bad < 5)
+          printf("  %s: anchor %lld field %lld: gpu %.17g cpu %.17g\n", tag, (long long)j, (long long)t, gv, cv);
         bad++;
       }
       if (tol > 0 && e / tol > worst) worst = e / tol;
@@ -215,14 +224,16 @@ static void split_ref(const float *X, int64_t n, int64_t d, const uint32_t *a, c
 }
 
 static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine,
-                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax, const char *tag);
+                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax,
+                                      const char *tag);
 
-static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine, const uint32_t *ga,
-                             const float *gr, const char *tag) {
+static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine,
+                             const uint32_t *ga, const float *gr, const char *tag) {
   char t2[160];
   int64_t W = VA_STATS_W(d), bins = 64;
   double xmax = 0;
-  for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
+  for (int64_t e = 0; e < n * d; e++)
+    if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
   /* farthest */
   float *rmax_g = malloc((size_t)k * 4), *rmax_c = malloc((size_t)k * 4);
   int64_t *rarg_g = malloc((size_t)k * 8), *rarg_c = malloc((size_t)k * 8);
@@ -231,8 +242,9 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
   int64_t bad = 0;
   for (int64_t j = 0; j < k; j++)
     if (memcmp(&rmax_g[j], &rmax_c[j], 4) != 0 || rarg_g[j] != rarg_c[j]) {
-      if (bad < 5) printf("  farthest anchor %lld: gpu %.9g row %lld, cpu %.9g row %lld\n", (long long)j, rmax_g[j],
-                          (long long)rarg_g[j], rmax_c[j], (long long)rarg_c[j]);
+      if (bad < 5)
+        printf("  farthest anchor %lld: gpu %.9g row %lld, cpu %.9g row %lld\n", (long long)j, rmax_g[j],
+               (long long)rarg_g[j], rmax_c[j], (long long)rarg_c[j]);
       bad++;
     }
   CHECK(bad == 0, "%s farthest: %lld anchors differ", tag, (long long)bad);
@@ -255,10 +267,9 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
     double cnt = cc[j * W + VA_ST_COUNT(d)];
     delta[j] = (j % 5 == 4 || cnt == 0) ? 0.0 : 1.0 * sqrt(cc[j * W + VA_ST_RSUM(d)] / cnt);
   }
-  va_stats_rule_t rules[3] = {
-      {.mode = VA_ROBUST_NONE},
-      {.mode = VA_ROBUST_TRIM, .bin_lo = lo, .bin_hi = hi, .rmax = rmax_c, .bins = bins},
-      {.mode = VA_ROBUST_HUBER, .huber_delta = delta}};
+  va_stats_rule_t rules[3] = {{.mode = VA_ROBUST_NONE},
+                              {.mode = VA_ROBUST_TRIM, .bin_lo = lo, .bin_hi = hi, .rmax = rmax_c, .bins = bins},
+                              {.mode = VA_ROBUST_HUBER, .huber_delta = delta}};
   const char *rname[3] = {"none", "trim", "huber"};
   for (int ri = 0; ri < 3; ri++) {
     memset(cc, 0, (size_t)(k * W) * 8);
@@ -281,7 +292,8 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
     double *cx = malloc((size_t)(k * W + 2) * 8);
     va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, &rules[0], x, 2), k * W + 2, cx);
     gpu_stats(ctx, &rules[0], k, d, cg);
-    CHECK(memcmp(cx, cg, (size_t)(k * W) * 8) == 0 && cx[k * W] == x[0] && cx[k * W + 1] == x[1], "%s: statistics with appended values", tag);
+    CHECK(memcmp(cx, cg, (size_t)(k * W) * 8) == 0 && cx[k * W] == x[0] && cx[k * W + 1] == x[1],
+          "%s: statistics with appended values", tag);
     free(cx);
   }
   /* split: a quarter of the anchors (at most 40), seeded by two random rows each */
@@ -318,7 +330,10 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
   CHECK(bad == 0, "%s get_rows: %lld rows differ", tag, (long long)bad);
   /* remap: a rotation of the anchor ids, then back */
   int64_t *map = malloc((size_t)k * 8), *inv = malloc((size_t)k * 8);
-  for (int64_t j = 0; j < k; j++) { map[j] = (j + 1) % k; inv[(j + 1) % k] = j; }
+  for (int64_t j = 0; j < k; j++) {
+    map[j] = (j + 1) % k;
+    inv[(j + 1) % k] = j;
+  }
   uint32_t *ra = malloc((size_t)n * 4);
   va_cuda_remap_assign(ctx, map, k);
   va_cuda_download(ctx, ra, NULL);
@@ -330,8 +345,26 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
   CHECK(bad == 0, "%s remap: %lld rows wrong", tag, (long long)bad);
   printf("  %-34s farthest, hist, split, get_rows, remap checked\n", tag);
   check_deferred_and_update(ctx, X, n, d, k, cosine, ga, gr, rules, xmax, tag);
-  free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c); free(hg); free(hc); free(lo); free(hi); free(delta);
-  free(cg); free(cc); free(cg2); free(slot); free(cent); free(sg); free(sc); free(got); free(map); free(inv); free(ra);
+  free(rmax_g);
+  free(rmax_c);
+  free(rarg_g);
+  free(rarg_c);
+  free(hg);
+  free(hc);
+  free(lo);
+  free(hi);
+  free(delta);
+  free(cg);
+  free(cc);
+  free(cg2);
+  free(slot);
+  free(cent);
+  free(sg);
+  free(sc);
+  free(got);
+  free(map);
+  free(inv);
+  free(ra);
 }
 
 /* The annealing loop's device path: a deferred assign pass (the changed count arrives with the
@@ -340,7 +373,8 @@ static void check_reductions(va_cuda_t *ctx, const float *X, int64_t n, int64_t 
  * va_update_anchor + va_unit_normalise, bit for bit, and the scalars the loop takes back. Leaves the
  * context's anchors as it found them (the caller's, with zero momentum). */
 static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, int64_t k, int cosine,
-                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax, const char *tag) {
+                                      const uint32_t *ga, const float *gr, const va_stats_rule_t *rules, double xmax,
+                                      const char *tag) {
   char t2[160];
   const int64_t W = VA_STATS_W(d);
   double *cd = malloc((size_t)(k * W + 2) * 8), *cc = malloc((size_t)(k * W) * 8);
@@ -357,8 +391,8 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
     memset(cc, 0, (size_t)(k * W) * 8);
     va_stats_accumulate(X, n, d, ga, gr, k, &rules[ri], cc);
     snprintf(t2, sizeof t2, "%s deferred %s", tag, rname[ri]);
-    CHECK(cd[k * W] == (double)n && cd[k * W + 1] == x2[1], "%s: appended %g %g, want the count %lld and %g", t2, cd[k * W],
-          cd[k * W + 1], (long long)n, x2[1]);
+    CHECK(cd[k * W] == (double)n && cd[k * W + 1] == x2[1], "%s: appended %g %g, want the count %lld and %g", t2,
+          cd[k * W], cd[k * W + 1], (long long)n, x2[1]);
     CHECK(memcmp(da, ga, (size_t)n * 4) == 0, "%s: a[] differs from the synchronous pass", t2);
     int64_t bad_r = 0, diff_r = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -379,14 +413,17 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
     const int64_t bins = 32;
     float *rmax = malloc((size_t)k * 4);
     for (int64_t j = 0; j < k; j++) rmax[j] = 0;
-    for (int64_t i = 0; i < n; i++) if (gr[i] > rmax[ga[i]]) rmax[ga[i]] = gr[i];
+    for (int64_t i = 0; i < n; i++)
+      if (gr[i] > rmax[ga[i]]) rmax[ga[i]] = gr[i];
     double *hg = calloc((size_t)(k * bins), 8), *hc = calloc((size_t)(k * bins), 8);
     va_cuda_hist(ctx, rmax, bins, hg);
     va_hist_accumulate(ga, gr, n, k, rmax, bins, hc);
     int64_t bad = 0;
     for (int64_t e = 0; e < k * bins; e++) bad += hg[e] != hc[e];
     CHECK(bad == 0, "%s deferred: histogram after an owed r: %lld bins differ", tag, (long long)bad);
-    free(rmax); free(hg); free(hc);
+    free(rmax);
+    free(hg);
+    free(hc);
   }
   /* the device update: statistics of the current pass, a random momentum, a clamp that bites */
   va_cuda_assign_deferred(ctx, cosine, 0);
@@ -422,8 +459,10 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
   float *gn = malloc((size_t)k * 4), *hn = malloc((size_t)k * 4);
   va_cuda_debug_anchor_norms(ctx, gn);
   va_row_norms(A0, k, d, hn);
-  CHECK(memcmp(gn, hn, (size_t)k * 4) == 0, "%s: device update: norms differ from va_row_norms of the new anchors", tag);
-  printf("  %-34s device update of %lld anchors (%lld steps clamped) bit for bit the host's\n", tag, (long long)moved, (long long)clamped);
+  CHECK(memcmp(gn, hn, (size_t)k * 4) == 0, "%s: device update: norms differ from va_row_norms of the new anchors",
+        tag);
+  printf("  %-34s device update of %lld anchors (%lld steps clamped) bit for bit the host's\n", tag, (long long)moved,
+         (long long)clamped);
   CHECK(clamped > 0, "%s: the update test never reached max_step", tag);
   /* reseeding's replacement of a few anchors on the device (every 7th, from the last anchor down, the
    * caller's anchors reversed): those rows and a zero momentum, every other row and momentum kept, the
@@ -451,9 +490,13 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
     va_cuda_set_anchors(ctx, A0, NULL, k);
     va_cuda_assign(ctx, cosine);
     va_cuda_download(ctx, da, NULL);
-    CHECK(memcmp(a_rep, da, (size_t)n * 4) == 0, "%s: replaced anchor rows: a[] differs from the whole set uploaded", tag);
-    printf("  %-34s %lld anchor rows replaced on the device: anchors, momentum, norms, a[] as uploaded whole\n", tag, (long long)m);
-    free(a_rep); free(Anew); free(idx);
+    CHECK(memcmp(a_rep, da, (size_t)n * 4) == 0, "%s: replaced anchor rows: a[] differs from the whole set uploaded",
+          tag);
+    printf("  %-34s %lld anchor rows replaced on the device: anchors, momentum, norms, a[] as uploaded whole\n", tag,
+           (long long)m);
+    free(a_rep);
+    free(Anew);
+    free(idx);
   }
   /* back to the caller's anchors */
   memset(v0, 0, (size_t)(k * d) * 8);
@@ -465,9 +508,21 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
   va_cuda_warm_up(ctx, cosine);
   va_cuda_get_anchors(ctx, A1, v1);
   va_cuda_download(ctx, da, NULL);
-  CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0 && memcmp(v0, v1, (size_t)(k * d) * 8) == 0, "%s: the warm-up moved the anchors", tag);
+  CHECK(memcmp(A0, A1, (size_t)(k * d) * 4) == 0 && memcmp(v0, v1, (size_t)(k * d) * 8) == 0,
+        "%s: the warm-up moved the anchors", tag);
   CHECK(memcmp(da, ga, (size_t)n * 4) == 0, "%s: a[] after the warm-up differs from the assign pass", tag);
-  free(cd); free(cc); free(da); free(dr); free(A0); free(A1); free(Akeep); free(v0); free(v1); free(sc); free(gn); free(hn);
+  free(cd);
+  free(cc);
+  free(da);
+  free(dr);
+  free(A0);
+  free(A1);
+  free(Akeep);
+  free(v0);
+  free(v1);
+  free(sc);
+  free(gn);
+  free(hn);
 }
 
 /* One shape: every precision, both metrics, both assign kernels, then the reductions. */
@@ -494,11 +549,13 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
       if (prec == 1) { /* the norms computed on the device */
         float *gn = malloc((size_t)k * 4);
         va_cuda_debug_anchor_norms(ctx, gn);
-        CHECK(memcmp(gn, anorm, (size_t)k * 4) == 0, "%s: device anchor norms differ from va_row_norms", cosine ? "cosine" : "l2");
+        CHECK(memcmp(gn, anorm, (size_t)k * 4) == 0, "%s: device anchor norms differ from va_row_norms",
+              cosine ? "cosine" : "l2");
         free(gn);
       }
       char tag[128];
-      /* DIRECT (float32 products whatever the precision), GEMM, then each fused tile configuration that fits this shape */
+      /* DIRECT (float32 products whatever the precision), GEMM, then each fused tile configuration that fits this shape
+       */
       for (int v = -1; v <= VA_CUDA_FUSED_CONFIGS; v++) {
         if (v == -1) {
           va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_DIRECT);
@@ -549,13 +606,22 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
         va_cuda_get_rows(ctx, rows, m, back);
         int64_t bad = 0;
         for (int64_t q = 0; q < m; q++) bad += memcmp(back + q * d, Xs + rows[q] * d, (size_t)d * 4) != 0;
-        CHECK(bad == 0, "%s %s: %lld fetched rows differ from the rows rounded to 16 bits", pname[prec], cosine ? "cosine" : "l2", (long long)bad);
-        free(rows); free(back);
+        CHECK(bad == 0, "%s %s: %lld fetched rows differ from the rows rounded to 16 bits", pname[prec],
+              cosine ? "cosine" : "l2", (long long)bad);
+        free(rows);
+        free(back);
       }
       va_cuda_destroy(ctx);
       free(Xs);
     }
-    free(X); free(A); free(anorm); free(ca); free(ga); free(ga1); free(cr); free(gr);
+    free(X);
+    free(A);
+    free(anorm);
+    free(ca);
+    free(ga);
+    free(ga1);
+    free(cr);
+    free(gr);
   }
 }
 
@@ -565,9 +631,11 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
  * statistics variants and rules none and huber: a[], r[] and the changed count bit for bit, the
  * statistics too with the sorted reduction (the atomic one adds in no fixed order: within 1e-12 as
  * streamed against resident), and (more than two chunks) fewer bytes copied. */
-static void owed_pass_case(va_cuda_t *S, const float *A, const float *A2, int64_t n, int64_t d, int64_t k, double xmax, const char *tag) {
+static void owed_pass_case(va_cuda_t *S, const float *A, const float *A2, int64_t n, int64_t d, int64_t k, double xmax,
+                           const char *tag) {
   const int64_t kw = k * VA_STATS_W(d), chunks = (n + va_cuda_stream_rows(S) - 1) / va_cuda_stream_rows(S);
-  double *delta = malloc((size_t)k * 8), *acc[2] = {malloc((size_t)(kw + 1) * 8), malloc((size_t)(kw + 1) * 8)}, bytes[2];
+  double *delta = malloc((size_t)k * 8), *acc[2] = {malloc((size_t)(kw + 1) * 8), malloc((size_t)(kw + 1) * 8)},
+         bytes[2];
   uint32_t *a[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
   float *r[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
   for (int64_t j = 0; j < k; j++) delta[j] = j % 5 == 4 ? 0.0 : 0.3;
@@ -590,45 +658,61 @@ static void owed_pass_case(va_cuda_t *S, const float *A, const float *A2, int64_
         va_cuda_download(S, a[inside], r[inside]);
       }
       CHECK(acc[0][kw] == acc[1][kw], "%s: changed count %.0f, on its own %.0f", t2, acc[1][kw], acc[0][kw]);
-      if (v == VA_CUDA_STATS_SORT) CHECK(memcmp(acc[0], acc[1], (size_t)kw * 8) == 0, "%s: statistics differ from the pass run on its own", t2);
+      if (v == VA_CUDA_STATS_SORT)
+        CHECK(memcmp(acc[0], acc[1], (size_t)kw * 8) == 0, "%s: statistics differ from the pass run on its own", t2);
       else check_acc_tol(acc[1], acc[0], k, d, xmax, 1e-12, t2);
-      CHECK(memcmp(a[0], a[1], (size_t)n * 4) == 0 && memcmp(r[0], r[1], (size_t)n * 4) == 0, "%s: a[] or r[] differ from the pass run on its own", t2);
+      CHECK(memcmp(a[0], a[1], (size_t)n * 4) == 0 && memcmp(r[0], r[1], (size_t)n * 4) == 0,
+            "%s: a[] or r[] differ from the pass run on its own", t2);
       CHECK(acc[1][kw] > 0, "%s: no row changed its anchor, so the pass was not compared", t2);
       if (chunks > 2)
-        CHECK(bytes[1] < 0.75 * bytes[0], "%s: %.0f bytes copied up with the pass inside the statistics, %.0f on its own", t2, bytes[1], bytes[0]);
+        CHECK(bytes[1] < 0.75 * bytes[0],
+              "%s: %.0f bytes copied up with the pass inside the statistics, %.0f on its own", t2, bytes[1], bytes[0]);
     }
-  printf("  %-34s owed assign pass inside the statistics pass: as on its own, %s\n", tag, chunks > 2 ? "fewer bytes copied" : "(at most two chunks: copied once)");
+  printf("  %-34s owed assign pass inside the statistics pass: as on its own, %s\n", tag,
+         chunks > 2 ? "fewer bytes copied" : "(at most two chunks: copied once)");
   va_cuda_set_stats_variant(S, VA_CUDA_STATS_SORT);
-  free(delta); free(acc[0]); free(acc[1]); free(a[0]); free(a[1]); free(r[0]); free(r[1]);
+  free(delta);
+  free(acc[0]);
+  free(acc[1]);
+  free(a[0]);
+  free(a[1]);
+  free(r[0]);
+  free(r[1]);
 }
 
 /* Out-of-core: a context streaming its rows in chunks of `chunk` rows against a resident one (see the
  * tolerances at the top). fp32 runs the GEMM path, tf32 and fp16 the fused one. */
 static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
-  printf("streamed case n %lld d %lld k %lld, chunks of %lld rows\n", (long long)n, (long long)d, (long long)k, (long long)chunk);
+  printf("streamed case n %lld d %lld k %lld, chunks of %lld rows\n", (long long)n, (long long)d, (long long)k,
+         (long long)chunk);
   float *X = make_rows(n, d, 0), *A = make_anchors(X, n, d, k, 0, 0.05), *A2 = malloc((size_t)(k * d) * 4);
   for (int64_t e = 0; e < k * d; e++) A2[e] = A[e] + (float)(0.02 * normal());
-  float *anorm = malloc((size_t)k * 4), *cr = malloc((size_t)n * 4), *rr = malloc((size_t)n * 4), *sr = malloc((size_t)n * 4);
+  float *anorm = malloc((size_t)k * 4), *cr = malloc((size_t)n * 4), *rr = malloc((size_t)n * 4),
+        *sr = malloc((size_t)n * 4);
   uint32_t *ca = malloc((size_t)n * 4), *ra = malloc((size_t)n * 4), *sa = malloc((size_t)n * 4);
   va_row_norms(A, k, d, anorm);
   va_assign_opts_t opts = {.threads = va_cpu_count(), .tile_rows = 0};
   double xmax = 0;
-  for (int64_t e = 0; e < n * d; e++) if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
+  for (int64_t e = 0; e < n * d; e++)
+    if (fabs(X[e]) > xmax) xmax = fabs(X[e]);
   int64_t W = VA_STATS_W(d);
-  double *gr_acc = malloc((size_t)(k * W) * 8), *gs_acc = malloc((size_t)(k * W) * 8), *gs2 = malloc((size_t)(k * W) * 8);
+  double *gr_acc = malloc((size_t)(k * W) * 8), *gs_acc = malloc((size_t)(k * W) * 8),
+         *gs2 = malloc((size_t)(k * W) * 8);
   for (int prec = 0; prec <= 2; prec++) {
     char tag[128];
     snprintf(tag, sizeof tag, "%s streamed", pname[prec]);
     float *Xs = rows_as_stored(X, n * d, prec);
     va_assign_cpu(Xs, n, d, A, anorm, k, 0, &opts, ca, cr);
-    va_cuda_t *R = va_cuda_create(0, n, d, k, prec), *S = va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count());
-    CHECK(va_cuda_stream_rows(S) > 0 && va_cuda_stream_rows(S) <= chunk && va_cuda_stream_rows(R) == 0, "%s: chunk rows %lld",
-          tag, (long long)va_cuda_stream_rows(S));
+    va_cuda_t *R = va_cuda_create(0, n, d, k, prec),
+              *S = va_cuda_create_streamed(0, n, d, k, prec, chunk, va_cpu_count());
+    CHECK(va_cuda_stream_rows(S) > 0 && va_cuda_stream_rows(S) <= chunk && va_cuda_stream_rows(R) == 0,
+          "%s: chunk rows %lld", tag, (long long)va_cuda_stream_rows(S));
     va_cuda_upload_rows(R, X, 0, n);
     int64_t cut1 = n / 3, cut2 = n / 3 + n / 4; /* three uneven pieces, last first */
     va_cuda_upload_rows(S, X + cut2 * d, cut2, n - cut2);
     va_cuda_upload_rows(S, X, 0, cut1);
-    const int64_t per = va_cuda_upload_buffer_rows(S); /* the middle piece as compress reads it: in place (d 128), else staged */
+    const int64_t per =
+        va_cuda_upload_buffer_rows(S); /* the middle piece as compress reads it: in place (d 128), else staged */
     int64_t ld = 0, bad_rows = 0, in_place = 0, pieces = 0;
     const float *H = va_cuda_stream_host_rows(S, &ld); /* where compress preprocesses streamed rows */
     for (int64_t r0 = cut1; r0 < cut2; r0 += per, pieces++) {
@@ -638,14 +722,16 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
       memcpy(buf, X + r0 * d, (size_t)(nr * d) * 4);
       va_cuda_upload_buffered(S, r0, nr);
     }
-    CHECK(in_place == (ld == d ? pieces : 0), "%s: %lld of %lld buffers handed out in the pinned copy (row stride %lld, d %lld)", tag,
-          (long long)in_place, (long long)pieces, (long long)ld, (long long)d);
+    CHECK(in_place == (ld == d ? pieces : 0),
+          "%s: %lld of %lld buffers handed out in the pinned copy (row stride %lld, d %lld)", tag, (long long)in_place,
+          (long long)pieces, (long long)ld, (long long)d);
     for (int64_t i = 0; i < n; i++) {
       int bad = memcmp(H + i * ld, X + i * d, (size_t)d * 4) != 0;
       for (int64_t t = d; t < ld; t++) bad |= H[i * ld + t] != 0.0f;
       bad_rows += bad;
     }
-    CHECK(ld >= d && bad_rows == 0, "%s: %lld rows of the pinned host copy (row stride %lld) are not the rows given, zero padded", tag,
+    CHECK(ld >= d && bad_rows == 0,
+          "%s: %lld rows of the pinned host copy (row stride %lld) are not the rows given, zero padded", tag,
           (long long)bad_rows, (long long)ld);
     va_cuda_set_anchors(R, A, NULL, k);
     va_cuda_set_anchors(S, A, NULL, k);
@@ -653,10 +739,15 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     va_cuda_assign(R, 0);
     va_cuda_download(R, ra, rr);
     int64_t da = 0, dr = 0;
-    for (int64_t i = 0; i < n; i++) { da += ra[i] != sa[i]; dr += memcmp(&rr[i], &sr[i], 4) != 0 && ra[i] == sa[i]; }
-    printf("  %-34s %lld rows' anchors and %lld r of the same anchor differ from resident\n", tag, (long long)da, (long long)dr);
+    for (int64_t i = 0; i < n; i++) {
+      da += ra[i] != sa[i];
+      dr += memcmp(&rr[i], &sr[i], 4) != 0 && ra[i] == sa[i];
+    }
+    printf("  %-34s %lld rows' anchors and %lld r of the same anchor differ from resident\n", tag, (long long)da,
+           (long long)dr);
     CHECK(dr == 0, "%s: r differs from resident for the same anchor", tag);
-    const int fused = va_cuda_assign_variant(S) != VA_CUDA_ASSIGN_GEMM; /* FUSED or DIRECT: the same kernel sees each row */
+    const int fused =
+        va_cuda_assign_variant(S) != VA_CUDA_ASSIGN_GEMM; /* FUSED or DIRECT: the same kernel sees each row */
     if (fused) CHECK(da == 0, "%s: fused assignment differs from resident", tag);
     /* changed rows against the previous pass, then back */
     va_cuda_set_anchors(R, A2, NULL, k);
@@ -677,8 +768,12 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
       int64_t *rar = malloc((size_t)k * 8), *ras = malloc((size_t)k * 8);
       va_cuda_farthest(R, rmr, rar);
       va_cuda_farthest(S, rms, ras);
-      CHECK(memcmp(rmr, rms, (size_t)k * 4) == 0 && memcmp(rar, ras, (size_t)k * 8) == 0, "%s: farthest differs from resident", tag);
-      free(rmr); free(rms); free(rar); free(ras);
+      CHECK(memcmp(rmr, rms, (size_t)k * 4) == 0 && memcmp(rar, ras, (size_t)k * 8) == 0,
+            "%s: farthest differs from resident", tag);
+      free(rmr);
+      free(rms);
+      free(rar);
+      free(ras);
       double *delta = malloc((size_t)k * 8);
       va_stats_rule_t none = {.mode = VA_ROBUST_NONE};
       gpu_stats(R, &none, k, d, gr_acc);
@@ -716,10 +811,15 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
         double cnt = sr_s[h * (d + 1) + d];
         bad += ss_s[h * (d + 1) + d] != cnt;
         for (int64_t u = 0; u < d; u++)
-          bad += !(fabs(ss_s[h * (d + 1) + u] - sr_s[h * (d + 1) + u]) <= 1e-12 * (fabs(sr_s[h * (d + 1) + u]) + cnt * xmax));
+          bad += !(fabs(ss_s[h * (d + 1) + u] - sr_s[h * (d + 1) + u]) <=
+                   1e-12 * (fabs(sr_s[h * (d + 1) + u]) + cnt * xmax));
       }
       CHECK(bad == 0, "%s: split sums: %lld entries differ from resident", tag, (long long)bad);
-      free(delta); free(slot); free(cent); free(sr_s); free(ss_s);
+      free(delta);
+      free(slot);
+      free(cent);
+      free(sr_s);
+      free(ss_s);
     }
     /* every CPU check (farthest, histogram, statistics, split, get_rows, remap) on the streamed context */
     if (prec != VA_CUDA_FP32) check_reductions(S, Xs, n, d, k, 0, sa, sr, tag);
@@ -729,17 +829,30 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     const int64_t chunk_got = va_cuda_stream_rows(S);
     if ((n + chunk_got - 1) / chunk_got > 2) {
       va_cuda_sync(S); /* an owed pass, if any, runs here */
-      const double b0 = va_cuda_streamed_bytes(S), want = (double)n * (double)((d + 31) / 32 * 32) * (prec >= VA_CUDA_FP16 ? 2 : 4);
+      const double b0 = va_cuda_streamed_bytes(S),
+                   want = (double)n * (double)((d + 31) / 32 * 32) * (prec >= VA_CUDA_FP16 ? 2 : 4);
       va_cuda_assign(S, 0);
-      CHECK(va_cuda_streamed_bytes(S) - b0 == want, "%s: a pass copied %.0f bytes, want %.0f (rows as stored)", tag, va_cuda_streamed_bytes(S) - b0, want);
+      CHECK(va_cuda_streamed_bytes(S) - b0 == want, "%s: a pass copied %.0f bytes, want %.0f (rows as stored)", tag,
+            va_cuda_streamed_bytes(S) - b0, want);
     }
     owed_pass_case(S, A, A2, n, d, k, xmax, tag);
     va_cuda_destroy(R);
     va_cuda_destroy(S);
     free(Xs);
   }
-  free(X); free(A); free(A2); free(anorm); free(cr); free(rr); free(sr); free(ca); free(ra); free(sa);
-  free(gr_acc); free(gs_acc); free(gs2);
+  free(X);
+  free(A);
+  free(A2);
+  free(anorm);
+  free(cr);
+  free(rr);
+  free(sr);
+  free(ca);
+  free(ra);
+  free(sa);
+  free(gr_acc);
+  free(gs_acc);
+  free(gs2);
 }
 
 /* Tiny shapes against the plain double reference: no ties, so identical. */
@@ -759,7 +872,10 @@ static void farthest_ref(const float *X, int64_t n, int64_t d, int64_t k, int co
     for (int64_t i = 0; i < n; i++) {
       float v = va_row_distance(X + i * d, X + row * d, d, cosine);
       if (v < mind[i]) mind[i] = v;
-      if (mind[i] > best) { best = mind[i]; arg = i; }
+      if (mind[i] > best) {
+        best = mind[i];
+        arg = i;
+      }
     }
     row = arg;
   }
@@ -784,7 +900,8 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   va_cuda_farthest_init_end(ctx, A);
   int bad = 0;
   for (int64_t q = 0; q < k; q++) bad += memcmp(A + q * d, X + ref[q] * d, (size_t)d * 4) != 0;
-  CHECK(bad == 0, "farthest init (%s, one context): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", bad, (long long)k);
+  CHECK(bad == 0, "farthest init (%s, one context): %d of %lld anchors differ from init.c's rows",
+        cosine ? "cosine" : "l2", bad, (long long)k);
   va_cuda_destroy(ctx);
   /* `parts` contexts as ranks, fp16: the rows they hold are X's fp16 values, so the host loop's reference
    * is taken again on those */
@@ -813,7 +930,10 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
       float dist;
       int64_t cand;
       va_cuda_farthest_init_candidate(c[p], q + 1, &dist, &cand);
-      if (dist > best || (dist == best && cand < row)) { best = dist; row = cand; }
+      if (dist > best || (dist == best && cand < row)) {
+        best = dist;
+        row = cand;
+      }
     }
   }
   for (int p = 0; p < parts; p++) {
@@ -822,14 +942,19 @@ static void farthest_init_case(int64_t n, int64_t d, int64_t k, int cosine, int 
   }
   bad = 0;
   for (int64_t q = 0; q < k; q++) bad += got[q] != ref[q] || memcmp(A + q * d, X16 + ref[q] * d, (size_t)d * 4) != 0;
-  CHECK(bad == 0, "farthest init (%s, %d contexts): %d of %lld anchors differ from init.c's rows", cosine ? "cosine" : "l2", parts, bad, (long long)k);
+  CHECK(bad == 0, "farthest init (%s, %d contexts): %d of %lld anchors differ from init.c's rows",
+        cosine ? "cosine" : "l2", parts, bad, (long long)k);
   /* streamed rows: refused, init.c's loop runs instead */
   ctx = va_cuda_create_streamed(0, n, d, k, VA_CUDA_TF32, 256, va_cpu_count());
   CHECK(!va_cuda_farthest_init_begin(ctx, k, 0, n), "farthest init accepted a streamed context");
   va_cuda_destroy(ctx);
-  printf("  farthest init n %lld d %lld k %lld %s: one context and %d parts, same rows as the host loop\n", (long long)n,
-         (long long)d, (long long)k, cosine ? "cosine" : "l2", parts);
-  free(X); free(X16); free(ref); free(got); free(A);
+  printf("  farthest init n %lld d %lld k %lld %s: one context and %d parts, same rows as the host loop\n",
+         (long long)n, (long long)d, (long long)k, cosine ? "cosine" : "l2", parts);
+  free(X);
+  free(X16);
+  free(ref);
+  free(got);
+  free(A);
 }
 
 /* compress.c's host preprocessing for cosine, in place: unit rows; zero rows stay zero and are
@@ -840,7 +965,8 @@ static int64_t host_unit_rows(float *X, int64_t n, int64_t d) {
     float *x = X + i * d;
     double s = 0;
     for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
-    if (s > 0) for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
+    if (s > 0)
+      for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
     else zero++;
   }
   return zero;
@@ -848,7 +974,8 @@ static int64_t host_unit_rows(float *X, int64_t n, int64_t d) {
 
 /* compress.c's column_sums on the host, in place: per block of `block` rows in row order, each value
  * first replaced by (float)(x - center[t]) with center; part gets nblocks x d sums (x 2d with squares). */
-static void host_block_sums(float *X, int64_t n, int64_t d, int64_t block, const double *center, int squares, double *part) {
+static void host_block_sums(float *X, int64_t n, int64_t d, int64_t block, const double *center, int squares,
+                            double *part) {
   const int64_t nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
   memset(part, 0, (size_t)(nblocks * w) * 8);
   for (int64_t b = 0; b < nblocks; b++)
@@ -868,7 +995,8 @@ static void host_block_sums(float *X, int64_t n, int64_t d, int64_t block, const
 static void direct_case(int64_t n, int64_t d, int64_t block) {
   const int64_t nblocks = (n + block - 1) / block;
   float *X = make_rows(n, d, 0), *H = malloc((size_t)(n * d) * 4), *back = malloc((size_t)(n * d) * 4);
-  double *part = calloc((size_t)(nblocks * 2 * d), 8), *gpart = calloc((size_t)(nblocks * 2 * d), 8), *center = malloc((size_t)d * 8);
+  double *part = calloc((size_t)(nblocks * 2 * d), 8), *gpart = calloc((size_t)(nblocks * 2 * d), 8),
+         *center = malloc((size_t)d * 8);
   int64_t *rows = malloc((size_t)n * 8);
   for (int64_t i = 0; i < n; i++) rows[i] = i;
   memcpy(H, X, (size_t)(n * d) * 4);
@@ -878,19 +1006,28 @@ static void direct_case(int64_t n, int64_t d, int64_t block) {
   va_cuda_defer_conversion(c);
   for (int64_t r0 = 0; r0 < n; r0 += 1000) va_cuda_upload_rows(c, X + r0 * d, r0, n - r0 < 1000 ? n - r0 : 1000);
   va_cuda_block_column_sums(c, block, NULL, 0, gpart);
-  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "direct: block column sums (n %lld d %lld) differ from the host's", (long long)n, (long long)d);
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0,
+        "direct: block column sums (n %lld d %lld) differ from the host's", (long long)n, (long long)d);
   host_block_sums(H, n, d, block, center, 1, part);
   va_cuda_block_column_sums(c, block, center, 1, gpart);
-  CHECK(memcmp(gpart, part, (size_t)(nblocks * 2 * d) * 8) == 0, "direct: centred column sums and squares differ from the host's");
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * 2 * d) * 8) == 0,
+        "direct: centred column sums and squares differ from the host's");
   va_cuda_finish_rows(c);
   va_cuda_get_rows(c, rows, n, back);
   float *H16 = rows_as_stored(H, n * d, VA_CUDA_FP16);
   CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "direct: centred rows (in fp16) differ from the host's");
   free(H16);
   va_cuda_destroy(c);
-  printf("  l2 rows read straight to the device n %lld d %lld (%lld blocks): block sums, centred sums and squares, rows as the host's\n",
+  printf("  l2 rows read straight to the device n %lld d %lld (%lld blocks): block sums, centred sums and squares, "
+         "rows as the host's\n",
          (long long)n, (long long)d, (long long)nblocks);
-  free(X); free(H); free(back); free(part); free(gpart); free(center); free(rows);
+  free(X);
+  free(H);
+  free(back);
+  free(part);
+  free(gpart);
+  free(center);
+  free(rows);
 }
 
 /* Cosine rows preprocessed on the device, read straight there (uploaded) or adopted from device memory
@@ -925,7 +1062,8 @@ static void cosine_case(int64_t n, int64_t d, int64_t block, int adopt, int prec
   va_cuda_finish_rows(c);
   va_cuda_get_rows(c, rows, n, back);
   CHECK(gz == zero, "cosine %s: %lld zero rows, want %lld", how, (long long)gz, (long long)zero);
-  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "cosine %s: block column sums differ from the host's", how);
+  CHECK(memcmp(gpart, part, (size_t)(nblocks * d) * 8) == 0, "cosine %s: block column sums differ from the host's",
+        how);
   float *H16 = rows_as_stored(H, n * d, prec);
   CHECK(memcmp(back, H16, (size_t)(n * d) * 4) == 0, "cosine %s: unit rows (as stored) differ from the host's", how);
   free(H16);
@@ -938,12 +1076,22 @@ static void cosine_case(int64_t n, int64_t d, int64_t block, int adopt, int prec
   va_cuda_assign(ch, 1);
   va_cuda_download(c, a1, NULL);
   va_cuda_download(ch, a2, NULL);
-  CHECK(memcmp(a1, a2, (size_t)n * 4) == 0, "cosine %s: the assign pass differs from that of the host's unit rows", how);
+  CHECK(memcmp(a1, a2, (size_t)n * 4) == 0, "cosine %s: the assign pass differs from that of the host's unit rows",
+        how);
   va_cuda_destroy(c);
   va_cuda_destroy(ch);
-  printf("  cosine rows %s n %lld d %lld (%lld blocks): unit rows, zero rows, block sums and an assign pass as the host's\n", how,
-         (long long)n, (long long)d, (long long)nblocks);
-  free(X); free(H); free(back); free(part); free(gpart); free(rows); free(A); free(a1); free(a2);
+  printf("  cosine rows %s n %lld d %lld (%lld blocks): unit rows, zero rows, block sums and an assign pass as the "
+         "host's\n",
+         how, (long long)n, (long long)d, (long long)nblocks);
+  free(X);
+  free(H);
+  free(back);
+  free(part);
+  free(gpart);
+  free(rows);
+  free(A);
+  free(a1);
+  free(a2);
 }
 
 /* Farthest member per anchor with more anchors than the shared-memory maxima take (cuda_stats.cu
@@ -974,9 +1122,17 @@ static void farthest_many_anchors(void) {
   va_stats_accumulate(X, n, d, ga, gr, k, &none, cc);
   gpu_stats(ctx, &none, k, d, cg);
   check_acc(cg, cc, k, d, xmax, "stats none with k 9001");
-  free(cg); free(cc);
+  free(cg);
+  free(cc);
   va_cuda_destroy(ctx);
-  free(X); free(A); free(ga); free(gr); free(rmax_g); free(rmax_c); free(rarg_g); free(rarg_c);
+  free(X);
+  free(A);
+  free(ga);
+  free(gr);
+  free(rmax_g);
+  free(rmax_c);
+  free(rarg_g);
+  free(rarg_c);
 }
 
 static void tiny_and_empty(void) {
@@ -997,7 +1153,8 @@ static void tiny_and_empty(void) {
       int bad = ch != n;
       for (int i = 0; i < n; i++) bad += ga[i] != ca[i] || fabsf(gr[i] - cr[i]) > 1e-6f * cr[i];
       CHECK(bad == 0, "tiny %s (chunk %lld): wrong", pname[prec], (long long)chunk);
-      CHECK(va_cuda_assign(ctx, 0) == 0, "tiny %s (chunk %lld): second pass changed rows", pname[prec], (long long)chunk);
+      CHECK(va_cuda_assign(ctx, 0) == 0, "tiny %s (chunk %lld): second pass changed rows", pname[prec],
+            (long long)chunk);
       va_cuda_destroy(ctx);
     }
   for (int64_t chunk = 0; chunk <= 256; chunk += 256) {
@@ -1041,18 +1198,21 @@ int main(int argc, char **argv) {
   farthest_init_case(10007, 128, 256, 0, 3);
   direct_case(20011, 77, 4096); /* padded d, 5 blocks, the last one short */
   direct_case(3001, 128, 4096); /* one short block */
-  direct_case(300007, 40, 65536); /* converted in place: the first 32768 rows through a buffer, then 4 ranges that double */
+  direct_case(300007, 40,
+              65536); /* converted in place: the first 32768 rows through a buffer, then 4 ranges that double */
   cosine_case(20011, 384, 4096, 1, VA_CUDA_FP16); /* the embedder's width */
   cosine_case(3001, 77, 4096, 1, VA_CUDA_FP16);
   cosine_case(20011, 77, 4096, 0, VA_CUDA_BF16);
   farthest_init_case(5003, 77, 64, 1, 4);
-  run_case(40009, 128, 1000, 16);  /* k grows past k_cap; every fused configuration (3: sm_90) */
-  run_case(20011, 77, 37, 37);     /* odd d (padding to 96: the wgmma kernel's 1.5-piece rows at 16 bits), k below one tile */
-  run_case(9001, 20, 200, 200);    /* d padded to 32: the wgmma kernel's quarter-piece rows */
-  run_case(30011, 64, 300, 300);   /* the wgmma kernel's half-row instances; odd tile counts */
-  run_case(5003, 64, 50, 50);      /* one anchor tile */
-  run_case(3001, 300, 130, 130);   /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), GEMM only for tf32 */
-  run_case(4001, 384, 70, 70);     /* the embedder's width: 16-bit rows in registers, tf32 rows in pieces (2 warpgroups) */
+  run_case(40009, 128, 1000, 16); /* k grows past k_cap; every fused configuration (3: sm_90) */
+  run_case(20011, 77, 37,
+           37); /* odd d (padding to 96: the wgmma kernel's 1.5-piece rows at 16 bits), k below one tile */
+  run_case(9001, 20, 200, 200);  /* d padded to 32: the wgmma kernel's quarter-piece rows */
+  run_case(30011, 64, 300, 300); /* the wgmma kernel's half-row instances; odd tile counts */
+  run_case(5003, 64, 50, 50);    /* one anchor tile */
+  run_case(3001, 300, 130,
+           130); /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), GEMM only for tf32 */
+  run_case(4001, 384, 70, 70); /* the embedder's width: 16-bit rows in registers, tf32 rows in pieces (2 warpgroups) */
   run_case(3001, 200, 130, 130);   /* d padded to 224: tf32 rows in pieces with 3 warpgroups, groups of 2 and 1 tiles */
   run_case(2003, 400, 1000, 1000); /* d padded to 416: 16-bit rows in pieces, the last half used; 4 groups of 4 tiles */
   run_case(2003, 700, 300, 300);   /* d padded to 704: 16-bit rows in pieces, 2 warpgroups; tf32 on the GEMM path */

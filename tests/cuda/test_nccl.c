@@ -19,7 +19,8 @@ int main(int argc, char **argv) {
   int ok_local = ndev >= need, ok = 0;
   MPI_Allreduce(&ok_local, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!ok) {
-    if (va_proc.rank == 0) printf("SKIP: no CUDA device for each rank (%d device(s), %d rank(s) on the node)\n", ndev, need);
+    if (va_proc.rank == 0)
+      printf("SKIP: no CUDA device for each rank (%d device(s), %d rank(s) on the node)\n", ndev, need);
     MPI_Finalize();
     return 77;
   }
@@ -28,8 +29,12 @@ int main(int argc, char **argv) {
   const int64_t n = (1 << 20) + 3;
   double *hd = malloc((size_t)n * 8), *dd;
   float *hf = malloc((size_t)n * 4), *df, *dm;
-  for (int64_t i = 0; i < n; i++) { hd[i] = (double)(me + 1) * (double)i + 0.25; hf[i] = (float)((me + 1) * (i % 1000)); }
-  if (cudaMalloc((void **)&dd, (size_t)n * 8) || cudaMalloc((void **)&df, (size_t)n * 4) || cudaMalloc((void **)&dm, (size_t)n * 4))
+  for (int64_t i = 0; i < n; i++) {
+    hd[i] = (double)(me + 1) * (double)i + 0.25;
+    hf[i] = (float)((me + 1) * (i % 1000));
+  }
+  if (cudaMalloc((void **)&dd, (size_t)n * 8) || cudaMalloc((void **)&df, (size_t)n * 4) ||
+      cudaMalloc((void **)&dm, (size_t)n * 4))
     VA_FATAL("cudaMalloc failed");
   cudaMemcpy(dd, hd, (size_t)n * 8, cudaMemcpyHostToDevice);
   cudaMemcpy(df, hf, (size_t)n * 4, cudaMemcpyHostToDevice);
@@ -49,7 +54,10 @@ int main(int argc, char **argv) {
     bad += gf[i] != (float)(tri * (double)(i % 1000));
     bad += gm[i] != (float)(P * (i % 1000));
   }
-  if (bad) { printf("rank %d: %lld wrong elements\n", me, (long long)bad); fails++; }
+  if (bad) {
+    printf("rank %d: %lld wrong elements\n", me, (long long)bad);
+    fails++;
+  }
   /* queued after another stream: a memset there, then the sum */
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -59,15 +67,25 @@ int main(int argc, char **argv) {
   cudaMemcpy(gd, dd, (size_t)n * 8, cudaMemcpyDeviceToHost);
   bad = 0;
   for (int64_t i = 0; i < n; i++) bad += gd[i] != 0;
-  if (bad) { printf("rank %d: after_stream ordering broken (%lld non-zero)\n", me, (long long)bad); fails++; }
+  if (bad) {
+    printf("rank %d: after_stream ordering broken (%lld non-zero)\n", me, (long long)bad);
+    fails++;
+  }
   va_nccl_check_async(c);
   int all = 0;
   MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (me == 0) printf("%s: NCCL allreduce over %d rank(s), %lld elements\n", all ? "FAILED" : "PASSED", P, (long long)n);
+  if (me == 0)
+    printf("%s: NCCL allreduce over %d rank(s), %lld elements\n", all ? "FAILED" : "PASSED", P, (long long)n);
   va_nccl_destroy(c);
   cudaStreamDestroy(s);
-  cudaFree(dd); cudaFree(df); cudaFree(dm);
-  free(hd); free(hf); free(gd); free(gf); free(gm);
+  cudaFree(dd);
+  cudaFree(df);
+  cudaFree(dm);
+  free(hd);
+  free(hf);
+  free(gd);
+  free(gf);
+  free(gm);
   MPI_Finalize();
   return all ? 1 : 0;
 }

@@ -15,19 +15,31 @@
 /* Whole file (gunzipped when it is gzip), NUL-terminated; exits with a message on failure. */
 static inline char *fx_read(const char *path, size_t *len) {
   gzFile g = gzopen(path, "rb");
-  if (!g) { fprintf(stderr, "FAIL: cannot open fixture %s\n", path); exit(1); }
+  if (!g) {
+    fprintf(stderr, "FAIL: cannot open fixture %s\n", path);
+    exit(1);
+  }
   size_t cap = 1 << 20, n = 0;
   char *buf = malloc(cap + 1);
-  if (!buf) { fprintf(stderr, "FAIL: out of memory reading %s\n", path); exit(1); }
+  if (!buf) {
+    fprintf(stderr, "FAIL: out of memory reading %s\n", path);
+    exit(1);
+  }
   for (;;) {
     if (n == cap) {
       char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb) { fprintf(stderr, "FAIL: out of memory reading %s\n", path); exit(1); }
+      if (!nb) {
+        fprintf(stderr, "FAIL: out of memory reading %s\n", path);
+        exit(1);
+      }
       buf = nb;
       cap *= 2;
     }
     int r = gzread(g, buf + n, (unsigned)(cap - n));
-    if (r < 0) { fprintf(stderr, "FAIL: cannot read fixture %s\n", path); exit(1); }
+    if (r < 0) {
+      fprintf(stderr, "FAIL: cannot read fixture %s\n", path);
+      exit(1);
+    }
     if (r == 0) break;
     n += (size_t)r;
   }
@@ -40,7 +52,10 @@ static inline char *fx_read(const char *path, size_t *len) {
 /* n little-endian float32 values at p, copied into fresh (aligned) memory. */
 static inline float *fx_floats(const char *p, size_t n) {
   float *f = malloc(n * sizeof *f + 1);
-  if (!f) { fprintf(stderr, "FAIL: out of memory\n"); exit(1); }
+  if (!f) {
+    fprintf(stderr, "FAIL: out of memory\n");
+    exit(1);
+  }
   memcpy(f, p, n * sizeof *f);
   return f;
 }
@@ -54,14 +69,23 @@ static inline size_t fx_lines(char *buf, size_t len, char ***starts, size_t **le
   *lens = malloc((n + 1) * sizeof **lens);
   size_t k = 0, s = 0;
   for (size_t i = 0; i <= len && k < n; i++)
-    if (i == len || buf[i] == '\n') { (*starts)[k] = buf + s; (*lens)[k] = i - s; k++; s = i + 1; }
+    if (i == len || buf[i] == '\n') {
+      (*starts)[k] = buf + s;
+      (*lens)[k] = i - s;
+      k++;
+      s = i + 1;
+    }
   return n;
 }
 
 /* cosine(a, b) in double */
 static inline double fx_cosine(const float *a, const float *b, int d) {
   double ab = 0, aa = 0, bb = 0;
-  for (int j = 0; j < d; j++) { ab += (double)a[j] * b[j]; aa += (double)a[j] * a[j]; bb += (double)b[j] * b[j]; }
+  for (int j = 0; j < d; j++) {
+    ab += (double)a[j] * b[j];
+    aa += (double)a[j] * a[j];
+    bb += (double)b[j] * b[j];
+  }
   return ab / sqrt(aa * bb + 1e-300);
 }
 
@@ -74,7 +98,8 @@ static inline float *fx_reference(const char *path, uint32_t rows, uint32_t dim)
   memcpy(&r, buf + 8, 4);
   memcpy(&d, buf + 12, 4);
   if (len < 16 || memcmp(buf, "VAEMBF32", 8) || r != rows || d != dim || len != 16 + (size_t)r * d * 4) {
-    fprintf(stderr, "FAIL: reference embeddings %s do not match the fixture (%u x %u, expected %u x %u)\n", path, r, d, rows, dim);
+    fprintf(stderr, "FAIL: reference embeddings %s do not match the fixture (%u x %u, expected %u x %u)\n", path, r, d,
+            rows, dim);
     exit(1);
   }
   float *f = fx_floats(buf + 16, (size_t)r * d);
@@ -88,8 +113,10 @@ static inline void fx_need_model(const char *dir, const char *file) {
   struct stat st;
   snprintf(path, sizeof path, "%s/%s", dir, file);
   if (stat(path, &st) != 0) {
-    fprintf(stderr, "FAIL: model file %s is missing: run scripts/fetch-model first (it installs "
-                    "all-MiniLM-L6-v2 under models/)\n", path);
+    fprintf(stderr,
+            "FAIL: model file %s is missing: run scripts/fetch-model first (it installs "
+            "all-MiniLM-L6-v2 under models/)\n",
+            path);
     exit(1);
   }
 }

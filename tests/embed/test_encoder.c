@@ -21,18 +21,24 @@ static double now(void) {
 }
 
 /* Encodes all lines in batches of `batch` (in order); returns seconds. */
-static double encode_all(const va_bert_t *m, const int32_t *ids, const int *lens, const int64_t *offs, int n, int batch, float *out,
-                         va_bert_work_t *w) {
+static double encode_all(const va_bert_t *m, const int32_t *ids, const int *lens, const int64_t *offs, int n, int batch,
+                         float *out, va_bert_work_t *w) {
   double t0 = now();
   for (int i = 0; i < n; i += batch) {
     int nb = n - i < batch ? n - i : batch;
-    if (va_bert_encode(m, ids + offs[i], lens + i, nb, out + (int64_t)i * m->hidden, w)) { fprintf(stderr, "FAIL: encode out of memory\n"); exit(1); }
+    if (va_bert_encode(m, ids + offs[i], lens + i, nb, out + (int64_t)i * m->hidden, w)) {
+      fprintf(stderr, "FAIL: encode out of memory\n");
+      exit(1);
+    }
   }
   return now() - t0;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: test_encoder MODEL_DIR DATA_DIR [threads]\n"); return 2; }
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_encoder MODEL_DIR DATA_DIR [threads]\n");
+    return 2;
+  }
   const char *dir = argv[1];
   fx_need_model(dir, "vocab.txt");
   fx_need_model(dir, "config.json");
@@ -40,13 +46,20 @@ int main(int argc, char **argv) {
   char path[4096], cpath[4096], err[1024];
   snprintf(path, sizeof path, "%s/vocab.txt", dir);
   va_tokenizer_t *tok = va_tok_load(path, err, sizeof err);
-  if (!tok) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
+  if (!tok) {
+    fprintf(stderr, "FAIL: %s\n", err);
+    return 1;
+  }
   snprintf(cpath, sizeof cpath, "%s/config.json", dir);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   va_bert_t m;
   double t0 = now();
-  if (va_bert_load(cpath, path, &m, err, sizeof err)) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
-  printf("loaded %s (%s, %d layers, hidden %d, %d heads, ffn %d) in %.2f s\n", path, m.weights_dtype, m.layers, m.hidden, m.heads, m.ffn, now() - t0);
+  if (va_bert_load(cpath, path, &m, err, sizeof err)) {
+    fprintf(stderr, "FAIL: %s\n", err);
+    return 1;
+  }
+  printf("loaded %s (%s, %d layers, hidden %d, %d heads, ffn %d) in %.2f s\n", path, m.weights_dtype, m.layers,
+         m.hidden, m.heads, m.ffn, now() - t0);
 
   size_t tlen;
   snprintf(path, sizeof path, "%s/embed_ref.txt", argv[2]);
@@ -80,10 +93,14 @@ int main(int argc, char **argv) {
   int worst = -1, below = 0;
   for (int i = 0; i < n; i++) {
     double c = fx_cosine(out + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
-    if (c < min_cos) { min_cos = c; worst = i; }
+    if (c < min_cos) {
+      min_cos = c;
+      worst = i;
+    }
     if (c < 0.9999) {
       below++;
-      fprintf(stderr, "LOW line %d (%d tokens): cosine %.7f '%.*s'\n", i + 1, lens[i], c, (int)(len[i] > 100 ? 100 : len[i]), line[i]);
+      fprintf(stderr, "LOW line %d (%d tokens): cosine %.7f '%.*s'\n", i + 1, lens[i], c,
+              (int)(len[i] > 100 ? 100 : len[i]), line[i]);
     }
     if (i < n_alone) {
       double cb = fx_cosine(out + (int64_t)i * m.hidden, alone + (int64_t)i * m.hidden, m.hidden);
@@ -93,9 +110,12 @@ int main(int argc, char **argv) {
     for (int j = 0; j < m.hidden; j++) nr += (double)out[(int64_t)i * m.hidden + j] * out[(int64_t)i * m.hidden + j];
     if (fabs(sqrt(nr) - 1) > max_norm_err) max_norm_err = fabs(sqrt(nr) - 1);
   }
-  printf("encoder vs sentence-transformers: %d lines, %lld tokens, min cosine %.9f (1 - cos = %.2e, line %d, %d tokens), %d below 0.9999; "
-         "batch-of-1 vs batch-of-32 min cosine %.9f (%d lines); max |norm - 1| %.2e; %.1f lines/s (%d thread(s), batch 32)\n",
-         n, (long long)tokens, min_cos, 1 - min_cos, worst + 1, worst >= 0 ? lens[worst] : 0, below, min_batch, n_alone, max_norm_err, n / secs, w.threads);
+  printf("encoder vs sentence-transformers: %d lines, %lld tokens, min cosine %.9f (1 - cos = %.2e, line %d, %d "
+         "tokens), %d below 0.9999; "
+         "batch-of-1 vs batch-of-32 min cosine %.9f (%d lines); max |norm - 1| %.2e; %.1f lines/s (%d thread(s), batch "
+         "32)\n",
+         n, (long long)tokens, min_cos, 1 - min_cos, worst + 1, worst >= 0 ? lens[worst] : 0, below, min_batch, n_alone,
+         max_norm_err, n / secs, w.threads);
   int fail = below > 0 || min_batch < 0.99999 || max_norm_err > 1e-4;
 
   /* fp16 weights: informational bound (half precision loses ~3 decimal digits per weight). */
@@ -104,8 +124,10 @@ int main(int argc, char **argv) {
   if (f16) {
     fclose(f16);
     va_bert_t mh;
-    if (va_bert_load(cpath, path, &mh, err, sizeof err)) { fprintf(stderr, "FAIL: fp16 weights: %s\n", err); fail = 1; }
-    else {
+    if (va_bert_load(cpath, path, &mh, err, sizeof err)) {
+      fprintf(stderr, "FAIL: fp16 weights: %s\n", err);
+      fail = 1;
+    } else {
       const int n16 = n < 100 ? n : 100; /* a subset keeps the test short */
       encode_all(&mh, ids, lens, offs, n16, 32, alone, &w);
       double mc = 2;
@@ -113,15 +135,31 @@ int main(int argc, char **argv) {
         double c = fx_cosine(alone + (int64_t)i * m.hidden, ref + (int64_t)i * m.hidden, m.hidden);
         if (c < mc) mc = c;
       }
-      printf("fp16 weights (held as fp32): min cosine %.9f (1 - cos = %.2e) vs sentence-transformers fp32 on %d lines\n", mc, 1 - mc, n16);
-      if (mc < 0.999) { fprintf(stderr, "FAIL: fp16 weights min cosine %.7f < 0.999\n", mc); fail = 1; }
+      printf(
+          "fp16 weights (held as fp32): min cosine %.9f (1 - cos = %.2e) vs sentence-transformers fp32 on %d lines\n",
+          mc, 1 - mc, n16);
+      if (mc < 0.999) {
+        fprintf(stderr, "FAIL: fp16 weights min cosine %.7f < 0.999\n", mc);
+        fail = 1;
+      }
       va_bert_free(&mh);
     }
   }
   va_bert_work_free(&w);
   va_bert_free(&m);
   va_tok_free(tok);
-  free(ids); free(lens); free(offs); free(out); free(alone); free(text); free(ref); free(line); free(len);
-  if (fail) { fprintf(stderr, "FAIL\n"); return 1; }
+  free(ids);
+  free(lens);
+  free(offs);
+  free(out);
+  free(alone);
+  free(text);
+  free(ref);
+  free(line);
+  free(len);
+  if (fail) {
+    fprintf(stderr, "FAIL\n");
+    return 1;
+  }
   return 0;
 }

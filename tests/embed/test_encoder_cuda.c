@@ -7,12 +7,11 @@
  *   (only the GEMM algorithm, chosen per row count, differs)
  *   unit norms: |norm - 1| <= 1e-5
  * and exactly (bit for bit): the same batch twice, and two batches in flight (submit, submit, collect,
- * collect) vs one at a time. Lines longer than 256 tokens re-tokenized at 512 (attention over up to 512 keys) are checked
- * against the CPU encoder only (the reference stops at 256).
- * The weights file is model-fp16.safetensors by default (what travels to GPU machines): the CPU
- * encoder runs on the same weights, so the fp32 comparison with it is exact arithmetic; with these
- * weights the CPU encoder itself reaches 0.9999993 against the fp32 reference (docs/EMBED.md).
- * Without a CUDA device: prints "SKIP: no CUDA device" and exits 77. `--probe` only does that check.
+ * collect) vs one at a time. Lines longer than 256 tokens re-tokenized at 512 (attention over up to 512 keys) are
+ * checked against the CPU encoder only (the reference stops at 256). The weights file is model-fp16.safetensors by
+ * default (what travels to GPU machines): the CPU encoder runs on the same weights, so the fp32 comparison with it is
+ * exact arithmetic; with these weights the CPU encoder itself reaches 0.9999993 against the fp32 reference
+ * (docs/EMBED.md). Without a CUDA device: prints "SKIP: no CUDA device" and exits 77. `--probe` only does that check.
  * usage: test_encoder_cuda MODEL_DIR DATA_DIR [WEIGHTS_FILE] | test_encoder_cuda --probe */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -44,7 +43,10 @@ typedef struct {
 static void cpu_encode(const va_bert_t *m, const seqs_t *s, float *out, va_bert_work_t *w) {
   for (int i = 0; i < s->n; i += 32) {
     int nb = s->n - i < 32 ? s->n - i : 32;
-    if (va_bert_encode(m, s->ids + s->offs[i], s->lens + i, nb, out + (int64_t)i * m->hidden, w)) { fprintf(stderr, "FAIL: CPU encode out of memory\n"); exit(1); }
+    if (va_bert_encode(m, s->ids + s->offs[i], s->lens + i, nb, out + (int64_t)i * m->hidden, w)) {
+      fprintf(stderr, "FAIL: CPU encode out of memory\n");
+      exit(1);
+    }
   }
 }
 
@@ -64,14 +66,14 @@ typedef struct {
 } stats_t;
 
 static int failures;
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      failures++;                         \
-      fprintf(stderr, "FAIL: ");          \
-      fprintf(stderr, __VA_ARGS__);       \
-      fprintf(stderr, "\n");              \
-    }                                     \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      failures++;                                                                                                      \
+      fprintf(stderr, "FAIL: ");                                                                                       \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fprintf(stderr, "\n");                                                                                           \
+    }                                                                                                                  \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -82,8 +84,14 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
-  if (argc == 2 && !strcmp(argv[1], "--probe")) { MPI_Finalize(); return 0; }
-  if (argc < 3) { fprintf(stderr, "usage: test_encoder_cuda MODEL_DIR DATA_DIR [WEIGHTS_FILE]\n"); return 2; }
+  if (argc == 2 && !strcmp(argv[1], "--probe")) {
+    MPI_Finalize();
+    return 0;
+  }
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_encoder_cuda MODEL_DIR DATA_DIR [WEIGHTS_FILE]\n");
+    return 2;
+  }
   const char *dir = argv[1], *wfile = argc > 3 ? argv[3] : "model-fp16.safetensors";
   fx_need_model(dir, "vocab.txt");
   fx_need_model(dir, "config.json");
@@ -91,11 +99,17 @@ int main(int argc, char **argv) {
   char path[4096], cpath[4096], err[1024];
   snprintf(path, sizeof path, "%s/vocab.txt", dir);
   va_tokenizer_t *tok = va_tok_load(path, err, sizeof err);
-  if (!tok) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
+  if (!tok) {
+    fprintf(stderr, "FAIL: %s\n", err);
+    return 1;
+  }
   snprintf(cpath, sizeof cpath, "%s/config.json", dir);
   snprintf(path, sizeof path, "%s/%s", dir, wfile);
   va_bert_t m;
-  if (va_bert_load(cpath, path, &m, err, sizeof err)) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
+  if (va_bert_load(cpath, path, &m, err, sizeof err)) {
+    fprintf(stderr, "FAIL: %s\n", err);
+    return 1;
+  }
   const int d = m.hidden;
 
   size_t tlen;
@@ -108,8 +122,10 @@ int main(int argc, char **argv) {
   float *ref = fx_reference(path, (uint32_t)n, (uint32_t)d);
 
   /* the fixture lines at 256 tokens, and those that are longer at 512 */
-  seqs_t s = {n, malloc((size_t)n * 256 * sizeof(int32_t)), malloc((size_t)n * sizeof(int)), malloc((size_t)(n + 1) * sizeof(int64_t))};
-  seqs_t lg = {0, malloc((size_t)n * 512 * sizeof(int32_t)), malloc((size_t)n * sizeof(int)), malloc((size_t)(n + 1) * sizeof(int64_t))};
+  seqs_t s = {n, malloc((size_t)n * 256 * sizeof(int32_t)), malloc((size_t)n * sizeof(int)),
+              malloc((size_t)(n + 1) * sizeof(int64_t))};
+  seqs_t lg = {0, malloc((size_t)n * 512 * sizeof(int32_t)), malloc((size_t)n * sizeof(int)),
+               malloc((size_t)(n + 1) * sizeof(int64_t))};
   int64_t tokens = 0, ltokens = 0;
   for (int i = 0; i < n; i++) {
     s.offs[i] = tokens;
@@ -140,22 +156,29 @@ int main(int argc, char **argv) {
     double c = fx_cosine(cpu + (int64_t)i * d, ref + (int64_t)i * d, d);
     cpu_ref = c < cpu_ref ? c : cpu_ref;
   }
-  printf("%d lines (%lld tokens) + %d lines re-tokenized at 512 (up to %d tokens); weights %s (%s); CPU encoder (%d threads, %.2f s): min cosine %.9f to the reference\n",
+  printf("%d lines (%lld tokens) + %d lines re-tokenized at 512 (up to %d tokens); weights %s (%s); CPU encoder (%d "
+         "threads, %.2f s): min cosine %.9f to the reference\n",
          n, (long long)tokens, lg.n, maxlong, wfile, m.weights_dtype, w.threads, cpu_secs, cpu_ref);
 
-  float *out = malloc((size_t)n * d * sizeof(float)), *alone = malloc((size_t)n * d * sizeof(float)), *again = malloc((size_t)64 * d * sizeof(float));
+  float *out = malloc((size_t)n * d * sizeof(float)), *alone = malloc((size_t)n * d * sizeof(float)),
+        *again = malloc((size_t)64 * d * sizeof(float));
   float *out_long = malloc((size_t)(lg.n ? lg.n : 1) * d * sizeof(float));
   const struct {
     int precision;
     double ref, cpu, alone;
-  } runs[] = {{VA_BERT_FP32, 0.9999, 0.999999, 0.999999}, {VA_BERT_FP16, 0.999, 0.999, 0.9999}, {VA_BERT_BF16, 0.999, 0.999, 0.9999}};
+  } runs[] = {{VA_BERT_FP32, 0.9999, 0.999999, 0.999999},
+              {VA_BERT_FP16, 0.999, 0.999, 0.9999},
+              {VA_BERT_BF16, 0.999, 0.999, 0.9999}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     const char *pn = va_bert_cuda_precision_name(runs[r].precision);
     va_bert_cuda_t *g = va_bert_cuda_create(&m, 0, runs[r].precision, 64, 64 * 512, err, sizeof err);
-    if (!g) { CHECK(0, "%s: %s", pn, err); continue; }
+    if (!g) {
+      CHECK(0, "%s: %s", pn, err);
+      continue;
+    }
     char desc[256];
     va_bert_cuda_describe(g, desc, sizeof desc);
-    gpu_encode(g, &s, 0, n, 32, out, d); /* warm-up (algorithm choice, module load) */
+    gpu_encode(g, &s, 0, n, 32, out, d);                                /* warm-up (algorithm choice, module load) */
     for (size_t e = 0; e < (size_t)n * d; e++) out[e] = alone[e] = NAN; /* every row must be written */
     for (size_t e = 0; e < (size_t)lg.n * d; e++) out_long[e] = NAN;
     double ms = gpu_encode(g, &s, 0, n, 32, out, d);
@@ -166,9 +189,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
       const float *o = out + (int64_t)i * d;
       double c = fx_cosine(o, ref + (int64_t)i * d, d), cc = fx_cosine(o, cpu + (int64_t)i * d, d);
-      if (!(c >= st.min_ref)) { st.min_ref = c; st.worst_ref = i; }
-      if (!(cc >= st.min_cpu)) { st.min_cpu = cc; st.worst_cpu = i; }
-      if (!(c >= runs[r].ref)) fprintf(stderr, "LOW %s line %d (%d tokens): cosine %.7f to the reference\n", pn, i + 1, s.lens[i], c);
+      if (!(c >= st.min_ref)) {
+        st.min_ref = c;
+        st.worst_ref = i;
+      }
+      if (!(cc >= st.min_cpu)) {
+        st.min_cpu = cc;
+        st.worst_cpu = i;
+      }
+      if (!(c >= runs[r].ref))
+        fprintf(stderr, "LOW %s line %d (%d tokens): cosine %.7f to the reference\n", pn, i + 1, s.lens[i], c);
       if (i < n_alone) {
         double ca = fx_cosine(o, alone + (int64_t)i * d, d);
         if (!(ca >= st.min_alone)) st.min_alone = ca;
@@ -203,15 +233,20 @@ int main(int argc, char **argv) {
       grown = !memcmp(again, out, (size_t)32 * d * sizeof(float));
       va_bert_cuda_free(small);
     }
-    printf("%s: %s\n  vs reference min cosine %.9f (1 - cos = %.2e, line %d); vs CPU min %.9f (1 - cos = %.2e, line %d); %d lines at 512: min %.9f vs CPU\n"
-           "  alone vs batch of 32 min %.9f; max |norm - 1| %.1e; repeat identical %s; two in flight identical %s; grown context identical %s;"
+    printf("%s: %s\n  vs reference min cosine %.9f (1 - cos = %.2e, line %d); vs CPU min %.9f (1 - cos = %.2e, line "
+           "%d); %d lines at 512: min %.9f vs CPU\n"
+           "  alone vs batch of 32 min %.9f; max |norm - 1| %.1e; repeat identical %s; two in flight identical %s; "
+           "grown context identical %s;"
            " forward %.1f lines/s (batch 32)\n",
-           pn, desc, st.min_ref, 1 - st.min_ref, st.worst_ref + 1, st.min_cpu, 1 - st.min_cpu,
-           st.worst_cpu + 1, lg.n, min_long, st.min_alone, st.max_norm, same ? "yes" : "NO", inflight ? "yes" : "NO", grown ? "yes" : "NO", n / (ms * 1e-3));
+           pn, desc, st.min_ref, 1 - st.min_ref, st.worst_ref + 1, st.min_cpu, 1 - st.min_cpu, st.worst_cpu + 1, lg.n,
+           min_long, st.min_alone, st.max_norm, same ? "yes" : "NO", inflight ? "yes" : "NO", grown ? "yes" : "NO",
+           n / (ms * 1e-3));
     CHECK(st.min_ref >= runs[r].ref, "%s: min cosine to the reference %.7f < %g", pn, st.min_ref, runs[r].ref);
     CHECK(st.min_cpu >= runs[r].cpu, "%s: min cosine to the CPU encoder %.9f < %g", pn, st.min_cpu, runs[r].cpu);
-    CHECK(min_long >= runs[r].cpu, "%s: min cosine to the CPU encoder at 512 tokens %.9f < %g", pn, min_long, runs[r].cpu);
-    CHECK(st.min_alone >= runs[r].alone, "%s: a line alone vs in a batch: min cosine %.9f < %g", pn, st.min_alone, runs[r].alone);
+    CHECK(min_long >= runs[r].cpu, "%s: min cosine to the CPU encoder at 512 tokens %.9f < %g", pn, min_long,
+          runs[r].cpu);
+    CHECK(st.min_alone >= runs[r].alone, "%s: a line alone vs in a batch: min cosine %.9f < %g", pn, st.min_alone,
+          runs[r].alone);
     CHECK(st.max_norm <= 1e-5, "%s: |norm - 1| up to %.2e", pn, st.max_norm);
     CHECK(same, "%s: the same batch twice gave different bits", pn);
     CHECK(inflight, "%s: two batches in flight differ from one at a time", pn);
@@ -221,10 +256,27 @@ int main(int argc, char **argv) {
   va_bert_work_free(&w);
   va_bert_free(&m);
   va_tok_free(tok);
-  free(s.ids); free(s.lens); free(s.offs); free(lg.ids); free(lg.lens); free(lg.offs);
-  free(cpu); free(cpu_long); free(out); free(alone); free(again); free(out_long); free(text); free(ref); free(line); free(len);
+  free(s.ids);
+  free(s.lens);
+  free(s.offs);
+  free(lg.ids);
+  free(lg.lens);
+  free(lg.offs);
+  free(cpu);
+  free(cpu_long);
+  free(out);
+  free(alone);
+  free(again);
+  free(out_long);
+  free(text);
+  free(ref);
+  free(line);
+  free(len);
   MPI_Finalize();
-  if (failures) { fprintf(stderr, "FAIL (%d checks)\n", failures); return 1; }
+  if (failures) {
+    fprintf(stderr, "FAIL (%d checks)\n", failures);
+    return 1;
+  }
   printf("PASS\n");
   return 0;
 }

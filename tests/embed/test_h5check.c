@@ -21,30 +21,46 @@ static int fail(const char *msg) {
 /* rows x 384 float32 from FILE's DATASET (which must hold at least first + rows rows), or NULL. */
 static float *read_rows(hid_t f, const char *dataset, long first, long rows, int exact) {
   hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
-  if (ds < 0) { fprintf(stderr, "FAIL: dataset %s missing\n", dataset); return NULL; }
+  if (ds < 0) {
+    fprintf(stderr, "FAIL: dataset %s missing\n", dataset);
+    return NULL;
+  }
   hid_t sp = H5Dget_space(ds), ty = H5Dget_type(ds);
   hsize_t dims[2] = {0, 0};
-  if (H5Sget_simple_extent_ndims(sp) != 2 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) { fprintf(stderr, "FAIL: %s is not 2-D\n", dataset); return NULL; }
-  if (H5Tget_class(ty) != H5T_FLOAT || H5Tget_size(ty) != 4) { fprintf(stderr, "FAIL: %s is not float32\n", dataset); return NULL; }
+  if (H5Sget_simple_extent_ndims(sp) != 2 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+    fprintf(stderr, "FAIL: %s is not 2-D\n", dataset);
+    return NULL;
+  }
+  if (H5Tget_class(ty) != H5T_FLOAT || H5Tget_size(ty) != 4) {
+    fprintf(stderr, "FAIL: %s is not float32\n", dataset);
+    return NULL;
+  }
   if ((exact ? (long)dims[0] != rows : (long)dims[0] < first + rows) || dims[1] != 384) {
-    fprintf(stderr, "FAIL: %s is %llu x %llu, expected %s%ld x 384\n", dataset, (unsigned long long)dims[0], (unsigned long long)dims[1], exact ? "" : "at least ",
-            first + rows);
+    fprintf(stderr, "FAIL: %s is %llu x %llu, expected %s%ld x 384\n", dataset, (unsigned long long)dims[0],
+            (unsigned long long)dims[1], exact ? "" : "at least ", first + rows);
     return NULL;
   }
   hsize_t start[2] = {(hsize_t)first, 0}, count[2] = {(hsize_t)rows, 384};
   hid_t mem = H5Screate_simple(2, count, NULL);
   float *x = malloc((size_t)rows * 384 * sizeof(float));
-  if (H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL) < 0 || H5Dread(ds, H5T_NATIVE_FLOAT, mem, sp, H5P_DEFAULT, x) < 0) {
+  if (H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+      H5Dread(ds, H5T_NATIVE_FLOAT, mem, sp, H5P_DEFAULT, x) < 0) {
     fprintf(stderr, "FAIL: cannot read %s\n", dataset);
     free(x);
     x = NULL;
   }
-  H5Sclose(mem); H5Tclose(ty); H5Sclose(sp); H5Dclose(ds);
+  H5Sclose(mem);
+  H5Tclose(ty);
+  H5Sclose(sp);
+  H5Dclose(ds);
   return x;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 5) { fprintf(stderr, "usage: test_h5check OUT.h5 DATASET REF ROWS [REF_FIRST] [MIN_COSINE]\n"); return 2; }
+  if (argc < 5) {
+    fprintf(stderr, "usage: test_h5check OUT.h5 DATASET REF ROWS [REF_FIRST] [MIN_COSINE]\n");
+    return 2;
+  }
   long rows = atol(argv[4]), first = argc > 5 ? atol(argv[5]) : 0;
   double min_cos = argc > 6 ? atof(argv[6]) : 0.9999;
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -55,7 +71,8 @@ int main(int argc, char **argv) {
   hid_t a = H5Aopen(f, "distance", H5P_DEFAULT);
   if (a < 0) return fail("no 'distance' attribute");
   hid_t at = H5Aget_type(a);
-  if (H5Tget_class(at) != H5T_STRING || H5Tget_size(at) >= sizeof dist || H5Aread(a, at, dist) < 0) return fail("bad 'distance' attribute");
+  if (H5Tget_class(at) != H5T_STRING || H5Tget_size(at) >= sizeof dist || H5Aread(a, at, dist) < 0)
+    return fail("bad 'distance' attribute");
   H5Tclose(at);
   H5Aclose(a);
   if (strcmp(dist, "angular")) return fail("'distance' is not 'angular'");
@@ -91,14 +108,20 @@ int main(int argc, char **argv) {
   for (long i = 0; i < rows; i++) {
     double c = fx_cosine(x + i * 384, ref + i * 384, 384), nr = 0;
     for (int j = 0; j < 384; j++) nr += (double)x[i * 384 + j] * x[i * 384 + j];
-    if (!(c >= minc)) { minc = c; worst = i; }
+    if (!(c >= minc)) {
+      minc = c;
+      worst = i;
+    }
     if (!(fabs(sqrt(nr) - 1) <= maxn)) maxn = fabs(sqrt(nr) - 1);
   }
-  printf("h5check: %s:%s %ld x 384, distance=angular, min cosine to %s %.9f (row %ld), max |norm - 1| %.1e\n", argv[1], argv[2], rows, argv[3], minc,
-         worst, maxn);
+  printf("h5check: %s:%s %ld x 384, distance=angular, min cosine to %s %.9f (row %ld), max |norm - 1| %.1e\n", argv[1],
+         argv[2], rows, argv[3], minc, worst, maxn);
   free(x);
   free(ref);
-  if (!(minc >= min_cos)) { fprintf(stderr, "FAIL: a row is below cosine %g (wrong order or wrong values)\n", min_cos); return 1; }
+  if (!(minc >= min_cos)) {
+    fprintf(stderr, "FAIL: a row is below cosine %g (wrong order or wrong values)\n", min_cos);
+    return 1;
+  }
   if (!(maxn <= 1e-4)) return fail("rows are not unit vectors");
   return 0;
 }

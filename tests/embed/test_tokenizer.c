@@ -12,13 +12,18 @@
 #include "fixture.h"
 
 static int check_utf8(void) {
-  static const struct { const char *s; size_t len; int64_t bad; size_t ncp; } cases[] = {
+  static const struct {
+    const char *s;
+    size_t len;
+    int64_t bad;
+    size_t ncp;
+  } cases[] = {
       {"abc", 3, 0, 3},
       {"\xc3\xa9", 2, 0, 1},
       {"\xff", 1, 1, 1},
-      {"\xc0\x80", 2, 2, 2},         /* overlong: each byte is an error */
-      {"\xed\xa0\x80", 3, 3, 3},     /* surrogate: E D is not followed by A0 */
-      {"\xe2\x82", 2, 1, 1},         /* truncated: one error for the maximal prefix */
+      {"\xc0\x80", 2, 2, 2},     /* overlong: each byte is an error */
+      {"\xed\xa0\x80", 3, 3, 3}, /* surrogate: E D is not followed by A0 */
+      {"\xe2\x82", 2, 1, 1},     /* truncated: one error for the maximal prefix */
       {"\xe2\x82x", 3, 1, 2},
       {"\xf0\x9f\x98\x80", 4, 0, 1}, /* U+1F600 */
       {"\xf4\x90\x80\x80", 4, 4, 4}, /* above U+10FFFF */
@@ -53,10 +58,15 @@ static int check_json(void) {
     fails++;
   }
   va_json_free(j);
-  static const char *const bad[] = {"{\"text\": \"x\"", "{\"text\" \"x\"}", "{\"text\": \"x\"} y", "", "{\"a\": tru}", "[1,]"};
+  static const char *const bad[] = {
+      "{\"text\": \"x\"", "{\"text\" \"x\"}", "{\"text\": \"x\"} y", "", "{\"a\": tru}", "[1,]"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     va_json_t *b = va_json_parse(bad[i], strlen(bad[i]), err, sizeof err, NULL);
-    if (b) { fprintf(stderr, "FAIL: JSON '%s' accepted\n", bad[i]); fails++; va_json_free(b); }
+    if (b) {
+      fprintf(stderr, "FAIL: JSON '%s' accepted\n", bad[i]);
+      fails++;
+      va_json_free(b);
+    }
   }
   return fails;
 }
@@ -64,17 +74,22 @@ static int check_json(void) {
 /* Random bytes (biased towards UTF-8 lead bytes, '[' and special-token text) through the tokenizer
  * and the JSON reader: nothing may crash or write past the id buffer (run under ASan in development). */
 static int check_random(va_tokenizer_t *tok) {
-  static const char *const frags[] = {"[MASK]", "[CLS", "[SEP]", "\xe4\xb8\xad", "\xcc\x81", "\xf0\x9f\x98\x80", "##", " ", "\\u", "\"", "{", "}"};
+  static const char *const frags[] = {"[MASK]", "[CLS", "[SEP]", "\xe4\xb8\xad", "\xcc\x81", "\xf0\x9f\x98\x80",
+                                      "##",     " ",    "\\u",   "\"",           "{",        "}"};
   uint64_t x = 88172645463325252ull;
   char buf[4096];
   int32_t ids[64];
   int fails = 0;
   for (int it = 0; it < 20000; it++) {
     size_t n = 0, len;
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
     len = x % sizeof buf;
     while (n < len) {
-      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
       if (x % 4 == 0) {
         const char *f = frags[(x >> 8) % (sizeof frags / sizeof frags[0])];
         size_t fl = strlen(f);
@@ -97,12 +112,18 @@ static int check_random(va_tokenizer_t *tok) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: test_tokenizer MODEL_DIR DATA_DIR\n"); return 2; }
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_tokenizer MODEL_DIR DATA_DIR\n");
+    return 2;
+  }
   fx_need_model(argv[1], "vocab.txt");
   char path[4096], err[512];
   snprintf(path, sizeof path, "%s/vocab.txt", argv[1]);
   va_tokenizer_t *tok = va_tok_load(path, err, sizeof err);
-  if (!tok) { fprintf(stderr, "FAIL: %s\n", err); return 1; }
+  if (!tok) {
+    fprintf(stderr, "FAIL: %s\n", err);
+    return 1;
+  }
 
   size_t clen, ilen;
   snprintf(path, sizeof path, "%s/embed_corpus.txt.gz", argv[2]);
@@ -113,9 +134,15 @@ int main(int argc, char **argv) {
   size_t *len;
   size_t n = fx_lines(corpus, clen, &line, &len);
   uint32_t nref;
-  if (ilen < 12 || memcmp(idsbuf, "VATOKID1", 8)) { fprintf(stderr, "FAIL: bad ids fixture\n"); return 1; }
+  if (ilen < 12 || memcmp(idsbuf, "VATOKID1", 8)) {
+    fprintf(stderr, "FAIL: bad ids fixture\n");
+    return 1;
+  }
   memcpy(&nref, idsbuf + 8, 4);
-  if (nref != n) { fprintf(stderr, "FAIL: corpus has %zu lines, reference ids %u\n", n, nref); return 1; }
+  if (nref != n) {
+    fprintf(stderr, "FAIL: corpus has %zu lines, reference ids %u\n", n, nref);
+    return 1;
+  }
 
   int fails = check_utf8() + check_json() + check_random(tok);
   const unsigned char *p = (const unsigned char *)idsbuf + 12, *end = (const unsigned char *)idsbuf + ilen;
@@ -124,7 +151,10 @@ int main(int argc, char **argv) {
   int64_t invalid = 0;
   double t0 = (double)clock() / CLOCKS_PER_SEC;
   for (size_t i = 0; i < n; i++) {
-    if (p + 2 > end) { fprintf(stderr, "FAIL: reference ids end early\n"); return 1; }
+    if (p + 2 > end) {
+      fprintf(stderr, "FAIL: reference ids end early\n");
+      return 1;
+    }
     unsigned m = p[0] | p[1] << 8;
     const unsigned char *ref = p + 2;
     p += 2 + 2 * m;
@@ -134,12 +164,16 @@ int main(int argc, char **argv) {
     truncated += info.truncated != 0;
     tokens += (size_t)k;
     for (size_t b = 0; b < len[i]; b++)
-      if ((unsigned char)line[i][b] >= 0x80) { nonascii++; break; }
+      if ((unsigned char)line[i][b] >= 0x80) {
+        nonascii++;
+        break;
+      }
     int same = k == (int)m;
     for (int j = 0; same && j < k; j++) same = ids[j] == (ref[2 * j] | ref[2 * j + 1] << 8);
     if (!same) {
       if (bad_lines < 10) {
-        fprintf(stderr, "MISMATCH line %zu: '%.*s'\n  C   (%d):", i + 1, (int)(len[i] > 200 ? 200 : len[i]), line[i], k);
+        fprintf(stderr, "MISMATCH line %zu: '%.*s'\n  C   (%d):", i + 1, (int)(len[i] > 200 ? 200 : len[i]), line[i],
+                k);
         for (int j = 0; j < k; j++) fprintf(stderr, " %d", ids[j]);
         fprintf(stderr, "\n  ref (%u):", m);
         for (unsigned j = 0; j < m; j++) fprintf(stderr, " %d", ref[2 * j] | ref[2 * j + 1] << 8);
@@ -153,7 +187,13 @@ int main(int argc, char **argv) {
          "UTF-8 sequences), %zu tokens, %.0f lines/s\n",
          n - bad_lines, n, nonascii, truncated, (long long)invalid, tokens, secs > 0 ? (double)n / secs : 0.0);
   va_tok_free(tok);
-  free(corpus); free(idsbuf); free(line); free(len);
-  if (bad_lines || fails) { fprintf(stderr, "FAIL: %zu line(s) differ, %d UTF-8/JSON case(s) wrong\n", bad_lines, fails); return 1; }
+  free(corpus);
+  free(idsbuf);
+  free(line);
+  free(len);
+  if (bad_lines || fails) {
+    fprintf(stderr, "FAIL: %zu line(s) differ, %d UTF-8/JSON case(s) wrong\n", bad_lines, fails);
+    return 1;
+  }
   return 0;
 }

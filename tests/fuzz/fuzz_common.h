@@ -22,7 +22,9 @@
 #include <signal.h>
 static char fz_path_[4096];
 static int fz_fd_ = -1;
-static void fz_cleanup_(void) { if (fz_path_[0]) unlink(fz_path_); }
+static void fz_cleanup_(void) {
+  if (fz_path_[0]) unlink(fz_path_);
+}
 __attribute__((unused)) static const char *fz_temp_path(const char *suffix) {
   if (fz_fd_ >= 0) return fz_path_;
   const char *dir = getenv("TMPDIR");
@@ -39,23 +41,39 @@ __attribute__((unused)) static const char *fz_temp_path(const char *suffix) {
   if (d) closedir(d);
   snprintf(fz_path_, sizeof fz_path_, "%s/vecanneal-fuzz-%d%s", dir, (int)getpid(), suffix);
   fz_fd_ = open(fz_path_, O_RDWR | O_CREAT | O_TRUNC, 0600);
-  if (fz_fd_ < 0) { perror(fz_path_); abort(); }
+  if (fz_fd_ < 0) {
+    perror(fz_path_);
+    abort();
+  }
   atexit(fz_cleanup_);
   return fz_path_;
 }
 
 /* Replaces the temporary file's content with data[0..size). */
 __attribute__((unused)) static void fz_write(const uint8_t *data, size_t size) {
-  if (ftruncate(fz_fd_, 0) != 0) { perror("fuzz: ftruncate"); abort(); }
+  if (ftruncate(fz_fd_, 0) != 0) {
+    perror("fuzz: ftruncate");
+    abort();
+  }
   size_t done = 0;
   while (done < size) {
     ssize_t w = pwrite(fz_fd_, data + done, size - done, (off_t)done);
-    if (w <= 0) { perror("fuzz: pwrite"); abort(); }
+    if (w <= 0) {
+      perror("fuzz: pwrite");
+      abort();
+    }
     done += (size_t)w;
   }
 }
 
 /* A harness-detected violation of the code's own contract: print and abort (libFuzzer saves the input). */
-#define FZ_CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "fuzz invariant failed: %s: ", #cond); \
-  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define FZ_CHECK(cond, ...)                                                                                            \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      fprintf(stderr, "fuzz invariant failed: %s: ", #cond);                                                           \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fputc('\n', stderr);                                                                                             \
+      abort();                                                                                                         \
+    }                                                                                                                  \
+  } while (0)
 #endif

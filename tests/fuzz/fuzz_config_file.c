@@ -29,13 +29,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!rc) {
       FZ_CHECK(cfg.k >= 1, "k %lld", (long long)cfg.k);
       FZ_CHECK(cfg.trim_near + cfg.trim_far < 0.95, "trim %g + %g", cfg.trim_near, cfg.trim_far);
-      FZ_CHECK(cfg.k_max <= 0 || cfg.k_max >= cfg.k_min, "k_max %lld < k_min %lld", (long long)cfg.k_max, (long long)cfg.k_min);
+      FZ_CHECK(cfg.k_max <= 0 || cfg.k_max >= cfg.k_min, "k_max %lld < k_min %lld", (long long)cfg.k_max,
+               (long long)cfg.k_min);
       FZ_CHECK(cfg.init_kind != VA_INIT_FILE || (cfg.init_file[0] && cfg.init_dataset[0]), "init=file without a path");
-      FZ_CHECK(memchr(cfg.input, 0, sizeof cfg.input) && memchr(cfg.init, 0, sizeof cfg.init), "unterminated string key");
+      FZ_CHECK(memchr(cfg.input, 0, sizeof cfg.input) && memchr(cfg.init, 0, sizeof cfg.init),
+               "unterminated string key");
       size_t total = 0;
       va_config_visit(&cfg, visit, &total);
       FILE *devnull = fopen("/dev/null", "w");
-      if (devnull) { va_config_print_ini(&cfg, devnull); fclose(devnull); }
+      if (devnull) {
+        va_config_print_ini(&cfg, devnull);
+        fclose(devnull);
+      }
     }
   }
   va_config_src_free(src);

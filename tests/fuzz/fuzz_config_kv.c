@@ -31,7 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FZ_CHECK(cfg.k >= 1, "k %lld", (long long)cfg.k);
       FZ_CHECK(cfg.trim_near + cfg.trim_far < 0.95, "trim %g + %g", cfg.trim_near, cfg.trim_far);
       FILE *devnull = fopen("/dev/null", "w");
-      if (devnull) { va_config_print_ini(&cfg, devnull); fclose(devnull); }
+      if (devnull) {
+        va_config_print_ini(&cfg, devnull);
+        fclose(devnull);
+      }
     }
   }
   free(buf);

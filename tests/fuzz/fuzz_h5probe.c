@@ -14,7 +14,8 @@
 #include "util/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc; (void)argv;
+  (void)argc;
+  (void)argv;
   /* As va_proc_init does: errors are reported by us, not printed by HDF5 (and printing is slow). */
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   /* Self-check: a valid file written at the harness's path must be accepted, or every input would be
@@ -26,7 +27,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   hid_t ds = H5Dcreate2(f, "/train", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   float one = 1;
   H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one);
-  H5Dclose(ds); H5Sclose(sp); H5Fclose(f);
+  H5Dclose(ds);
+  H5Sclose(sp);
+  H5Fclose(f);
   char spec[4200], err[1024] = "";
   snprintf(spec, sizeof spec, "%s:/train", path);
   va_input_t in;
@@ -58,7 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Name what is open before failing. */
     hid_t ids[16];
     ssize_t k = H5Fget_obj_ids((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL, 16, ids);
-    for (ssize_t i = 0; i < k; i++) fprintf(stderr, "open HDF5 id %lld: type %d\n", (long long)ids[i], (int)H5Iget_type(ids[i]));
+    for (ssize_t i = 0; i < k; i++)
+      fprintf(stderr, "open HDF5 id %lld: type %d\n", (long long)ids[i], (int)H5Iget_type(ids[i]));
     FZ_CHECK(open_ids == 0, "%zd HDF5 identifiers left open after va_input_probe (rc %d: %s)", open_ids, rc, err);
   }
   return 0;

@@ -13,7 +13,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_write(data, size);
   char err[1024] = "";
   va_st_file_t f;
-  if (va_st_open(path, &f, err, sizeof err) != 0) { FZ_CHECK(err[0], "open failed without a message"); return 0; }
+  if (va_st_open(path, &f, err, sizeof err) != 0) {
+    FZ_CHECK(err[0], "open failed without a message");
+    return 0;
+  }
   const unsigned char *lo = f.map, *hi = lo + f.size;
   for (int i = 0; i < f.n; i++) {
     const va_st_tensor_t *t = &f.t[i];
@@ -21,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int esize = t->dtype == VA_ST_F32 ? 4 : t->dtype == VA_ST_I64 ? 8 : 2;
     if (t->dtype == VA_ST_OTHER) continue;
     FZ_CHECK(t->data >= lo && t->data <= hi, "tensor '%s' starts outside the file", t->name);
-    FZ_CHECK(t->count >= 0 && t->count <= (int64_t)(hi - t->data) / esize, "tensor '%s': %lld elements past the end of the file",
-             t->name, (long long)t->count);
+    FZ_CHECK(t->count >= 0 && t->count <= (int64_t)(hi - t->data) / esize,
+             "tensor '%s': %lld elements past the end of the file", t->name, (long long)t->count);
     if (t->count <= (1 << 20) && t->dtype != VA_ST_I64) {
       float *out = malloc((size_t)(t->count ? t->count : 1) * sizeof *out);
       int rc = va_st_read_f32(&f, t->name, t->ndim, t->shape, out, err, sizeof err);

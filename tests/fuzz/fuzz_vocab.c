@@ -12,7 +12,8 @@ static void encode_check(va_tokenizer_t *t, const char *text, size_t len, int ma
   int n = va_tok_encode(t, text, len, max_tokens, ids, NULL);
   const va_tok_special_t *sp = va_tok_special(t);
   FZ_CHECK(n >= 2 && n <= max_tokens && ids[0] == sp->cls && ids[n - 1] == sp->sep, "encode gave %d ids", n);
-  for (int i = 0; i < n; i++) FZ_CHECK(ids[i] >= 0 && ids[i] < va_tok_vocab_size(t), "id %d outside the vocabulary", ids[i]);
+  for (int i = 0; i < n; i++)
+    FZ_CHECK(ids[i] >= 0 && ids[i] < va_tok_vocab_size(t), "id %d outside the vocabulary", ids[i]);
   free(ids);
 }
 
@@ -21,7 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_write(data, size);
   char err[4096] = "";
   va_tokenizer_t *t = va_tok_load(path, err, sizeof err);
-  if (!t) { FZ_CHECK(err[0], "load failed without a message"); return 0; }
+  if (!t) {
+    FZ_CHECK(err[0], "load failed without a message");
+    return 0;
+  }
   const va_tok_special_t *sp = va_tok_special(t);
   FZ_CHECK(va_tok_lookup(t, "[UNK]", 5) == sp->unk && va_tok_lookup(t, "[SEP]", 5) == sp->sep, "special ids");
   /* "" last: the empty text on a fresh tokenizer is finding F4 (tests/fuzz/regressions/tokenizer),
@@ -29,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const texts[] = {"Hello, world! [MASK] un##able", "Ünïcödé straße 中文 한국어 \xf0\x9f\x98\x80",
                                       "\xff\xfe bad \xe2\x82 utf8",
                                       ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa long word"), ""};
+                                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa long word"),
+                                      ""};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) encode_check(t, texts[i], strlen(texts[i]), 64);
   encode_check(t, (const char *)data, size, 2);
   encode_check(t, (const char *)data, size, 512);

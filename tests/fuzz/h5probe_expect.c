@@ -11,12 +11,18 @@
 #include "io/h5io.h"
 
 int main(int argc, char **argv) {
-  if (argc != 2) { fprintf(stderr, "usage: h5probe_expect TESTS_FUZZ_DIR\n"); return 2; }
+  if (argc != 2) {
+    fprintf(stderr, "usage: h5probe_expect TESTS_FUZZ_DIR\n");
+    return 2;
+  }
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   char path[4096], line[4096];
   snprintf(path, sizeof path, "%s/h5probe.expect", argv[1]);
   FILE *f = fopen(path, "r");
-  if (!f) { perror(path); return 2; }
+  if (!f) {
+    perror(path);
+    return 2;
+  }
   int checked = 0, failed = 0;
   while (fgets(line, sizeof line, f)) {
     char *hash = strchr(line, '#');
@@ -30,9 +36,11 @@ int main(int argc, char **argv) {
     int rc = va_input_probe(spec, &in, err, sizeof err);
     char got[1400];
     if (rc) snprintf(got, sizeof got, "rc %d: %s", rc, err);
-    else snprintf(got, sizeof got, "0 %lldx%lld %s %s", (long long)in.n, (long long)in.d, va_dtype_name(in.dtype),
-                  in.metric_hint == VA_METRIC_COSINE ? "cosine" : "auto");
-    for (char *u = a; *u; u++) if (*u == '_') *u = ' ';
+    else
+      snprintf(got, sizeof got, "0 %lldx%lld %s %s", (long long)in.n, (long long)in.d, va_dtype_name(in.dtype),
+               in.metric_hint == VA_METRIC_COSINE ? "cosine" : "auto");
+    for (char *u = a; *u; u++)
+      if (*u == '_') *u = ' ';
     int ok;
     if (rc_want == 0) {
       char want[512];
@@ -42,7 +50,10 @@ int main(int argc, char **argv) {
       ok = rc == rc_want && strstr(err, a) != NULL;
     }
     checked++;
-    if (!ok) { failed++; printf("FAIL: %s: expected '%d %s %s %s', got '%s'\n", file, rc_want, a, b, c, got); }
+    if (!ok) {
+      failed++;
+      printf("FAIL: %s: expected '%d %s %s %s', got '%s'\n", file, rc_want, a, b, c, got);
+    }
   }
   fclose(f);
   printf("h5probe_expect: %d files checked, %d differ\n", checked, failed);

@@ -19,7 +19,10 @@ static long ran;
 
 static void run_file(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
   size_t cap = 4096, n = 0;
   uint8_t *buf = malloc(cap);
   size_t got;
@@ -28,9 +31,15 @@ static void run_file(const char *path) {
     if (n == cap) buf = realloc(buf, cap *= 2);
   }
   fclose(f);
-  if (!buf) { fprintf(stderr, "out of memory reading %s\n", path); exit(2); }
+  if (!buf) {
+    fprintf(stderr, "out of memory reading %s\n", path);
+    exit(2);
+  }
   uint8_t *exact = malloc(n ? n : 1);
-  if (!exact) { fprintf(stderr, "out of memory reading %s\n", path); exit(2); }
+  if (!exact) {
+    fprintf(stderr, "out of memory reading %s\n", path);
+    exit(2);
+  }
   memcpy(exact, buf, n);
   free(buf);
   fprintf(stderr, "Running: %s\n", path);
@@ -43,11 +52,20 @@ static int by_name(const struct dirent **a, const struct dirent **b) { return st
 
 static void run_path(const char *path) {
   struct stat st;
-  if (stat(path, &st) != 0) { fprintf(stderr, "note: %s absent, skipped\n", path); return; }
-  if (!S_ISDIR(st.st_mode)) { run_file(path); return; }
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "note: %s absent, skipped\n", path);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    run_file(path);
+    return;
+  }
   struct dirent **names;
   int k = scandir(path, &names, NULL, by_name);
-  if (k < 0) { perror(path); exit(2); }
+  if (k < 0) {
+    perror(path);
+    exit(2);
+  }
   for (int i = 0; i < k; i++) {
     if (names[i]->d_name[0] != '.' && !strstr(names[i]->d_name, ".md")) {
       char sub[4096];

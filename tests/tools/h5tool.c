@@ -17,12 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const DATASETS[] = {"/anchors", "/assignments", "/anchor_count", "/anchor_mse", "/history/energy",
-                                       "/history/changed", "/history/anchors", "/history/temperature"};
+static const char *const DATASETS[] = {"/anchors",         "/assignments",        "/anchor_count",
+                                       "/anchor_mse",      "/history/energy",     "/history/changed",
+                                       "/history/anchors", "/history/temperature"};
 
 static void *read_all(hid_t f, const char *name, size_t *bytes, hsize_t *dims, int *rank) {
   hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-  if (d < 0) { fprintf(stderr, "missing dataset %s\n", name); exit(2); }
+  if (d < 0) {
+    fprintf(stderr, "missing dataset %s\n", name);
+    exit(2);
+  }
   hid_t t = H5Dget_type(d), s = H5Dget_space(d);
   *rank = H5Sget_simple_extent_ndims(s);
   H5Sget_simple_extent_dims(s, dims, NULL);
@@ -30,7 +34,9 @@ static void *read_all(hid_t f, const char *name, size_t *bytes, hsize_t *dims, i
   *bytes = (size_t)np * H5Tget_size(t);
   void *buf = malloc(*bytes ? *bytes : 1);
   H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
-  H5Tclose(t); H5Sclose(s); H5Dclose(d);
+  H5Tclose(t);
+  H5Sclose(s);
+  H5Dclose(d);
   return buf;
 }
 
@@ -45,52 +51,79 @@ static int cmd_attr(const char *file, const char *name) {
     H5Aread(a, t, buf);
     printf("%s\n", buf);
   } else if (H5Tget_class(t) == H5T_INTEGER) {
-    long long v; H5Aread(a, H5T_NATIVE_LLONG, &v); printf("%lld\n", v);
+    long long v;
+    H5Aread(a, H5T_NATIVE_LLONG, &v);
+    printf("%lld\n", v);
   } else {
-    double v; H5Aread(a, H5T_NATIVE_DOUBLE, &v); printf("%.17g\n", v);
+    double v;
+    H5Aread(a, H5T_NATIVE_DOUBLE, &v);
+    printf("%.17g\n", v);
   }
-  H5Tclose(t); H5Aclose(a); H5Fclose(f);
+  H5Tclose(t);
+  H5Aclose(a);
+  H5Fclose(f);
   return 0;
 }
 
 static int cmd_same(const char *fa, const char *fb) {
   hid_t a = H5Fopen(fa, H5F_ACC_RDONLY, H5P_DEFAULT), b = H5Fopen(fb, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (a < 0 || b < 0) { fprintf(stderr, "cannot open inputs\n"); return 2; }
+  if (a < 0 || b < 0) {
+    fprintf(stderr, "cannot open inputs\n");
+    return 2;
+  }
   int diff = 0;
   for (size_t i = 0; i < sizeof DATASETS / sizeof *DATASETS; i++) {
-    size_t na, nb; hsize_t da[2], db[2]; int ra, rb;
+    size_t na, nb;
+    hsize_t da[2], db[2];
+    int ra, rb;
     void *x = read_all(a, DATASETS[i], &na, da, &ra), *y = read_all(b, DATASETS[i], &nb, db, &rb);
-    if (na != nb || memcmp(x, y, na)) { printf("differs: %s\n", DATASETS[i]); diff = 1; }
-    free(x); free(y);
+    if (na != nb || memcmp(x, y, na)) {
+      printf("differs: %s\n", DATASETS[i]);
+      diff = 1;
+    }
+    free(x);
+    free(y);
   }
-  H5Fclose(a); H5Fclose(b);
+  H5Fclose(a);
+  H5Fclose(b);
   if (!diff) printf("bitwise identical: %s %s\n", fa, fb);
   return diff;
 }
 
 static int cmd_close(const char *fa, const char *fb, double rtol, double max_diff_frac) {
   hid_t a = H5Fopen(fa, H5F_ACC_RDONLY, H5P_DEFAULT), b = H5Fopen(fb, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (a < 0 || b < 0) { fprintf(stderr, "cannot open inputs\n"); return 2; }
+  if (a < 0 || b < 0) {
+    fprintf(stderr, "cannot open inputs\n");
+    return 2;
+  }
   int bad = 0;
-  size_t na, nb; hsize_t da[2], db[2]; int ra, rb;
+  size_t na, nb;
+  hsize_t da[2], db[2];
+  int ra, rb;
   void *x = read_all(a, "/assignments", &na, da, &ra), *y = read_all(b, "/assignments", &nb, db, &rb);
-  if (na != nb) { printf("assignments: sizes differ\n"); bad = 1; }
-  else {
+  if (na != nb) {
+    printf("assignments: sizes differ\n");
+    bad = 1;
+  } else {
     size_t n = na / 4, ndiff = 0;
     for (size_t i = 0; i < n; i++) ndiff += ((uint32_t *)x)[i] != ((uint32_t *)y)[i];
     if (ndiff) printf("assignments: %zu of %zu rows differ (allowed fraction %g)\n", ndiff, n, max_diff_frac);
     if ((double)ndiff > max_diff_frac * (double)n) bad = 1;
   }
-  free(x); free(y);
+  free(x);
+  free(y);
   float *A = read_all(a, "/anchors", &na, da, &ra), *B = read_all(b, "/anchors", &nb, db, &rb);
-  if (na != nb) { printf("anchors: shapes differ (%llu vs %llu)\n", (unsigned long long)da[0], (unsigned long long)db[0]); bad = 1; }
-  else {
+  if (na != nb) {
+    printf("anchors: shapes differ (%llu vs %llu)\n", (unsigned long long)da[0], (unsigned long long)db[0]);
+    bad = 1;
+  } else {
     double worst = 0;
     for (hsize_t j = 0; j < da[0]; j++) {
       double e = 0, nrm = 0;
       for (hsize_t t = 0; t < da[1]; t++) {
         double u = A[j * da[1] + t], v = B[j * da[1] + t];
-        e += (u - v) * (u - v); nrm += v * v;
+        e += (u - v) * (u - v);
+        nrm += v * v;
       }
       double r = nrm > 0 ? sqrt(e / nrm) : sqrt(e);
       if (r > worst) worst = r;
@@ -98,8 +131,10 @@ static int cmd_close(const char *fa, const char *fb, double rtol, double max_dif
     printf("anchors: worst relative difference %.3g (tolerance %.3g)\n", worst, rtol);
     if (!(worst <= rtol)) bad = 1;
   }
-  free(A); free(B);
-  H5Fclose(a); H5Fclose(b);
+  free(A);
+  free(B);
+  H5Fclose(a);
+  H5Fclose(b);
   return bad;
 }
 
@@ -107,7 +142,8 @@ static void write_ds(hid_t f, const char *name, hid_t type, int rank, const hsiz
   hid_t s = H5Screate_simple(rank, dims, NULL);
   hid_t d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (buf) H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
-  H5Dclose(d); H5Sclose(s);
+  H5Dclose(d);
+  H5Sclose(s);
 }
 
 static int cmd_make_bad(const char *out, const char *kind) {
@@ -117,10 +153,16 @@ static int cmd_make_bad(const char *out, const char *kind) {
   for (int i = 0; i < 64 * 8; i++) rows[i] = (float)((i * 37) % 11);
   hsize_t dims2[2] = {64, 8}, dims1[1] = {512}, empty[2] = {0, 8};
   if (!strcmp(kind, "1d")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 1, dims1, rows);
-  else if (!strcmp(kind, "int32")) { int v[512] = {0}; write_ds(f, "/train", H5T_NATIVE_INT, 2, dims2, v); }
-  else if (!strcmp(kind, "nan")) { rows[7 * 8 + 3] = NAN; write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows); }
-  else if (!strcmp(kind, "inf")) { rows[50 * 8] = INFINITY; write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows); }
-  else if (!strcmp(kind, "empty")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, empty, NULL);
+  else if (!strcmp(kind, "int32")) {
+    int v[512] = {0};
+    write_ds(f, "/train", H5T_NATIVE_INT, 2, dims2, v);
+  } else if (!strcmp(kind, "nan")) {
+    rows[7 * 8 + 3] = NAN;
+    write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows);
+  } else if (!strcmp(kind, "inf")) {
+    rows[50 * 8] = INFINITY;
+    write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, rows);
+  } else if (!strcmp(kind, "empty")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, empty, NULL);
   else if (!strcmp(kind, "nodata")) write_ds(f, "/train", H5T_NATIVE_FLOAT, 2, dims2, NULL);
   else if (!strcmp(kind, "huge")) {
     /* 2^31 x 128 float32 (1 TiB) declared, chunked, nothing written: tiny on disk. */
@@ -128,9 +170,10 @@ static int cmd_make_bad(const char *out, const char *kind) {
     hid_t s = H5Screate_simple(2, big, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(pl, 2, chunk);
     hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
-    H5Dclose(d); H5Pclose(pl); H5Sclose(s);
-  }
-  else if (!strcmp(kind, "damaged")) {
+    H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(s);
+  } else if (!strcmp(kind, "damaged")) {
     /* 4096 x 16 in chunks of 256 rows with Fletcher-32 checksums; chunk 9 (rows 2304..2559: not the
      * first rank's on 2 or 3 ranks) gets 8 bytes overwritten after the file is closed, so the file opens
      * and the read of those rows fails. */
@@ -145,22 +188,24 @@ static int cmd_make_bad(const char *out, const char *kind) {
     haddr_t addr = HADDR_UNDEF;
     hsize_t csize = 0, coff[2];
     unsigned mask = 0;
-    if (H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 || H5Dget_chunk_info(d, s, 9, coff, &mask, &addr, &csize) < 0 ||
-        coff[0] != 9 * 256 || csize < 1024) {
+    if (H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 ||
+        H5Dget_chunk_info(d, s, 9, coff, &mask, &addr, &csize) < 0 || coff[0] != 9 * 256 || csize < 1024) {
       fprintf(stderr, "damaged: writing or locating chunk 9 failed\n");
       return 2;
     }
-    H5Dclose(d); H5Pclose(pl); H5Sclose(s);
+    H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(s);
     H5Fclose(f);
     FILE *raw = fopen(out, "r+b");
     const unsigned char junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-    if (!raw || fseek(raw, (long)addr + 512, SEEK_SET) || fwrite(junk, 1, sizeof junk, raw) != sizeof junk || fclose(raw)) {
+    if (!raw || fseek(raw, (long)addr + 512, SEEK_SET) || fwrite(junk, 1, sizeof junk, raw) != sizeof junk ||
+        fclose(raw)) {
       fprintf(stderr, "damaged: cannot overwrite %s\n", out);
       return 2;
     }
     return 0;
-  }
-  else if (!strcmp(kind, "sparse") || !strcmp(kind, "dense")) {
+  } else if (!strcmp(kind, "sparse") || !strcmp(kind, "dense")) {
     enum { R = 2000, C = 16, WRITTEN = 1900 };
     static float v[R * C];
     for (int i = 0; i < R * C; i++) v[i] = i < WRITTEN * C ? 1.0f + (float)(i % 7) : 0.0f;
@@ -170,12 +215,26 @@ static int cmd_make_bad(const char *out, const char *kind) {
     hid_t d = H5Dcreate2(f, "/train", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, pl, H5P_DEFAULT);
     H5Sselect_hyperslab(s, H5S_SELECT_SET, off, NULL, cnt, NULL);
     if (H5Dwrite(d, H5T_NATIVE_FLOAT, ms, s, H5P_DEFAULT, v) < 0) return 2;
-    H5Dclose(d); H5Pclose(pl); H5Sclose(ms); H5Sclose(s);
+    H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(ms);
+    H5Sclose(s);
+  } else if (!strcmp(kind, "f64")) {
+    double v[512];
+    for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25;
+    write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v);
+  } else if (!strcmp(kind, "u8")) {
+    unsigned char v[512];
+    for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20);
+    write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v);
+  } else if (!strcmp(kind, "i8")) {
+    signed char v[512];
+    for (int i = 0; i < 512; i++) v[i] = (signed char)(rows[i] * 10 - 50);
+    write_ds(f, "/train", H5T_NATIVE_SCHAR, 2, dims2, v);
+  } else {
+    fprintf(stderr, "unknown kind %s\n", kind);
+    return 2;
   }
-  else if (!strcmp(kind, "f64")) { double v[512]; for (int i = 0; i < 512; i++) v[i] = rows[i] + 0.25; write_ds(f, "/train", H5T_NATIVE_DOUBLE, 2, dims2, v); }
-  else if (!strcmp(kind, "u8")) { unsigned char v[512]; for (int i = 0; i < 512; i++) v[i] = (unsigned char)(rows[i] * 20); write_ds(f, "/train", H5T_NATIVE_UCHAR, 2, dims2, v); }
-  else if (!strcmp(kind, "i8")) { signed char v[512]; for (int i = 0; i < 512; i++) v[i] = (signed char)(rows[i] * 10 - 50); write_ds(f, "/train", H5T_NATIVE_SCHAR, 2, dims2, v); }
-  else { fprintf(stderr, "unknown kind %s\n", kind); return 2; }
   H5Fclose(f);
   return 0;
 }
@@ -199,7 +258,8 @@ static int cmd_poke(const char *path, const char *name, long long index, const c
     coord[1] = nd == 2 ? (hsize_t)index % dims[1] : 0;
     hsize_t one = 1;
     hid_t ms = H5Screate_simple(1, &one, NULL);
-    ok = H5Sselect_elements(s, H5S_SELECT_SET, 1, coord) >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, s, H5P_DEFAULT, &v) >= 0;
+    ok = H5Sselect_elements(s, H5S_SELECT_SET, 1, coord) >= 0 &&
+         H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, s, H5P_DEFAULT, &v) >= 0;
     H5Sclose(ms);
   }
   if (s >= 0) H5Sclose(s);
@@ -219,7 +279,8 @@ static int cmd_set_attr(const char *path, const char *name, long long value) {
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "attr")) return cmd_attr(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "same")) return cmd_same(argv[2], argv[3]);
-  if ((argc == 5 || argc == 6) && !strcmp(argv[1], "close")) return cmd_close(argv[2], argv[3], atof(argv[4]), argc == 6 ? atof(argv[5]) : 0.0);
+  if ((argc == 5 || argc == 6) && !strcmp(argv[1], "close"))
+    return cmd_close(argv[2], argv[3], atof(argv[4]), argc == 6 ? atof(argv[5]) : 0.0);
   if (argc == 4 && !strcmp(argv[1], "make-bad")) return cmd_make_bad(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "delete")) return cmd_delete(argv[2], argv[3]);
   if (argc == 6 && !strcmp(argv[1], "poke")) return cmd_poke(argv[2], argv[3], atoll(argv[4]), argv[5]);

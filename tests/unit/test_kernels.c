@@ -1,8 +1,8 @@
 /* test_kernels.c: CPU kernels against plain references on small random data.
- * - assign: both CPU kernels (tiled sgemm + argmin scan; fused AVX2, and its AVX-512 block bit for bit the AVX2 one where the
- *   processor has it) vs the double-precision reference; identical assignments except
- *   near-ties (|r_fast - r_ref| <= 1e-5 relative for any differing row), r within 1e-5 relative;
- *   bitwise identical for any tile size / thread count;
+ * - assign: both CPU kernels (tiled sgemm + argmin scan; fused AVX2, and its AVX-512 block bit for bit the AVX2 one
+ * where the processor has it) vs the double-precision reference; identical assignments except near-ties (|r_fast -
+ * r_ref| <= 1e-5 relative for any differing row), r within 1e-5 relative; bitwise identical for any tile size / thread
+ * count;
  * - stats: plain mean (1e-12 relative), Huber mean (1e-12), trimmed mean by histogram (whole bins only,
  *   never more than asked, kept mean = naive mean of the kept members);
  * - update: the step rule, clamp and momentum against the formula.
@@ -19,7 +19,15 @@
 #include "util/rng.h"
 
 static int failures;
-#define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      failures++;                                                                                                      \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+    }                                                                                                                  \
+  } while (0)
 
 static float *random_matrix(int64_t m, int64_t d, uint64_t seed, double offset) {
   float *M = malloc((size_t)(m * d) * sizeof(float));
@@ -38,8 +46,12 @@ static void normalise_rows(float *M, int64_t m, int64_t d) {
 static void test_assign(int cosine, int kernel) {
   const int64_t n = 1531, d = 37, k = 53;
   float *X = random_matrix(n, d, 1, 0.3), *A = random_matrix(k, d, 2, 0.3);
-  if (cosine) { normalise_rows(X, n, d); normalise_rows(A, k, d); }
-  float *an = malloc(k * sizeof(float)), *r_ref = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float)), *r2 = malloc(n * sizeof(float));
+  if (cosine) {
+    normalise_rows(X, n, d);
+    normalise_rows(A, k, d);
+  }
+  float *an = malloc(k * sizeof(float)), *r_ref = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float)),
+        *r2 = malloc(n * sizeof(float));
   uint32_t *a_ref = malloc(n * 4), *a = malloc(n * 4), *a2 = malloc(n * 4);
   va_row_norms(A, k, d, an);
   va_assign_ref(X, n, d, A, k, cosine, a_ref, r_ref);
@@ -48,8 +60,10 @@ static void test_assign(int cosine, int kernel) {
   int64_t differ = 0;
   for (int64_t i = 0; i < n; i++) {
     double tol = 1e-5 * fabs(r_ref[i]) + 1e-6;
-    if (a[i] != a_ref[i]) { differ++; CHECK(fabs(r[i] - r_ref[i]) <= tol, "row %lld: near-tie expected, r %g vs %g", (long long)i, r[i], r_ref[i]); }
-    else CHECK(fabs(r[i] - r_ref[i]) <= tol, "row %lld: r %g vs ref %g", (long long)i, r[i], r_ref[i]);
+    if (a[i] != a_ref[i]) {
+      differ++;
+      CHECK(fabs(r[i] - r_ref[i]) <= tol, "row %lld: near-tie expected, r %g vs %g", (long long)i, r[i], r_ref[i]);
+    } else CHECK(fabs(r[i] - r_ref[i]) <= tol, "row %lld: r %g vs ref %g", (long long)i, r[i], r_ref[i]);
   }
   CHECK(differ * 100 < n, "%lld of %lld assignments differ from the reference", (long long)differ, (long long)n);
   const int64_t tiles[] = {1, 7, 64, 5000};
@@ -57,11 +71,20 @@ static void test_assign(int cosine, int kernel) {
     for (int th = 1; th <= 2; th++) {
       va_assign_opts_t o = {th, tiles[t], kernel};
       va_assign_cpu(X, n, d, A, an, k, cosine, &o, a2, r2);
-      CHECK(!memcmp(a, a2, n * 4) && !memcmp(r, r2, n * 4), "tile %lld threads %d not bitwise identical", (long long)tiles[t], th);
+      CHECK(!memcmp(a, a2, n * 4) && !memcmp(r, r2, n * 4), "tile %lld threads %d not bitwise identical",
+            (long long)tiles[t], th);
     }
-  printf("assign (%s, %s kernel): %lld/%lld rows differ from the double reference (near-ties)\n", cosine ? "cosine" : "l2",
-         kernel == VA_CPU_ASSIGN_FUSED ? "fused" : "sgemm", (long long)differ, (long long)n);
-  free(X); free(A); free(an); free(r_ref); free(r); free(r2); free(a_ref); free(a); free(a2);
+  printf("assign (%s, %s kernel): %lld/%lld rows differ from the double reference (near-ties)\n",
+         cosine ? "cosine" : "l2", kernel == VA_CPU_ASSIGN_FUSED ? "fused" : "sgemm", (long long)differ, (long long)n);
+  free(X);
+  free(A);
+  free(an);
+  free(r_ref);
+  free(r);
+  free(r2);
+  free(a_ref);
+  free(a);
+  free(a2);
 }
 
 /* The fused kernel against the sgemm kernel on shapes that exercise its edges: rows not a multiple of
@@ -81,22 +104,33 @@ static void test_fused_shapes(void) {
     int64_t differ = 0;
     for (int64_t i = 0; i < n; i++) {
       CHECK(a2[i] < k, "shape %zu row %lld: anchor %u out of range", s, (long long)i, a2[i]);
-      if (a1[i] != a2[i]) { differ++; CHECK(fabs(r1[i] - r2[i]) <= 1e-5 * fabs(r1[i]) + 1e-6, "shape %zu row %lld: not a near-tie", s, (long long)i); }
-      else CHECK(r1[i] == r2[i], "shape %zu row %lld: r differs", s, (long long)i);
+      if (a1[i] != a2[i]) {
+        differ++;
+        CHECK(fabs(r1[i] - r2[i]) <= 1e-5 * fabs(r1[i]) + 1e-6, "shape %zu row %lld: not a near-tie", s, (long long)i);
+      } else CHECK(r1[i] == r2[i], "shape %zu row %lld: r differs", s, (long long)i);
     }
     CHECK(differ * 100 <= n, "shape %zu: %lld of %lld rows differ", s, (long long)differ, (long long)n);
-    printf("fused vs sgemm, n %lld d %lld k %lld: %lld rows differ (near-ties)\n", (long long)n, (long long)d, (long long)k, (long long)differ);
+    printf("fused vs sgemm, n %lld d %lld k %lld: %lld rows differ (near-ties)\n", (long long)n, (long long)d,
+           (long long)k, (long long)differ);
     /* FUSED took the AVX-512 block where there is one: the AVX2 block must give the same bits */
     if (va_assign_fused_avx512_available()) {
       va_assign_opts_t f2 = {2, 0, VA_CPU_ASSIGN_FUSED_AVX2};
       va_assign_cpu(X, n, d, A, an, k, 0, &f2, a1, r1);
-      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0, "shape %zu: the AVX-512 and AVX2 blocks differ", s);
+      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0,
+            "shape %zu: the AVX-512 and AVX2 blocks differ", s);
       va_assign_cpu(X, n, d, A, an, k, 1, &f2, a1, r1);
       va_assign_cpu(X, n, d, A, an, k, 1, &fu, a2, r2);
-      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0, "shape %zu cosine: the AVX-512 and AVX2 blocks differ", s);
+      CHECK(memcmp(a1, a2, (size_t)n * 4) == 0 && memcmp(r1, r2, (size_t)n * 4) == 0,
+            "shape %zu cosine: the AVX-512 and AVX2 blocks differ", s);
       printf("  AVX-512 block vs AVX2 block: identical (l2, cosine)\n");
     } else if (s == 0) printf("  no AVX-512 here: only the AVX2 block tested\n");
-    free(X); free(A); free(an); free(r1); free(r2); free(a1); free(a2);
+    free(X);
+    free(A);
+    free(an);
+    free(r1);
+    free(r2);
+    free(a1);
+    free(a2);
   }
 }
 
@@ -119,15 +153,21 @@ static void test_stats(void) {
   for (int64_t j = 0; j < k; j++) {
     int64_t m = 0;
     double rs = 0;
-    for (int64_t i = 0; i < n; i++) if (a[i] == j) { members[m++] = i; rs += r[i]; }
+    for (int64_t i = 0; i < n; i++)
+      if (a[i] == j) {
+        members[m++] = i;
+        rs += r[i];
+      }
     CHECK(acc[j * W + VA_ST_COUNT(d)] == m, "count");
     CHECK(rel(acc[j * W + VA_ST_RSUM(d)], rs) < 1e-12, "rsum");
     for (int64_t t = 0; t < d; t++) {
       double s = 0;
       for (int64_t q = 0; q < m; q++) s += X[members[q] * d + t];
-      CHECK(rel(acc[j * W + t] / acc[j * W + VA_ST_WEIGHT(d)], s / m) < 1e-12, "mean anchor %lld dim %lld", (long long)j, (long long)t);
+      CHECK(rel(acc[j * W + t] / acc[j * W + VA_ST_WEIGHT(d)], s / m) < 1e-12, "mean anchor %lld dim %lld",
+            (long long)j, (long long)t);
       /* the rows added in order, whatever vector width the inner loop ran at: the same bits */
-      CHECK(acc[j * W + t] == s, "sum anchor %lld dim %lld: %.17g, in order %.17g", (long long)j, (long long)t, acc[j * W + t], s);
+      CHECK(acc[j * W + t] == s, "sum anchor %lld dim %lld: %.17g, in order %.17g", (long long)j, (long long)t,
+            acc[j * W + t], s);
     }
   }
   /* huber */
@@ -137,9 +177,11 @@ static void test_stats(void) {
   va_stats_accumulate(X, n, d, a, r, k, &hub, acc);
   for (int64_t j = 0; j < k; j++) {
     int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) if (a[i] == j) members[m++] = i;
+    for (int64_t i = 0; i < n; i++)
+      if (a[i] == j) members[m++] = i;
     va_huber_mean_ref(X, r, members, m, d, delta[j], mean);
-    for (int64_t t = 0; t < d; t++) CHECK(rel(acc[j * W + t] / acc[j * W + VA_ST_WEIGHT(d)], mean[t]) < 1e-10, "huber anchor %lld", (long long)j);
+    for (int64_t t = 0; t < d; t++)
+      CHECK(rel(acc[j * W + t] / acc[j * W + VA_ST_WEIGHT(d)], mean[t]) < 1e-10, "huber anchor %lld", (long long)j);
   }
   /* trim */
   float rmax[5];
@@ -155,13 +197,17 @@ static void test_stats(void) {
   va_stats_accumulate(X, n, d, a, r, k, &trim, acc);
   for (int64_t j = 0; j < k; j++) {
     int64_t m = 0, near = 0, far = 0, kept = 0;
-    for (int64_t i = 0; i < n; i++) if (a[i] == j) members[m++] = i;
+    for (int64_t i = 0; i < n; i++)
+      if (a[i] == j) members[m++] = i;
     double kept_sum0 = 0;
     for (int64_t q = 0; q < m; q++) {
       int64_t b = va_hist_bin(r[members[q]], rmax[j], bins);
       if (b < lo[j]) near++;
       else if (b > hi[j]) far++;
-      else { kept++; kept_sum0 += X[members[q] * d]; }
+      else {
+        kept++;
+        kept_sum0 += X[members[q] * d];
+      }
     }
     CHECK(near <= (int64_t)floor(0.1 * m) && far <= (int64_t)floor(0.2 * m), "trim drops more than asked");
     CHECK(near + hist[j * bins + lo[j]] > floor(0.1 * m), "trim near: the next whole bin would have fit");
@@ -173,7 +219,13 @@ static void test_stats(void) {
     CHECK(fabs(acc[j * W] / kept - mean[0]) < 0.05, "trim mean %g far from exact %g", acc[j * W] / kept, mean[0]);
   }
   printf("stats: none, huber and trim checked on %lld rows, %lld anchors\n", (long long)n, (long long)k);
-  free(X); free(r); free(a); free(acc); free(mean); free(members); free(hist);
+  free(X);
+  free(r);
+  free(a);
+  free(acc);
+  free(mean);
+  free(members);
+  free(hist);
 }
 
 static void test_update(void) {
@@ -182,7 +234,8 @@ static void test_update(void) {
   double eta = va_eta(0.1, 1.0);
   CHECK(eta == 0.05, "eta(T=1, lr=0.1) = %g", eta);
   va_update_anchor(a, v, sum, 2.0, 3, eta, 0.1, 0.0); /* mu = 5: steps 0.25, 0.2, 0.15 clamp to 0.1 */
-  CHECK(fabsf(a[0] - 0.1f) < 1e-7 && fabsf(a[1] - 1.1f) < 1e-7 && fabsf(a[2] - 2.1f) < 1e-7, "clamp: %g %g %g", a[0], a[1], a[2]);
+  CHECK(fabsf(a[0] - 0.1f) < 1e-7 && fabsf(a[1] - 1.1f) < 1e-7 && fabsf(a[2] - 2.1f) < 1e-7, "clamp: %g %g %g", a[0],
+        a[1], a[2]);
   float b[1] = {0};
   double vb[1] = {1.0}, sb[1] = {4.0};
   va_update_anchor(b, vb, sb, 1.0, 1, 0.5, 0, 0.5); /* step 2, v = 0.5*1 + 0.5*2 = 1.5 */
@@ -192,7 +245,10 @@ static void test_update(void) {
 
 int main(void) {
   for (int kernel = VA_CPU_ASSIGN_SGEMM; kernel <= VA_CPU_ASSIGN_FUSED; kernel++) {
-    if (kernel == VA_CPU_ASSIGN_FUSED && !va_assign_fused_available()) { printf("assign: no AVX2/FMA here, fused kernel not tested\n"); continue; }
+    if (kernel == VA_CPU_ASSIGN_FUSED && !va_assign_fused_available()) {
+      printf("assign: no AVX2/FMA here, fused kernel not tested\n");
+      continue;
+    }
     test_assign(0, kernel);
     test_assign(1, kernel);
   }

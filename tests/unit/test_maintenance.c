@@ -12,17 +12,31 @@
 #include "util/util.h"
 
 static int failures;
-#define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      failures++;                                                                                                      \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+    }                                                                                                                  \
+  } while (0)
 
 static void make_config(va_config_t *cfg, const char *const *kv) {
   va_config_src_t *src = va_config_src_new();
   char err[512];
-  const char *base[] = {"input=x.h5:/train", "out=o.h5", "lr=2", "T0=1", "cooling_rate=0", "maintenance_interval=1",
-                        "progress_every=0", "tol=0", "min_changes=0", NULL};
+  const char *base[] = {"input=x.h5:/train",      "out=o.h5",         "lr=2",  "T0=1",          "cooling_rate=0",
+                        "maintenance_interval=1", "progress_every=0", "tol=0", "min_changes=0", NULL};
   for (int i = 0; base[i]; i++) va_config_src_add_kv(src, base[i], "test", err, sizeof err);
   for (int i = 0; kv[i]; i++)
-    if (va_config_src_add_kv(src, kv[i], "test", err, sizeof err)) { printf("config: %s\n", err); exit(2); }
-  if (va_config_resolve(src, cfg, err, sizeof err)) { printf("config: %s\n", err); exit(2); }
+    if (va_config_src_add_kv(src, kv[i], "test", err, sizeof err)) {
+      printf("config: %s\n", err);
+      exit(2);
+    }
+  if (va_config_resolve(src, cfg, err, sizeof err)) {
+    printf("config: %s\n", err);
+    exit(2);
+  }
   va_config_src_free(src);
 }
 
@@ -31,7 +45,8 @@ static float *clusters(const float (*c)[4], int nc, int per, int64_t *n) {
   *n = (int64_t)nc * per;
   float *X = malloc((size_t)(*n * 4) * sizeof(float));
   for (int64_t i = 0; i < *n; i++)
-    for (int t = 0; t < 4; t++) X[i * 4 + t] = (float)(c[i / per][t] + 0.01 * va_rand_normal(7, 1, (uint64_t)i, (uint64_t)t));
+    for (int t = 0; t < 4; t++)
+      X[i * 4 + t] = (float)(c[i / per][t] + 0.01 * va_rand_normal(7, 1, (uint64_t)i, (uint64_t)t));
   return X;
 }
 
@@ -68,7 +83,8 @@ static void test_split(void) {
   va_anneal(&st);
   va_anneal_anchors_to_host(&st);
   CHECK(st.k == 2 && st.splits == 1, "split: k %lld splits %lld", (long long)st.k, (long long)st.splits);
-  double d0 = fmin(dist_to(st.A, c[0]), dist_to(st.A, c[1])), d1 = fmin(dist_to(st.A + 4, c[0]), dist_to(st.A + 4, c[1]));
+  double d0 = fmin(dist_to(st.A, c[0]), dist_to(st.A, c[1])),
+         d1 = fmin(dist_to(st.A + 4, c[0]), dist_to(st.A + 4, c[1]));
   CHECK(d0 < 0.05 && d1 < 0.05 && dist_to(st.A, st.A + 4) > 9, "split anchors not on the two centres (%g, %g)", d0, d1);
   printf("split: k 1 -> %lld, anchors within %.3g of the centres, energy %.3g\n", (long long)st.k, fmax(d0, d1), st.E);
   va_state_free(&st);
@@ -91,7 +107,8 @@ static void test_merge(void) {
   int ok = 1;
   for (int64_t i = 0; i < n; i++) ok &= st.assign[i] < 3;
   CHECK(ok, "assignments not remapped after the merge");
-  CHECK(dist_to(st.A, c[0]) < 0.05 && dist_to(st.A + 4, c[1]) < 0.05 && dist_to(st.A + 8, c[2]) < 0.05, "merged anchors misplaced");
+  CHECK(dist_to(st.A, c[0]) < 0.05 && dist_to(st.A + 4, c[1]) < 0.05 && dist_to(st.A + 8, c[2]) < 0.05,
+        "merged anchors misplaced");
   printf("merge: k 4 -> %lld (anchor 2 deleted, its members moved to anchor 0)\n", (long long)st.k);
   va_state_free(&st);
 }
@@ -111,7 +128,8 @@ static void test_reseed(void) {
   va_anneal_anchors_to_host(&st);
   double best = 1e30;
   for (int64_t i = 0; i < n; i++) best = fmin(best, dist_to(st.A + 8, X + i * 4));
-  CHECK(st.reseeds == 1 && isfinite(st.A[8]) && best < 0.01, "reseed: %lld reseeds, anchor 2 at distance %g from the data", (long long)st.reseeds, best);
+  CHECK(st.reseeds == 1 && isfinite(st.A[8]) && best < 0.01,
+        "reseed: %lld reseeds, anchor 2 at distance %g from the data", (long long)st.reseeds, best);
   printf("reseed: the empty anchor moved onto a row (distance %.2g)\n", best);
   va_state_free(&st);
 }

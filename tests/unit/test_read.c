@@ -21,14 +21,14 @@
 #include "util/util.h"
 
 static int failures;
-#define CHECK(cond, ...)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      failures++;                                                                        \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", va_proc.rank, __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                                                      \
-      fprintf(stderr, "\n");                                                             \
-    }                                                                                    \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      failures++;                                                                                                      \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", va_proc.rank, __FILE__, __LINE__);                                      \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fprintf(stderr, "\n");                                                                                           \
+    }                                                                                                                  \
   } while (0)
 
 /* A sink that copies each delivered chunk to its place in a shard-sized array and checks the order (of
@@ -40,7 +40,7 @@ typedef struct {
 
 static float *sink_buffer(void *ctx, int64_t local_row0) {
   sink_state_t *s = ctx;
-  if (local_row0 != s->next_row) s->errors++; /* a buffer asked for other rows than come next */
+  if (local_row0 != s->next_row) s->errors++;                       /* a buffer asked for other rows than come next */
   for (int64_t e = 0; e < (int64_t)s->d * 64; e++) s->buf[e] = NAN; /* a value the read must overwrite */
   return s->buf;
 }
@@ -105,7 +105,8 @@ static int64_t rows_not_written(const float *got, int64_t row0, int64_t count, i
   int64_t bad = 0;
   for (int64_t i = 0; i < count && row0 + i != nan_row; i++)
     for (int64_t t = 0; t < d; t++) {
-      const float want = half ? va_half_to_float(va_float_to_half(value_at((row0 + i) * d + t))) : value_at((row0 + i) * d + t);
+      const float want =
+          half ? va_half_to_float(va_float_to_half(value_at((row0 + i) * d + t))) : value_at((row0 + i) * d + t);
       bad += memcmp(&got[i * d + t], &want, sizeof want) != 0;
     }
   return bad;
@@ -118,7 +119,8 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
   va_input_open(spec, &in);
   int64_t row0, count;
   va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
-  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)),
+        *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
   va_read_result_t res_whole, res_into;
   va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), io, 3, &res_whole); /* 5-row chunks */
   sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
@@ -127,31 +129,37 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
   const int64_t bad_whole = res_whole.bad_row, bad_into = res_into.bad_row;
   if (nan_row < 0) {
     /* The checksum: both reads alike, and over all ranks that of the whole dataset (as one rank sees it). */
-    CHECK(res_whole.checksum == res_into.checksum, "%s io %d: checksums differ between the reads", half ? "float16" : "float32", io);
+    CHECK(res_whole.checksum == res_into.checksum, "%s io %d: checksums differ between the reads",
+          half ? "float16" : "float32", io);
     uint64_t total = res_whole.checksum, want = 0;
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
     float *row = malloc((size_t)d * sizeof(float));
     for (int64_t i = 0; i < n; i++) {
-      for (int64_t t = 0; t < d; t++) row[t] = half ? va_half_to_float(va_float_to_half(value_at(i * d + t))) : value_at(i * d + t);
+      for (int64_t t = 0; t < d; t++)
+        row[t] = half ? va_half_to_float(va_float_to_half(value_at(i * d + t))) : value_at(i * d + t);
       want += va_rows_checksum(row, (size_t)d * sizeof(float), i, 1, 1);
     }
     free(row);
-    CHECK(total == want, "%s io %d: the checksum summed over %d ranks is not the dataset's", half ? "float16" : "float32", io, va_proc.nranks);
+    CHECK(total == want, "%s io %d: the checksum summed over %d ranks is not the dataset's",
+          half ? "float16" : "float32", io, va_proc.nranks);
   }
   const char *what = half ? "float16" : "float32";
-  CHECK(rows_not_written(whole, row0, count, d, half, nan_row) == 0, "%s io %d: the rows read are not those written", what, io);
+  CHECK(rows_not_written(whole, row0, count, d, half, nan_row) == 0, "%s io %d: the rows read are not those written",
+        what, io);
   CHECK(s.errors == 0, "%s io %d buffers of %lld rows: chunks out of order", what, io, (long long)sink_rows);
-  CHECK(s.next_row == count, "%s io %d buffers of %lld rows: %lld of %lld rows delivered", what, io, (long long)sink_rows, (long long)s.next_row,
-        (long long)count);
-  CHECK(s.calls == (count + sink_rows - 1) / sink_rows, "%s: %lld buffers filled for %lld rows of %lld", what, (long long)s.calls, (long long)count,
-        (long long)sink_rows);
+  CHECK(s.next_row == count, "%s io %d buffers of %lld rows: %lld of %lld rows delivered", what, io,
+        (long long)sink_rows, (long long)s.next_row, (long long)count);
+  CHECK(s.calls == (count + sink_rows - 1) / sink_rows, "%s: %lld buffers filled for %lld rows of %lld", what,
+        (long long)s.calls, (long long)count, (long long)sink_rows);
   /* Rows from the NaN row on may differ once it is found (both reads stop checking); compare up to it. */
   int64_t upto = nan_row >= row0 && nan_row < row0 + count ? nan_row - row0 : count;
-  CHECK(memcmp(whole, got, (size_t)(upto * d) * sizeof(float)) == 0, "%s io %d buffers of %lld rows: other floats than the whole-shard read", what, io,
-        (long long)sink_rows);
-  CHECK(bad_whole == bad_into, "%s io %d: first bad row %lld vs %lld", what, io, (long long)bad_whole, (long long)bad_into);
+  CHECK(memcmp(whole, got, (size_t)(upto * d) * sizeof(float)) == 0,
+        "%s io %d buffers of %lld rows: other floats than the whole-shard read", what, io, (long long)sink_rows);
+  CHECK(bad_whole == bad_into, "%s io %d: first bad row %lld vs %lld", what, io, (long long)bad_whole,
+        (long long)bad_into);
   int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : -1;
-  CHECK(bad_into == want_bad, "%s io %d: first bad row %lld, want %lld", what, io, (long long)bad_into, (long long)want_bad);
+  CHECK(bad_into == want_bad, "%s io %d: first bad row %lld, want %lld", what, io, (long long)bad_into,
+        (long long)want_bad);
   free(s.buf);
   free(whole);
   free(got);
@@ -161,7 +169,8 @@ static void read_case(const char *path, int64_t n, int64_t d, int half, int64_t 
  * MiB) and through 64-row buffers: the values written and the first bad row of the shard (nan_row
  * >= 0: a NaN there, and on large files an Inf at row n - 1000 too); the raw read taken where it
  * applies (raw: 1 must, 0 must not, -1 either way). */
-static void layout_case(const char *path, int64_t n, int64_t d, int layout, int raw, int64_t nan_row, const char *what) {
+static void layout_case(const char *path, int64_t n, int64_t d, int layout, int raw, int64_t nan_row,
+                        const char *what) {
   write_file(path, n, d, 0, nan_row, layout);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
   char spec[VA_PATH_MAX + 16];
@@ -169,24 +178,31 @@ static void layout_case(const char *path, int64_t n, int64_t d, int layout, int 
   va_input_t in;
   va_input_open(spec, &in);
   const int64_t off = va_input_raw_offset(&in);
-  CHECK(raw < 0 || (off >= 0) == raw, "%s: raw read %s, want %s", what, off >= 0 ? "taken" : "not taken", raw ? "taken" : "not taken");
+  CHECK(raw < 0 || (off >= 0) == raw, "%s: raw read %s, want %s", what, off >= 0 ? "taken" : "not taken",
+        raw ? "taken" : "not taken");
   int64_t row0, count, bad = -1;
   va_read_result_t res;
   va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
-  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)), *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)),
+        *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
   const int64_t inf_row = nan_row >= 0 && n > 100000 ? n - 1000 : -1;
-  const int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : inf_row >= row0 && inf_row < row0 + count ? inf_row : -1;
+  const int64_t want_bad = nan_row >= row0 && nan_row < row0 + count   ? nan_row
+                           : inf_row >= row0 && inf_row < row0 + count ? inf_row
+                                                                       : -1;
   va_input_read(&in, row0, count, whole, (size_t)64 << 20, VA_IO_INDEPENDENT, 3, &res);
   bad = res.bad_row;
   CHECK(bad == want_bad && rows_not_written(whole, row0, count, d, 0, want_bad) == 0,
-        "%s: the whole-shard read is not the rows written (first bad row %lld, want %lld)", what, (long long)bad, (long long)want_bad);
+        "%s: the whole-shard read is not the rows written (first bad row %lld, want %lld)", what, (long long)bad,
+        (long long)want_bad);
   sink_state_t s = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
   va_row_sink_t sink = {64, sink_buffer, sink_filled, &s};
   va_input_read_into(&in, row0, count, VA_IO_INDEPENDENT, 3, &res, &sink);
   bad = res.bad_row;
-  CHECK(s.errors == 0 && s.next_row == count && bad == want_bad && rows_not_written(got, row0, count, d, 0, want_bad) == 0,
+  CHECK(s.errors == 0 && s.next_row == count && bad == want_bad &&
+            rows_not_written(got, row0, count, d, 0, want_bad) == 0,
         "%s: the buffered read is not the rows written", what);
-  if (va_proc.rank == 0) printf("%s: raw read %s (offset %lld)\n", what, off >= 0 ? "taken" : "not taken", (long long)off);
+  if (va_proc.rank == 0)
+    printf("%s: raw read %s (offset %lld)\n", what, off >= 0 ? "taken" : "not taken", (long long)off);
   free(s.buf);
   free(whole);
   free(got);
@@ -217,8 +233,8 @@ static void sparse_case(const char *path, int64_t n, int64_t d) {
         const float want = row0 + i < SPARSE_WRITTEN ? value_at((row0 + i) * d + t) : 0.0f;
         wrong += got[i * d + t] != want;
       }
-    CHECK(wrong == 0 && res.bad_row == -1, "unwritten chunks, io %d: %lld values are not those written or the fill value", ios[a],
-          (long long)wrong);
+    CHECK(wrong == 0 && res.bad_row == -1,
+          "unwritten chunks, io %d: %lld values are not those written or the fill value", ios[a], (long long)wrong);
   }
   free(got);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -256,8 +272,11 @@ int main(int argc, char **argv) {
   if (va_proc.rank == 0) remove(path);
   int total = 0;
   VA_MPI(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-  if (va_proc.rank == 0) printf("%s: %d failure(s) over %d rank(s) (float32 and float16, with and without a NaN row, independent and %s reads)\n",
-                                total ? "FAILED" : "PASSED", total, va_proc.nranks, va_io_collective(VA_IO_COLLECTIVE) ? "collective" : "(serial HDF5) independent");
+  if (va_proc.rank == 0)
+    printf("%s: %d failure(s) over %d rank(s) (float32 and float16, with and without a NaN row, independent and %s "
+           "reads)\n",
+           total ? "FAILED" : "PASSED", total, va_proc.nranks,
+           va_io_collective(VA_IO_COLLECTIVE) ? "collective" : "(serial HDF5) independent");
   MPI_Finalize();
   return total ? 1 : 0;
 }
