@@ -8,7 +8,7 @@
 if(VECANNEAL_SANITIZE)
   return()
 endif()
-set(VECANNEAL_SANITIZE_EXCLUDE "serial_hdf5_build" CACHE STRING
+set(VECANNEAL_SANITIZE_EXCLUDE "serial_hdf5_build|reliability_memory" CACHE STRING
     "Regex of tests the sanitizer tree does not run (serial_hdf5_build builds a third, unsanitized tree)")
 add_test(NAME sanitize_asan_ubsan
          COMMAND bash ${VA_TEST_DIR}/sanitize/asan_tree.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/asan
