@@ -54,7 +54,7 @@ def ring(S, P, ab):
 
 
 def allreduce_bytes(k, d, trim_bins=0):
-    """Bytes of the allreduces of one iteration (src/anneal.c): the MAX of the k farthest-member distances
+    """Bytes of the allreduces of one iteration (src/core/anneal.c): the MAX of the k farthest-member distances
     (float), the SUM of the k x (d + 3) statistics plus 2 scalars (changed rows, stop flag) in double, and
     with robust=trim the k x trim_bins histogram (double)."""
     calls = [4.0 * k, 8.0 * (k * (d + 3) + 2)]

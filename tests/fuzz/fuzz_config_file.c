@@ -1,4 +1,4 @@
-/* fuzz_config_file.c: libFuzzer harness of the INI config parser (src/config.c).
+/* fuzz_config_file.c: libFuzzer harness of the INI config parser (src/core/config.c).
  * The input bytes become a config file; va_config_src_load_file parses it, va_config_resolve applies
  * it over defaults and preset, and on success every resolved key is formatted again (va_config_visit,
  * va_config_print_ini) as info/metrics/--print-config do. Contract checked besides ASan/UBSan:

@@ -1,5 +1,5 @@
 /* fuzz_config_kv.c: libFuzzer harness of the command-line assignments (--set key=value) of
- * src/config.c. Each input line is one va_config_src_add_kv call (as main's --set / --config loop
+ * src/core/config.c. Each input line is one va_config_src_add_kv call (as main's --set / --config loop
  * makes them), then va_config_resolve. Same contract checks as fuzz_config_file.c. */
 #include "fuzz_common.h"
 
