@@ -1,4 +1,4 @@
-/* anneal.c: one iteration of ALGORITHM.md s2 (assign, robust statistics, update, energy, maintenance,
+/* anneal.c: one iteration of docs/algorithm.md section 2 (assign, robust statistics, update, energy, maintenance,
  * convergence, cooling) and the loop around it. Every collective is one allreduce per phase; all
  * decisions read only reduced values, so every rank takes the same ones. */
 #include "core/anneal.h"

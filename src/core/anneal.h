@@ -1,4 +1,4 @@
-/* anneal.h: the state of one compress job on one rank and the steps of ALGORITHM.md.
+/* anneal.h: the state of one compress job on one rank and the steps of docs/algorithm.md.
  * Rows live on their rank (X, centred for l2 / unit for cosine); anchors, temperature, histories and
  * every decision are identical on all ranks because they are computed only from reduced statistics. */
 #ifndef VECANNEAL_ANNEAL_H

@@ -32,7 +32,7 @@ static const key_def_t KEYS[] = {
     {"out", K_STR, F(out), "", 0, 0, NULL, "output index file (written as OUT.partial and renamed when complete)"},
     {"metrics", K_STR, F(metrics), "", 0, 0, NULL, "optional JSON file for per-phase timings and memory (empty: none)"},
     {"preset", K_ENUM, F(preset), "default", 0, 0, "default|vlc",
-     "default: tuned for low energy fast; vlc: the prototype's parity settings (ALGORITHM.md s3)"},
+     "default: tuned for low energy fast; vlc: the prototype's parity settings (docs/algorithm.md section 3)"},
     {"k", K_INT, F(k), "256", 1, BIG, NULL, "number of anchors (same as --anchors)"},
     {"seed", K_UINT, F(seed), "1", 0, BIG, NULL,
      "seed of every random draw (counter-based: same draws for any rank count)"},
@@ -124,7 +124,7 @@ static const key_def_t KEYS[] = {
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
-/* The prototype's behaviour (ALGORITHM.md s3). k_max -1: the prototype had no upper bound on k.
+/* The prototype's behaviour (docs/algorithm.md section 3). k_max -1: the prototype had no upper bound on k.
  * k_min 0 (= the initial k): the prototype's merges never removed an anchor, so its k never fell
  * below the initial k; with merges that delete (the fix) parity keeps that floor. precision fp32: the
  * prototype computed in float32, and its demo data (groups at 0, 5, 10, r near 0.01) are beyond what

@@ -1,4 +1,4 @@
-/* init.c: initial anchors (ALGORITHM.md s1): kmeans|| (scalable k-means++), random rows, farthest
+/* init.c: initial anchors (docs/algorithm.md section 1): kmeans|| (scalable k-means++), random rows, farthest
  * point (parity) and anchors from a file. Every random draw is keyed by global row or step, and every
  * candidate list is sorted by global row, so the anchors do not depend on the rank count. */
 #include <cblas.h>
@@ -151,7 +151,7 @@ static void candidate_distances(const float *C, const float *cn, int64_t m, int6
  * one that lowers the potential most is kept, as scikit-learn does); identical on every rank. No
  * weighted Lloyd steps on the candidates afterwards: they pull the anchors towards the candidates'
  * own optimum (D^2 sampling over-represents the tails) and raised the energy after 20 iterations by
- * about 1.3% at 100000 x 128 x 256 and 1.0% at 200000 x 128 x 1024 (docs/ALGORITHM_NOTES.md). */
+ * about 1.3% at 100000 x 128 x 256 and 1.0% at 200000 x 128 x 1024 (docs/algorithm.md). */
 static void weighted_kmeanspp(const va_state_t *st, const float *C, const double *w, int64_t m, float *out) {
   int64_t d = st->d, k = st->k;
   const int trials = 2 + (int)log((double)k);

@@ -1,4 +1,4 @@
-/* stats.h: per-anchor robust statistics over a rank's rows (ALGORITHM.md s2.2).
+/* stats.h: per-anchor robust statistics over a rank's rows (docs/algorithm.md section 2.2).
  * The accumulator holds, per anchor j, one row of VA_STATS_W(d) doubles:
  *   [ weighted sum of members (d values), weight total, member count, sum of r ]
  * so that one allreduce of k x (d + 3) values combines every rank's contribution. */

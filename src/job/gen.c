@@ -24,7 +24,7 @@ typedef struct {
 /* Row `id` (train rows 0..n-1, test rows n..n+test-1) into out[d]. */
 static void gen_row(const gen_args_t *g, int64_t id, float *out) {
   if (!strcmp(g->kind, "vlc-demo")) {
-    /* ALGORITHM.md s3: c + 0.5 sin(0.1 (i d + j)), c = 0, 5, 10 for i mod 3 = 0, 1, 2. */
+    /* docs/algorithm.md section 3: c + 0.5 sin(0.1 (i d + j)), c = 0, 5, 10 for i mod 3 = 0, 1, 2. */
     double c = 5.0 * (double)(id % 3);
     for (int64_t j = 0; j < g->d; j++) out[j] = (float)(c + 0.5 * sin(0.1 * (double)(id * g->d + j)));
     return;
@@ -97,19 +97,20 @@ static void gen_rows(hid_t file, void *ctx) {
 }
 
 static void gen_usage(void) {
-  va_log0("usage: vecanneal gen --out FILE.h5 [options]\n"
-          "Writes synthetic vectors to FILE.h5:/train (and /test), each rank writing its own rows.\n"
-          "  --kind gauss|vlc-demo   Gaussian mixture, or the prototype's demo data (ALGORITHM.md s3) [gauss]\n"
-          "  --n N                   rows in /train [100000]\n"
-          "  --d D                   dimensions [128]\n"
-          "  --clusters C            gauss: mixture components [100]\n"
-          "  --spread S              gauss: per-coordinate std of a component (centres are N(0,1)) [0.5]\n"
-          "  --outliers F            gauss: fraction of rows drawn uniformly from [-4,4]^d [0]\n"
-          "  --test N                rows in /test (same distribution) [0]\n"
-          "  --seed S                seed [1]\n"
-          "  --dtype float32|float16 storage type [float32]\n"
-          "  --distance NAME         value of the 'distance' attribute [euclidean]\n"
-          "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
+  va_log0(
+      "usage: vecanneal gen --out FILE.h5 [options]\n"
+      "Writes synthetic vectors to FILE.h5:/train (and /test), each rank writing its own rows.\n"
+      "  --kind gauss|vlc-demo   Gaussian mixture, or the prototype's demo data (docs/algorithm.md section 3) [gauss]\n"
+      "  --n N                   rows in /train [100000]\n"
+      "  --d D                   dimensions [128]\n"
+      "  --clusters C            gauss: mixture components [100]\n"
+      "  --spread S              gauss: per-coordinate std of a component (centres are N(0,1)) [0.5]\n"
+      "  --outliers F            gauss: fraction of rows drawn uniformly from [-4,4]^d [0]\n"
+      "  --test N                rows in /test (same distribution) [0]\n"
+      "  --seed S                seed [1]\n"
+      "  --dtype float32|float16 storage type [float32]\n"
+      "  --distance NAME         value of the 'distance' attribute [euclidean]\n"
+      "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t *out) {

@@ -1,6 +1,6 @@
 /* rng.h: counter-based randomness. Every draw is a pure function of (seed, purpose, id, counter), so
  * the same global row or anchor gets the same number whichever rank owns it and however many ranks
- * there are (ALGORITHM.md s4). The mixer is SplitMix64's finaliser applied in a chain. */
+ * there are (docs/algorithm.md section 4). The mixer is SplitMix64's finaliser applied in a chain. */
 #ifndef VECANNEAL_RNG_H
 #define VECANNEAL_RNG_H
 #include <math.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # parity.sh: the parity preset on the prototype's demo data, its "large" case (n 10000, d 128, k 256,
 # configs/vlc-demo-large.ini). The final energy must land in the prototype's range (it reported about
-# 0.011; the accepted band is 0.008 to 0.012, see docs/ALGORITHM_NOTES.md).
+# 0.011; the accepted band is 0.008 to 0.012, see docs/algorithm.md).
 source "$(dirname "$0")/lib.sh"
 cfg=${VECANNEAL_SOURCE:?}/configs/vlc-demo-large.ini
 run_np 2 gen --kind vlc-demo --n 10000 --d 128 --out "$WORK/demo.h5" > /dev/null || fail "gen"

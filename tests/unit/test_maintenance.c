@@ -1,4 +1,4 @@
-/* test_maintenance.c: merge, split and re-seeding (ALGORITHM.md s2.5) on hand-built data whose right
+/* test_maintenance.c: merge, split and re-seeding (docs/algorithm.md section 2.5) on hand-built data whose right
  * answer is known: a split of one anchor over two far clusters lands on both centres; two coincident
  * anchors merge into one (the other is deleted, assignments remapped); an anchor with no members is
  * re-seeded onto a data row, never left empty or NaN. One rank; exits non-zero on failure. */
