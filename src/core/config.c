@@ -478,18 +478,63 @@ void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx) {
   }
 }
 
+/* The sections of the key table, by their first key (the INI file and the markdown page). */
+static const char *const SECTIONS[][2] = {{"input", "job"},
+                                          {"init", "initialisation"},
+                                          {"robust", "robust statistics"},
+                                          {"lr", "update"},
+                                          {"max_iter", "convergence"},
+                                          {"maintenance_interval", "maintenance"},
+                                          {"checkpoint_every", "checkpoints"},
+                                          {"memory_check", "execution"}};
+
+static const char *section_starting_at(const char *key) {
+  for (size_t s = 0; s < sizeof SECTIONS / sizeof SECTIONS[0]; s++)
+    if (!strcmp(SECTIONS[s][0], key)) return SECTIONS[s][1];
+  return NULL;
+}
+
+void va_config_print_markdown(FILE *f) {
+  fprintf(f,
+          "# Configuration keys of `vecanneal compress`\n\n"
+          "Generated from the key table (`src/core/config.c`) by `tests/tools/config_doc`; the test `config_doc`\n"
+          "fails when this page and the table differ. A config file holds `key = value` lines (`#` or `;` start a\n"
+          "comment, `[sections]` only group keys); sources apply in order: built-in defaults, `preset`, the config\n"
+          "file, then `--set key=value` and the shorthands (`--anchors`, `--input`, `--out`, `--metrics`, `--preset`,\n"
+          "`--backend`, `--seed`). An unknown key or a bad value stops the job (exit 2) naming the key, where it\n"
+          "came from, and the closest valid key. `configs/default.ini` lists every key at its default.\n");
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def_t *k = &KEYS[i];
+    const char *section = section_starting_at(k->name);
+    if (section)
+      fprintf(f, "\n## %c%s\n\n| key | default | range or choices | meaning |\n|---|---|---|---|\n",
+              toupper(section[0]), section + 1);
+    char range[96] = "";
+    if (k->choices) snprintf(range, sizeof range, "%s", k->choices);
+    else if (k->type != K_STR) snprintf(range, sizeof range, "%.6g .. %.6g", k->lo, k->hi);
+    if (k->def[0]) fprintf(f, "| `%s` | `%s` | ", k->name, k->def);
+    else fprintf(f, "| `%s` | (empty) | ", k->name);
+    for (const char *p = range; *p; p++) { /* a '|' would end the table cell */
+      if (*p == '|') fputc('\\', f);
+      fputc(*p, f);
+    }
+    fprintf(f, " | ");
+    for (const char *p = k->doc; *p; p++) {
+      if (*p == '|') fputc('\\', f);
+      fputc(*p, f);
+    }
+    fprintf(f, " |\n");
+  }
+}
+
 void va_config_print_ini(const va_config_t *cfg, FILE *f) {
   fprintf(f, "# vecanneal compress configuration: every key with its value and meaning.\n"
              "# Format: 'key = value' lines; '#' or ';' start a comment; [sections] only group keys.\n"
              "# Applied in order: built-in defaults, preset, this file, then --set key=value on the command line.\n");
-  static const char *const sections[][2] = {
-      {"input", "job"},        {"init", "initialisation"},  {"robust", "robust statistics"},
-      {"lr", "update"},        {"max_iter", "convergence"}, {"maintenance_interval", "maintenance"},
-      {"threads", "execution"}};
   for (size_t i = 0; i < NKEYS; i++) {
     const key_def_t *k = &KEYS[i];
-    for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++)
-      if (!strcmp(sections[s][0], k->name)) fprintf(f, "\n[%s]\n", sections[s][1]);
+    const char *section = section_starting_at(k->name);
+    if (section) fprintf(f, "\n[%s]\n", section);
     char v[VA_PATH_MAX + 32];
     const char *base = (const char *)cfg + k->offset;
     switch (k->type) {

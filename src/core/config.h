@@ -88,5 +88,7 @@ void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx);
 void va_config_print_ini(const va_config_t *cfg, FILE *f);
 /* Prints every key: name, default, doc. */
 void va_config_print_keys(FILE *f);
+/* Prints docs/config.md: every key by section as a markdown table (tests/tools/config_doc). */
+void va_config_print_markdown(FILE *f);
 const char *va_config_enum_name(const char *key, int value);
 #endif

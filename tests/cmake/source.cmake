@@ -4,3 +4,8 @@ set_tests_properties(source_include_cycles PROPERTIES LABELS "cpu;source" TIMEOU
 # Every C/C++/CUDA file laid out by .clang-format (SKIP without clang-format 14).
 add_test(NAME source_format COMMAND bash ${VA_TEST_DIR}/tools/format_check.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(source_format PROPERTIES LABELS "cpu;source" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# docs/config.md is the key table as markdown: generated, and kept so.
+add_executable(config_doc ${VA_TEST_DIR}/tools/config_doc.c)
+target_link_libraries(config_doc PRIVATE vecanneal_core)
+add_test(NAME config_doc COMMAND sh -c "$<TARGET_FILE:config_doc> | diff - ${CMAKE_SOURCE_DIR}/docs/config.md")
+set_tests_properties(config_doc PROPERTIES LABELS "cpu;source" TIMEOUT 60)
