@@ -32,7 +32,7 @@ Two initialisations per case:
           comes from the iterations alone.
 
 --memory runs vecanneal on a few sizes and compares the peak RSS per rank from the metrics JSON
-with the formula of docs/MEMORY.md (baseline constant measured by a tiny run).
+with the formula of docs/memory.md (baseline constant measured by a tiny run).
 """
 import argparse
 import csv
@@ -303,7 +303,7 @@ def run_case(a, n, d, k, data, rows_out):
 
 
 # --------------------------------------------------------------------------------------------------
-# memory model (docs/MEMORY.md)
+# memory model (docs/memory.md)
 def tile_rows_auto(k):
     """cpu_assign.c: rows per assign tile, auto = clamp(131072 / k, 64, 4096)."""
     return min(max((512 * 1024 // 4) // max(k, 1), 64), 4096)
@@ -319,7 +319,7 @@ def k_cap(k):
 
 def predict_terms(n_local, d, k, threads, init="kmeans||", oversample=1.0, rounds=3, dtype_bytes=4,
                   read_chunk_mb=64.0, robust="none", trim_bins=256):
-    """The data-dependent bytes of one rank's peak RSS (docs/MEMORY.md); the baseline B0 is not included.
+    """The data-dependent bytes of one rank's peak RSS (docs/memory.md); the baseline B0 is not included.
 
     peak = B0 + X + anchors + max(read phase, init phase, loop phase); returns (total, breakdown)."""
     thr = max(1, min(threads, -(-n_local // tile_rows_auto(k))))  # va_assign_cpu: no more threads than tiles
@@ -356,7 +356,7 @@ def run_memory(a, datasets, mem_rows, f16=None):
     rank of its metrics JSON with predict_terms + a baseline B0 measured by the smallest run."""
     d, k = a.mem_d, a.mem_k
     T = a.threads
-    print(f"\n=== memory: d={d} k={k}, peak RSS per rank (metrics JSON) vs docs/MEMORY.md", flush=True)
+    print(f"\n=== memory: d={d} k={k}, peak RSS per rank (metrics JSON) vs docs/memory.md", flush=True)
     tiny_n = min(datasets)
     big_n = max(datasets)
     base = {}
@@ -427,7 +427,7 @@ def main():
     ap.add_argument("--no-compare", action="store_true", help="skip the comparison (e.g. only --memory)")
     ap.add_argument("--no-lloyd-check", dest="lloyd_check", action="store_false",
                     help="skip the extra vecanneal run with eta = 1 (plain Lloyd) from the shared init")
-    ap.add_argument("--memory", action="store_true", help="also check peak RSS against docs/MEMORY.md")
+    ap.add_argument("--memory", action="store_true", help="also check peak RSS against docs/memory.md")
     ap.add_argument("--mem-sizes", default="16384,200000,400000,800000",
                     help="n values for --memory (the smallest is the baseline run)")
     ap.add_argument("--mem-d", type=int, default=128)
@@ -552,7 +552,7 @@ def main():
                         f.write(f"- {r['case']} {r['tool']} {r['config']} init {r['init']}: {r['notes']}\n")
             if mem_rows:
                 f.write(f"\nMemory (d {a.mem_d}, k {a.mem_k}, {a.mem_iters} iterations; peak RSS per rank; "
-                        "predicted = B0 + terms of docs/MEMORY.md, B0 from the tiny run of the same ranks x threads):\n\n")
+                        "predicted = B0 + terms of docs/memory.md, B0 from the tiny run of the same ranks x threads):\n\n")
                 f.write("| n | input | ranks x threads | init | n_local | B0 MiB | terms MiB | predicted MiB | measured MiB | per rank MiB | error | role |\n")
                 f.write("|---:|---|---|---|---:|---:|---:|---:|---:|---|---:|---|\n")
                 for r in mem_rows:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""embed_cpu.py: sentence-transformers' CPU throughput on a corpus, for the comparison in docs/EMBED.md
+"""embed_cpu.py: sentence-transformers' CPU throughput on a corpus, for the comparison in docs/embed.md
 (run by bench/embed_cpu.sh inside the .venv/embed-fixture environment; not needed by the tests).
 Times SentenceTransformer.encode() (tokenisation + forward + pooling + normalisation, fp32, sorted by
 length internally) after a warm-up, with torch limited to --threads threads, and optionally saves the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # embed_cpu.sh: CPU throughput of `vecanneal embed` against sentence-transformers on the same corpus
-# (docs/EMBED.md quotes its output). Corpus: every 4th line of the first 9700 lines of the committed
+# (docs/embed.md quotes its output). Corpus: every 4th line of the first 9700 lines of the committed
 # tokenizer corpus (WordNet glosses, English fortunes, fortunes in 8 other languages), LINES at most.
 # Runs vecanneal embed as 1 rank x 1 thread, 1 rank x 2 threads and 2 ranks x 1 thread, then
 # sentence-transformers with torch at 1 and 2 threads (when .venv/embed-fixture exists: made by

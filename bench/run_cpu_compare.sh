@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPU comparison of vecanneal with scikit-learn KMeans (lloyd) and faiss-cpu, plus the memory check of
-# docs/MEMORY.md. Installs the Python packages it needs, builds vecanneal when build/vecanneal is
+# docs/memory.md. Installs the Python packages it needs, builds vecanneal when build/vecanneal is
 # missing, generates the datasets with `vecanneal gen`, then runs bench/cpu_compare.py.
 #
 #   bench/run_cpu_compare.sh                 # comparison + memory check (about 5-8 minutes on 2 cores)

@@ -1,7 +1,7 @@
 # `vecanneal embed`: all-MiniLM-L6-v2 sentence embeddings in C (BERT WordPiece tokenizer with generated
 # Unicode tables, safetensors reader, OpenBLAS encoder). Joins vecanneal_core so the CLI and the tests
 # link it like every other command. The model is not part of the build: scripts/fetch-model installs
-# it under models/ (docs/EMBED.md).
+# it under models/ (docs/embed.md).
 set(VA_EMBED_SOURCES
   src/job/embed.c src/embed/tokenizer.c src/embed/unicode_tables.c src/embed/json.c
   src/embed/safetensors.c src/embed/bert_cpu.c)

@@ -22,7 +22,7 @@ Per code point c the table holds one record:
          share one record), or a short sequence in a pool.
 Storage: records[] (unique), a pool of code points, and a two-level index (stage1[c >> 7] -> block,
 stage2[block * 128 + (c & 127)] -> record) with identical blocks shared.
-Limitation (documented in docs/EMBED.md): mapping is per code point, so NFD's canonical reordering of
+Limitation (documented in docs/embed.md): mapping is per code point, so NFD's canonical reordering of
 a run of several non-starters is not reproduced; only the order of surviving non-Mn marks with non-zero
 combining class could differ, which the test corpus never shows.
 

@@ -1,4 +1,4 @@
-/* calib.c: machine constants for docs/COST_MODEL.md, measured the way vecanneal uses the machine.
+/* calib.c: machine constants for docs/memory.md, measured the way vecanneal uses the machine.
  *
  *   mpirun -n 1 calib compute --rows R --k K --d D [--seconds S]
  *       single-threaded sgemm of one assign tile (R x d times d x k, as cpu_assign.c calls it),

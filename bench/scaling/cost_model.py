@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-iteration cost model of `vecanneal compress` (docs/COST_MODEL.md), checked against a scaling
+"""Per-iteration cost model of `vecanneal compress` (docs/memory.md), checked against a scaling
 study (bench/scaling/run.py output: scaling.csv + calibration.json), and its prediction for a GPU node.
 
   python3 bench/scaling/cost_model.py bench/results/scaling_cpu_YYYYMMDD      # check, markdown on stdout

@@ -11,7 +11,7 @@ Outputs (in --out, default bench/results/scaling_<tag>_<YYYYMMDD>/):
   time_per_iter.png   ms/iteration vs ranks (strong, weak) with the ideal lines
   efficiency.png      parallel efficiency vs ranks (strong: t1/(P tP); weak: t1/tP)
   phases.png          stacked per-iteration phase breakdown per rank count
-  calibration.json    machine constants for docs/COST_MODEL.md (sgemm rate, allreduce sweep)
+  calibration.json    machine constants for docs/memory.md (sgemm rate, allreduce sweep)
   raw/                the metrics JSON of every run
   REPORT.md           hardware, the exact command line, the table, the efficiencies
 
@@ -346,7 +346,7 @@ def calibrate(args, launcher, outdir, workdir, ranks_list):
             log("calibration skipped: cannot build calib.c (%s)" % p.stderr.strip()[:300])
             return None
     tile = max(64, min(4096, (512 * 1024 // 4) // args.k))  # cpu_assign.c auto_tile_rows
-    out = {"note": "machine constants measured by bench/scaling/calib.c (see docs/COST_MODEL.md)"}
+    out = {"note": "machine constants measured by bench/scaling/calib.c (see docs/memory.md)"}
     argv = [exe, "compute", "--rows", str(tile), "--k", str(args.k), "--d", str(args.d)]
     rc, _, _ = launcher.run(1, argv, os.path.join(workdir, "calib_compute.log"), 300)
     if rc == 0:
@@ -596,7 +596,7 @@ def report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, failures, s
             sel = [b for b in (8, 2048, 131072, 524288, 2097152) if b in pts]
             L.append("- MPI_Allreduce on %s ranks: %s" % (p, ", ".join("%s: %.1f us" % (human_bytes(b), 1e6 * pts[b]) for b in sel)))
         L.append("")
-        L.append("The cost model and its check against these numbers: `docs/COST_MODEL.md`.")
+        L.append("The cost model and its check against these numbers: `docs/memory.md`.")
         L.append("")
     if plot_files:
         L.append("## Plots")

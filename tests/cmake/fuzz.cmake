@@ -1,4 +1,4 @@
-# Fuzzing (docs/RELIABILITY.md). Two kinds of tests:
+# Fuzzing (docs/testing.md). Two kinds of tests:
 #  - label fuzz: libFuzzer harnesses (tests/fuzz/fuzz_*.c), built at test time with clang by
 #    tests/fuzz/run_fuzz.sh (fuzz_build; SKIP, exit 77, without clang + libclang-rt), each fuzzed for
 #    VECANNEAL_FUZZ_SECONDS from its committed corpus (fuzz_<target>; fails on any finding in our

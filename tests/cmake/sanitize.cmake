@@ -1,4 +1,4 @@
-# Sanitizer and valgrind tests (label sanitize; docs/RELIABILITY.md).
+# Sanitizer and valgrind tests (label sanitize; docs/testing.md).
 #  sanitize_asan_ubsan: configures and builds a second tree, ${CMAKE_BINARY_DIR}/asan, with
 #    -DVECANNEAL_SANITIZE=ON (ASan + UBSan) -DVECANNEAL_CUDA=OFF and runs its cpu|mpi tests with
 #    every sanitizer report fatal and collected (tests/sanitize/asan_tree.sh).

@@ -3,7 +3,7 @@
 # scaling array, the time-limit signal -> checkpoint -> exit 75 -> requeue -> --resume flow, scancel,
 # GPU binding, and embed/pipeline when the model is installed. Installs slurm-wlm + munge with
 # apt-get when missing (as root); exits 77 (SKIP) with the reason when Slurm cannot be installed or
-# started here. docs/SLURM.md has more.
+# started here. docs/slurm.md has more.
 add_test(NAME slurm_jobs
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/slurm/run_slurm_test.sh
                  ${CMAKE_BINARY_DIR}/vecanneal ${CMAKE_SOURCE_DIR})

@@ -1,6 +1,6 @@
 /* test_cuda_kernels.c: every CUDA kernel against the CPU kernels (kernels/assign.h, kernels/stats.h).
  * Exits 77 ("SKIP: no CUDA device") without a device, 1 on any failure, 0 when all pass.
- * Tolerances (docs/CUDA.md):
+ * Tolerances (docs/cuda.md):
  *  - assign: a row's anchor equals the CPU's (va_assign_cpu) except near-ties; for a row
  *    that differs, the exact distances to the two anchors may differ by at most
  *    c_p * ||x|| * max_j ||A_j|| (the rounding bound of the product: c = 2e-5 fp32, 8 * 2^-10 tf32,

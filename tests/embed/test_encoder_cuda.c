@@ -11,7 +11,7 @@
  * checked against the CPU encoder only (the reference stops at 256). The weights file is model-fp16.safetensors by
  * default (what travels to GPU machines): the CPU encoder runs on the same weights, so the fp32 comparison with it is
  * exact arithmetic; with these weights the CPU encoder itself reaches 0.9999993 against the fp32 reference
- * (docs/EMBED.md). Without a CUDA device: prints "SKIP: no CUDA device" and exits 77. `--probe` only does that check.
+ * (docs/embed.md). Without a CUDA device: prints "SKIP: no CUDA device" and exits 77. `--probe` only does that check.
  * usage: test_encoder_cuda MODEL_DIR DATA_DIR [WEIGHTS_FILE] | test_encoder_cuda --probe */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>

@@ -4,7 +4,7 @@
 Reads one report (the output of replaying one crash input) on stdin and prints one line:
   ours  <kind> <frame>   a finding in vecanneal (or the harness): the fuzz test fails
   hdf5  <kind> <frame>   a fault inside libhdf5's own code on its own memory, reached while it decodes
-                         a damaged file (HDF5 is not instrumented; docs/RELIABILITY.md lists these)
+                         a damaged file (HDF5 is not instrumented; docs/testing.md lists these)
 Rule: the innermost frame that is not the sanitizer runtime, libc or libFuzzer must be in libhdf5,
 and so must the innermost such frame of the allocation stack (heap memory) or the owning frame
 (stack memory) when the report names one. An allocation stack with no such frame (a block libFuzzer

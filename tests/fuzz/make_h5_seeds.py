@@ -123,7 +123,7 @@ with open(os.path.join(out, "signature_only.h5"), "wb") as fh:
     fh.write(b"\x89HDF\r\n\x1a\n")
 with open(os.path.join(out, "text.h5"), "wb") as fh:
     fh.write(b"not an hdf5 file\n")
-# --- regressions (docs/RELIABILITY.md, "Findings") ---
+# --- regressions (docs/testing.md, "Findings") ---
 def r(name):
     return h5py.File(os.path.join(regdir, name), "w", libver="earliest")
 

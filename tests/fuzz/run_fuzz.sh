@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_fuzz.sh: builds and runs the libFuzzer harnesses of tests/fuzz (docs/RELIABILITY.md).
+# run_fuzz.sh: builds and runs the libFuzzer harnesses of tests/fuzz (docs/testing.md).
 #   run_fuzz.sh build  OUT               compile every harness into OUT/bin (clang, libFuzzer, ASan, UBSan)
 #   run_fuzz.sh run    OUT TARGET SECS   fuzz TARGET for SECS seconds from its committed corpus; exit 1
 #                                        on any crash, leak, timeout, UB or harness invariant in our code
@@ -152,7 +152,7 @@ run() {
     verdict=$(python3 "$HERE/classify_crash.py" < "$f.report")
     case $verdict in
       hdf5*) theirs=$((theirs + 1)); mkdir -p "$art/hdf5"; mv "$f" "$f.report" "$art/hdf5/"
-             echo "  libhdf5 fault (not ours, see docs/RELIABILITY.md): $(basename "$f"): ${verdict#hdf5 }" | cut -c1-160 ;;
+             echo "  libhdf5 fault (not ours, see docs/testing.md): $(basename "$f"): ${verdict#hdf5 }" | cut -c1-160 ;;
       *) ours=$((ours + 1))
          echo "=== FINDING $(basename "$f"): ${verdict#ours }"
          grep -v -E "^(INFO|MS:|#[0-9]+ +(NEW|REDUCE|pulse))" "$f.report" | head -40 ;;
