@@ -34,8 +34,8 @@ static int64_t gpu_assign(va_state_t *st) {
 }
 
 /* A side pass (initialisation): the context's anchors become C (the initialisation's set_anchors
- * replaces them; st->A may not hold anchors yet: uploading it here once put uninitialised memory through
- * the fp16 conversion, whose overflow flag then stopped an fp16 job), and the previous-pass assignment
+ * replaces them; st->A may not hold anchors yet: uploading it here would put uninitialised memory through
+ * the fp16 conversion, whose overflow flag would stop an fp16 job), and the previous-pass assignment
  * is put back so the main pass's change count is unaffected. */
 static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r) {
   va_cuda_t *g = ctx_of(st);

@@ -25,11 +25,10 @@ static void usage(void) {
 /* Started without a launcher (no mpirun, srun or other PMI environment), the process is a singleton: it
  * will only ever talk to itself. Open MPI then still starts a helper daemon, probes every network
  * transport (UCX, OFI) and has hwloc list the machine's I/O devices, OpenCL and OpenGL ones included
- * (which starts the GPU driver's OpenCL stack). Measured: 0.39 s of start-up on the CPU test machine
- * (0.04 s without daemon and transports), 0.40 s on an H200 machine (0.10 s without hwloc's OpenCL/GL
- * discovery as well; a bare MPI_Init 0.63 s -> 0.03 s with all three). So a singleton asks for no
- * daemon, the in-process transport alone and no GPU discovery by hwloc (vecanneal picks GPUs itself);
- * settings the user made (already in the environment) win, and launched ranks are untouched. */
+ * (which starts the GPU driver's OpenCL stack): most of a singleton's start-up (docs/performance.md). So a
+ * singleton asks for no daemon, the in-process transport alone and no GPU discovery by hwloc (vecanneal
+ * picks GPUs itself); settings the user made (already in the environment) win, and launched ranks are
+ * untouched. */
 static void singleton_fast_start(void) {
 #ifdef OPEN_MPI
   static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"};
@@ -43,9 +42,9 @@ static void singleton_fast_start(void) {
 }
 
 /* Collective: an address-space or data limit (ulimit -v, -d) that leaves a started process less than
- * the libraries need to open a file and start their threads (HDF5 has been seen to crash inside
- * H5Fopen when an allocation fails) stops every rank with VA_EXIT_RESOURCE before anything else; the
- * per-job memory check (compress) comes later, when the job's size is known. */
+ * the libraries need to open a file and start their threads (HDF5 can crash inside H5Fopen when an
+ * allocation fails) stops every rank with VA_EXIT_RESOURCE before anything else; the per-job memory
+ * check (compress) comes later, when the job's size is known. */
 static void check_start_room(void) {
   const double least = 128.0 * 1048576.0;
   const va_mem_room_t room = va_mem_room_address();
@@ -61,10 +60,9 @@ static void check_start_room(void) {
 int main(int argc, char **argv) {
   va_stop_install(); /* a stop request is honoured from here on (stop.h) */
   singleton_fast_start();
-  /* Not done: starting the CUDA driver (cuInit, 0.10-0.23 s on an H200 machine) on a thread beside
-   * MPI_Init. It saved about 0.03 s of a small GPU job, but Open MPI rewrites memory functions (munmap
-   * and others) in place during MPI_Init while the driver calls them, and one such run died of a
-   * segmentation fault (not reproduced in 50 more; docs/CUDA.md). */
+  /* Not done on purpose: starting the CUDA driver (cuInit) on a thread beside MPI_Init. Open MPI rewrites
+   * memory functions (munmap and others) in place during MPI_Init while the driver would call them: a
+   * race that can crash the process, for a small saving (docs/performance.md). */
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     fprintf(stderr, "vecanneal: MPI_Init failed\n");
     return VA_EXIT_INTERNAL;

@@ -516,9 +516,9 @@ void va_anneal(va_state_t *st) {
     va_log0("%6s %11s %14s %11s %12s %7s %9s%s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter",
             streamed ? " stream GB/s" : "");
   /* A progress line waits for the next iteration's assign when that only queued its pass (the CUDA
-   * backend: VA_CHANGED_IN_STATS): printed at once, the host's write held the device idle between two
-   * iterations (14-24 us an iteration at 1M x 128 x 1024 fp16 on an H200, 0.78 ms iterations). Lines keep
-   * their order; whatever else the loop prints comes after the line of the iteration before. */
+   * backend: VA_CHANGED_IN_STATS): printed at once, the host's write would hold the device idle between
+   * two iterations (docs/performance.md). Lines keep their order; whatever else the loop prints comes
+   * after the line of the iteration before. */
   char line[192];
   int line_pending = 0;
   while (st->iter < c->max_iter && !st->converged) {

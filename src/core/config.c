@@ -44,7 +44,7 @@ static const key_def_t KEYS[] = {
     {"device", K_INT, F(device), "-1", -1, 1024, NULL,
      "cuda: GPU of this rank; -1 = node-local rank modulo the visible GPUs"},
     {"gpu_min_work", K_DOUBLE, F(gpu_min_work), "1e10", 0, 1e30, NULL,
-     "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/CUDA.md)"},
+     "backend auto: stay on the CPU when a rank's rows x k x d is below this (measured crossover, docs/cuda.md)"},
     {"gpu_collectives", K_ENUM, F(gpu_collectives), "nccl", 0, 0, "nccl|mpi",
      "cuda, several ranks: the statistics' sums through NCCL (device buffers) or MPI (host copies; also lets ranks "
      "share a GPU, which NCCL refuses)"},
@@ -106,7 +106,7 @@ static const key_def_t KEYS[] = {
     {"checkpoint", K_STR, F(checkpoint), "", 0, 0, NULL, "checkpoint file; empty = OUT.ckpt.h5"},
     {"memory_check", K_ENUM, F(memory_check), "on", 0, 0, "off|on",
      "refuse a job whose per-rank memory estimate exceeds the node's available memory / ranks on the node "
-     "(docs/MEMORY.md)"},
+     "(docs/memory.md)"},
     {"threads", K_INT, F(threads), "0", 0, 4096, NULL, "threads per rank; 0 = the rank's cores / ranks on the node"},
     {"tile_rows", K_INT, F(tile_rows), "0", 0, 1 << 24, NULL,
      "rows per assign tile; 0 = auto (a tile of distances stays in cache)"},
@@ -128,7 +128,7 @@ static const key_def_t KEYS[] = {
  * k_min 0 (= the initial k): the prototype's merges never removed an anchor, so its k never fell
  * below the initial k; with merges that delete (the fix) parity keeps that floor. precision fp32: the
  * prototype computed in float32, and its demo data (groups at 0, 5, 10, r near 0.01) are beyond what
- * tf32 products can resolve (measured on an H200: energy 0.024 in tf32 against 0.0089 in fp32). */
+ * tf32 products can resolve (docs/performance.md). */
 static const char *const PRESET_VLC[][2] = {
     {"k", "1024"},
     {"T0", "1"},

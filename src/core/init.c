@@ -50,8 +50,8 @@ static keyed_t row_key(const va_state_t *st, uint64_t purpose, int64_t i) {
 
 /* k distinct rows, uniformly: the k smallest hash keys over all global rows. Each rank keeps its own k
  * smallest in a max-heap (one pass over its rows, no per-row memory: nearly every key loses against
- * the heap's top at once; a sort of all n_local pairs took 0.25 s at 1M rows), then the ranks' sets are
- * gathered and sorted. */
+ * the heap's top at once, cheaper than a sort of all n_local pairs; docs/performance.md), then the
+ * ranks' sets are gathered and sorted. */
 static void random_rows(va_state_t *st, int64_t k, uint64_t purpose, int64_t *rows) {
   int64_t keep = k < st->n_local ? k : st->n_local;
   keyed_t *loc = va_malloc((size_t)(keep > 0 ? keep : 1) * sizeof *loc, "random init keys");
@@ -150,8 +150,8 @@ static void candidate_distances(const float *C, const float *cn, int64_t m, int6
 /* Weighted greedy k-means++ on the gathered candidates (at each step 2 + ln k draws by D^2 weight, the
  * one that lowers the potential most is kept, as scikit-learn does); identical on every rank. No
  * weighted Lloyd steps on the candidates afterwards: they pull the anchors towards the candidates'
- * own optimum (D^2 sampling over-represents the tails) and raised the energy after 20 iterations by
- * about 1.3% at 100000 x 128 x 256 and 1.0% at 200000 x 128 x 1024 (docs/algorithm.md). */
+ * own optimum (D^2 sampling over-represents the tails) and raise the energy after 20 iterations
+ * (docs/performance.md). */
 static void weighted_kmeanspp(const va_state_t *st, const float *C, const double *w, int64_t m, float *out) {
   int64_t d = st->d, k = st->k;
   const int trials = 2 + (int)log((double)k);
@@ -180,8 +180,8 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
     double pot = 0;
     for (int64_t i = 0; i < m; i++) pot += w[i] * best[i];
     /* The draws depend only on the potential before this step, so the trials' distances (one sgemv
-     * each, k trials x m x d in all: 0.2-0.3 s of one thread at k 1024, 3,000 candidates) are computed
-     * on the rank's threads; each trial's sum keeps its order and the first lowest wins, as in one loop. */
+     * each, k trials x m x d in all; docs/performance.md) are computed on the rank's threads; each
+     * trial's sum keeps its order and the first lowest wins, as in one loop. */
     for (int t = 0; t < trials; t++) {
       u = va_rand_unit(st->cfg->seed, VA_RNG_INIT_PP, (uint64_t)q, (uint64_t)t) * pot;
       cum = 0;

@@ -19,9 +19,9 @@
 #include "util/util.h"
 
 /* Eight partial sums over t mod 8, combined in a fixed order: the same value on every rank, thread
- * and call (hence bitwise reproducible results), and no chain of d dependent double additions, which
- * had made this exact recomputation about a seventh of a CPU iteration at d = 128. The compiler
- * vectorises the inner loop without reassociating anything. */
+ * and call (hence bitwise reproducible results), and no chain of d dependent double additions, whose
+ * latency would make this exact recomputation a noticeable share of a CPU iteration at d = 128
+ * (docs/performance.md). The compiler vectorises the inner loop without reassociating anything. */
 float va_row_distance(const float *x, const float *a, int64_t d, int cosine) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t t = 0;

@@ -125,7 +125,7 @@ extern "C" void va_cuda_set_gemm_rows(va_cuda_t *c, int64_t rows) { c->gemm_rows
 
 static int64_t gemm_chunk(const va_cuda_t *c) {
   /* about 128 MB of scratch, or as asked: fewer, larger products pay more than keeping the scratch in
-   * L2 (H200, k 1024, fp16: 4096-row chunks 5.5 ms, 16384 4.9, 65536 4.4; docs/CUDA.md) */
+   * L2 (docs/performance.md) */
   int64_t ch = c->gemm_rows > 0 ? c->gemm_rows : ((int64_t)32 << 20) / c->k_cap;
   ch = ch / VA_CUDA_ROWPAD * VA_CUDA_ROWPAD;
   if (ch < VA_CUDA_ROWPAD) ch = VA_CUDA_ROWPAD;
@@ -182,10 +182,10 @@ static void gemm_assign(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, int g
  * or -1 and 0 (cosine), the smallest wins, ties to the lowest anchor. So a job on the CPU backend and one
  * whose passes take this path make the same decisions (the parity case: the same index bit for bit),
  * where cuBLAS's products differ from the CPU's in the last bits. Slower per product than cuBLAS, but a
- * pass this small takes microseconds, while cuBLAS's first product loads its kernel: 0.08-0.11 s of the
- * prototype's 10000 x 128 x 256 case on an H200 (docs/CUDA.md). Block: 8 rows (a warp each); anchors in
- * tiles of 32 (a lane each), staged through shared memory t-major (row stride 33: no bank conflicts
- * either way) in slices of DIRECT_TS of d; a row's value of x[t] is a broadcast read. */
+ * pass this small takes microseconds, while cuBLAS's first product has to load its kernel
+ * (docs/performance.md). Block: 8 rows (a warp each); anchors in tiles of 32 (a lane each), staged
+ * through shared memory t-major (row stride 33: no bank conflicts either way) in slices of DIRECT_TS of
+ * d; a row's value of x[t] is a broadcast read. */
 static const int DIRECT_TS = 128;
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
   /* this thread's 16-byte chunks of an anchor tile; the tile's half biases follow its rows */
   /* Full rows (dp * es = 32 KS, e.g. d 128): every offset is a compile-time step from the thread's first
    * chunk, one cp.async instruction per chunk; otherwise (row, chunk) stepped without divisions (about
-   * 25 instructions per chunk: at d 128 that was more than the products' own instruction count). */
+   * 25 instructions per chunk: at d 128 more than the products' own instruction count). */
   constexpr int CPR = 2 * KS; /* 16-byte chunks of a full row */
   constexpr bool FAST = NTH % CPR == 0 && (BN * CPR) % NTH == 0;
   const bool full = FAST && rowbytes == KS * 32;
@@ -759,7 +759,7 @@ static bool fused_fits(const va_cuda_t *c, int cfg) {
 int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
-  /* fastest first (docs/CUDA.md): wgmma where it applies, then the rows in registers (d up to 128),
+  /* fastest first (docs/performance.md): wgmma where it applies, then the rows in registers (d up to 128),
    * beyond that the rows in shared memory */
   static const int order[] = {3, 2, 1};
   for (int q = 0; q < VA_CUDA_FUSED_CONFIGS; q++)

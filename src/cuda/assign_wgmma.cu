@@ -154,8 +154,8 @@ __device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
 
 /* One completed accumulator set d (a 64 x BN tile's products, m16n8 layout) of tile t: + the half bias,
  * then per row (h: rows g and g + 8 of the warp's 16) the tile's smallest value and its first column by
- * a tree of selects (no branches: a search for the column after the smallest value was a chain of
- * dependent selects the two warps per scheduler could not hide), merged into the running best (strictly
+ * a tree of selects (no branches: a search for the column after the smallest value is a chain of
+ * dependent selects that two warps per scheduler cannot hide), merged into the running best (strictly
  * smaller: ties stay with the earlier tile). Both rows' pairs per bias load: the accumulators turn into
  * pairs as they are read, so the set, its pairs and the biases are never all live at once (three
  * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). */
@@ -261,16 +261,11 @@ __device__ __forceinline__ void prefetch_next_rows(const void *X, int64_t row0, 
  * SS (16-bit): the block's rows sit in shared memory beside the ring, each 64-row block laid out as a
  * 64-anchor tile, loaded once with the first tile; the registers the rows' fragments took (64 a thread)
  * make room for a third warpgroup (168 registers a thread), so three warps per scheduler hide the scan's
- * latencies instead of two. 1M x 128 x 1024, argmin kernel alone, H100, one call, two runs each: fp16
- * 0.522 / 0.515 ms against 0.558 / 0.551 with two warpgroups and the rows in registers, bf16 0.505 /
- * 0.507 against 0.544 / 0.544; at d 64 0.400 / 0.399 against 0.406 / 0.406; at 8M fp16 4.876 against
- * 5.030 ms. (With both operands in shared memory and two warpgroups, session 13: no change.) tf32 rows
- * (512 bytes) do not fit beside the ring for 384 rows: two warpgroups, rows in registers. */
+ * latencies instead of two (docs/performance.md). tf32 rows (512 bytes) do not fit beside the ring for
+ * 384 rows: two warpgroups, rows in registers. */
 /* Units per group (group() below): a group ends with every product retired, so a longer one leaves the
- * tensor cores idle less often. 1M x 128 x 1024 on an H200, one call (argmin kernel alone, median ms):
- * groups of 4 / 8 / 16 units: fp16 0.603 / 0.571 / 0.550, bf16 0.586 / 0.558 / 0.546, tf32 0.977 / 0.945
- * / 0.952 (its 16-unit instances spill a few bytes; 6 ring stages instead of 4 were slower). k 1024 is
- * one group of 16 at fp16/bf16. */
+ * tensor cores idle less often (docs/performance.md). tf32: groups of 8 (its 16-unit instances spill a
+ * few bytes) and 4 ring stages (6 are slower). k 1024 is one group of 16 at fp16/bf16. */
 /* SS at KS 4 (d 64): groups of 8 or 16 spill (488 / 1604 bytes) in 168 registers, groups of 4 do not */
 template <typename T, int KS>
 constexpr int unit_group() {
@@ -331,11 +326,9 @@ __global__ void __launch_bounds__(NWG * 128, 1)
   /* SS: the block's rows into shared memory with the first tile */
   if constexpr (SS) load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
   /* the rows' previous a[] with the first group (read at the end; loaded there, the block's last act
-   * waited on a global load); and (SS) the next block's rows into L2 (12 warps x 8 KB for 384 16-bit
-   * rows), so its start reads L2, not HBM. H100, 1M x 128 x 1024, argmin kernel alone, three runs: fp16
-   * 0.516 / 0.508 / 0.509 -> 0.485 / 0.495 / 0.487 ms, bf16 0.506 / 0.496 / 0.506 -> 0.484 / 0.484 /
-   * 0.479; 8M fp16 4.782 -> 4.692. tf32 (rows in registers) with the prefetch: 0.936-0.954 -> 0.946-0.963,
-   * no gain, so not there. */
+   * would wait on a global load); and (SS) the next block's rows into L2 (12 warps x 8 KB for 384 16-bit
+   * rows), so its start reads L2, not HBM (docs/performance.md). tf32 (rows in registers) gains nothing
+   * from the prefetch, so it has none. */
   if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
   if constexpr (SS) prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
 #pragma unroll
@@ -399,8 +392,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
     for (int ks = 0; ks < KS; ks++) {
       const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4);
       if constexpr (SS) {
-        /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors took
-         * 4 KS registers, which spilled) */
+        /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors take
+         * 4 KS registers and spill) */
         uint64_t adesc;
         asm volatile("add.s64 %0, %1, %2;\n"
                      : "=l"(adesc)
@@ -463,8 +456,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
  * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
  * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
  * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
- * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). ncu at tf32 d 384 (docs/CUDA.md): L2
- * at 13%, the SM at 45%: latency-bound, not bound by the anchors' traffic. */
+ * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). At tf32 d 384 the kernel is
+ * latency-bound, not bound by the anchors' traffic (ncu profile: docs/performance.md). */
 template <typename T, int KS, int NWG, int STAGES>
 __global__ void __launch_bounds__(NWG * 128, 1)
     pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
@@ -607,8 +600,8 @@ struct Cfg {
   }
 };
 /* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
- * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (up to 8: the
- * three-warpgroup instances spilled 96-188 bytes in their 168 registers once the bias slots came) */
+ * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (not 8: with
+ * the bias slots, the three-warpgroup instances spill 96-188 bytes in their 168 registers at 8 stages) */
 template <int KS>
 struct PCfg {
   static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;

@@ -1,10 +1,9 @@
 /* cuda_blas.cuh: cuBLAS and cuBLASLt, opened at their first use (dlopen) instead of linked.
- * Linked, they cost every process of a CUDA build about 0.07 s before main: libcublasLt is a 540 MB
- * library whose ~400,000 relocations touch 25,000 pages (H100 machine: 0.071 s to load it; this 2-core
- * machine: 0.06 s, 27,000 page faults against 1,700 without it). Most processes never multiply a
- * matrix: the CPU backend, small GPU passes (DIRECT), the fused argmin kernels, gen and info. The GEMM
- * assign path and the encoder call va_blas() where they create their handle; the other calls go
- * through the same table. */
+ * Linked, they cost every process of a CUDA build their load before main: libcublasLt is a 540 MB
+ * library whose ~400,000 relocations touch 25,000 pages (docs/performance.md). Most processes never
+ * multiply a matrix: the CPU backend, small GPU passes (DIRECT), the fused argmin kernels, gen and info.
+ * The GEMM assign path and the encoder call va_blas() where they create their handle; the other calls
+ * go through the same table. */
 #ifndef VECANNEAL_CUDA_BLAS_CUH
 #define VECANNEAL_CUDA_BLAS_CUH
 #include <cublasLt.h>

@@ -180,8 +180,8 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
     /* Zeroed chunks: rows past a short last chunk and the padding columns are read, never used. */
     size_t chunk = view * (size_t)c->dp;
     /* The pinned copy: allocated, its page faults taken on host_threads threads, then registered with
-     * CUDA. cudaMallocHost zeroes and pins on one thread: 4.2-4.7 s for 8 GiB on an H100 machine,
-     * against 0.80-0.88 s this way on 16 threads, at the same copy bandwidth (session 18). */
+     * CUDA, so that pinning runs on several threads: cudaMallocHost zeroes and pins on one thread, a
+     * large part of a big streamed job's start, for the same copy bandwidth after (docs/performance.md). */
     const size_t host_bytes = va_cuda_stream_host_bytes(n_local, d);
     if (posix_memalign((void **)&c->Xh, (size_t)2 << 20, host_bytes))
       VA_FATAL("out of memory allocating %zu bytes for the rows' pinned host copy", host_bytes);
@@ -226,8 +226,8 @@ extern "C" va_cuda_t *va_cuda_create_streamed(int device, int64_t n_local, int64
   for (int b = 0; b < 2; b++) VA_CUDA(cudaEventCreateWithFlags(&c->staged[b], cudaEventDisableTiming));
   c->fused_cfg = va_cuda_fused_config(c);
   /* Pinned scratch for the largest routine transfer (anchors and momentum back to the host), allocated
-   * now: its first use was in the loop (the first reseeding), where cudaMallocHost and cudaFreeHost
-   * stalled that iteration. */
+   * now: its first use is in the loop (the first reseeding), where cudaMallocHost and cudaFreeHost
+   * would stall that iteration. */
   va_cuda_host_scratch(c, (size_t)c->k_cap * ((size_t)c->dp * 4 + (size_t)c->d * 8));
   if (!c->chunk_rows) ensure_fetch_rows(c, c->k_cap);
   return c;
@@ -374,12 +374,12 @@ static void convert_rows(va_cuda_t *c, const float *X32, void *Xlp, int64_t coun
   VA_LAUNCHED();
 }
 
-/* The two pinned staging buffers, made at the first upload. Pinning costs about 0.3 ms per MB (22 ms for
- * the two 32 MB buffers on an H200 machine, a tenth of a small job's start): a small shard gets buffers
- * of half its size. Resident 16-bit rows that need no preprocessing go up through one buffer's rows in
- * float32 on the device (Xup), converted from there (the whole shard never sits there in float32). A
- * streamed context's rows only go from host to host on their way into its pinned copy: straight there
- * when its rows need no padding (va_cuda_upload_buffer), else through one pageable buffer, never pinned. */
+/* The two pinned staging buffers, made at the first upload. Pinning costs time per byte, a visible part
+ * of a small job's start (docs/performance.md): a small shard gets buffers of half its size. Resident
+ * 16-bit rows that need no preprocessing go up through one buffer's rows in float32 on the device (Xup),
+ * converted from there (the whole shard never sits there in float32). A streamed context's rows only go
+ * from host to host on their way into its pinned copy: straight there when its rows need no padding
+ * (va_cuda_upload_buffer), else through one pageable buffer, never pinned. */
 static void make_staging(va_cuda_t *c) {
   if (c->pinned_bytes) return;
   const size_t rowb = (size_t)c->d * 4, half = (size_t)((c->n + 1) / 2) * rowb;
@@ -472,7 +472,7 @@ extern "C" void va_cuda_upload_rows(va_cuda_t *c, const float *rows, int64_t row
     VA_FATAL("a row of %lld floats does not fit the %zu-byte staging buffer", (long long)c->d, c->pinned_bytes);
   for (int64_t off = 0; off < nrows; off += per) {
     const int64_t nr = nrows - off < per ? nrows - off : per;
-    /* on the rank's threads: one thread's copy took 1.5 s of 8 GB's upload on an H100 machine */
+    /* on the rank's threads: one thread's copy is a large part of a big upload (docs/performance.md) */
     va_copy_rows_padded(va_cuda_upload_buffer(c, row0 + off), c->d, rows + off * c->d, c->d, nr, c->host_threads);
     va_cuda_upload_buffered(c, row0 + off, nr);
   }
@@ -704,8 +704,8 @@ void va_cuda_each_rows(va_cuda_t *c, va_cuda_rows_fn fn, void *arg) {
  * multiply-add, rounded to float), and the 16-bit copy for the product (T = float: none) of the first
  * k_lp rows, a finite value that fp16 turns into inf flagged as convert_kernel does.
  * A thread per anchor: its sum is one chain in order whatever the layout, so the loads go ahead of it,
- * 16 x 16 bytes at a time (one float per step, on 8 blocks, took 13 us at k 1024, the separate 16-bit
- * conversion another 3 us and a launch). The padding columns hold zeros: s + 0 is s. */
+ * 16 x 16 bytes at a time (one float per step is slower, and a separate 16-bit conversion costs its own
+ * pass and launch; docs/performance.md). The padding columns hold zeros: s + 0 is s. */
 template <typename T>
 __global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp, int64_t k, int64_t k_lp,
                                        int64_t k_cap, const float *__restrict__ given, float *b_l2, float *b_cos,
@@ -718,8 +718,8 @@ __global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp
       const float4 *row = (const float4 *)(A32 + j * dp);
       const int64_t nq = dp / 4; /* dp: a multiple of 32 */
       for (int64_t q0 = 0; q0 < nq; q0 += 16) {
-        /* 16 loads issued before anything uses them: with the stores in the same loop the compiler kept
-         * one load in flight, and the thread waited for memory on every step (14 us at k 1024) */
+        /* 16 loads issued before anything uses them: with the stores in the same loop the compiler keeps
+         * one load in flight, and the thread waits for memory on every step (docs/performance.md) */
         float4 v[16];
 #pragma unroll
         for (int i = 0; i < 16; i++) v[i] = q0 + i < nq ? row[q0 + i] : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -808,8 +808,8 @@ __global__ void replace_rows_kernel(float *__restrict__ A32, double *__restrict_
   }
 }
 
-/* Reseeding edits a few anchors of a set the device owns: only those rows travel (the whole set went
- * down and back up before, 1.5 MB each way at k 1024, d 128, with two waits), then every norm and the
+/* Reseeding edits a few anchors of a set the device owns: only those rows travel (not the whole set
+ * down and back up, 1.5 MB each way at k 1024, d 128, with two waits), then every norm and the
  * 16-bit copy are recomputed as va_cuda_set_anchors does (a few microseconds at that size). */
 extern "C" void va_cuda_replace_anchor_rows(va_cuda_t *c, const int64_t *idx, int64_t m, const float *A) {
   if (m <= 0) return;

@@ -7,7 +7,8 @@
  * Semantics follow the CPU kernels (assign.h, stats.h): ties go to the lowest anchor, r is the exact
  * distance to the winner (double accumulation, float result, as va_row_distance), and the statistics
  * rows are the k x (d + 3) layout of stats.h. Any CUDA/cuBLAS failure is fatal (VA_FATAL: rank, host,
- * file:line, the library's message, MPI_Abort). docs/CUDA.md describes kernels, precisions and numbers.
+ * file:line, the library's message, MPI_Abort). docs/cuda.md describes kernels and precisions,
+ * docs/performance.md the numbers.
  * Only built when VECANNEAL_CUDA is defined (cmake/cuda.cmake). */
 #ifndef VECANNEAL_CUDA_KERNELS_H
 #define VECANNEAL_CUDA_KERNELS_H
@@ -195,8 +196,9 @@ void va_cuda_debug_poison(va_cuda_t *ctx);
 void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
  * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 768
- * elements at 16 bits, 32, 64, 128 and 160 to 384 at tf32; the fastest measured where it applies). Returns the
- * configuration now in force (0: that one does not apply to this context's shape and device). */
+ * elements at 16 bits, 32, 64, 128 and 160 to 384 at tf32; the fastest where it applies,
+ * docs/performance.md). Returns the configuration now in force (0: that one does not apply to this
+ * context's shape and device). */
 #define VA_CUDA_FUSED_CONFIGS 3
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */

@@ -70,8 +70,8 @@ __device__ __forceinline__ double member_weight(const rule_dev &ru, uint32_t j, 
 /* --- farthest -------------------------------------------------------------------------------------- */
 /* r >= 0, so its bits order as the floats do and atomicMax on them is exact. SHARED: each block takes
  * the maxima of its rows in shared memory first and adds one atomic per anchor it saw to the global
- * array: a million atomics on a thousand addresses, straight to global memory, took 0.105 ms (1M rows,
- * k 1024, H200; 0.017-0.020 ms so), which every reseeding iteration paid. */
+ * array, not a million atomics on a thousand addresses straight to global memory, a cost every reseeding
+ * iteration would pay (docs/performance.md). */
 static const int FARTHEST_SMEM_K = 8192;
 template <bool SHARED>
 __global__ void farthest_max_kernel(const uint32_t *__restrict__ a, const float *__restrict__ r, int64_t n, int64_t k,
@@ -213,9 +213,8 @@ __global__ void seg_table_kernel(const int32_t *__restrict__ np, const int32_t *
 /* The three steps above in one block when the segments are few (nseg + 1 <= BOOK_THREADS * BOOK_PER, k up
  * to 8191 anchors): each thread counts the pieces of BOOK_PER consecutive segments, one block scan gives
  * the offsets in segment order (the same pstart as the device-wide scan), and each thread fills its
- * segments' table entries. One launch instead of four (pieces, the scan's two kernels, table) at k 1024:
- * 7.7 us on an H100 against the four's 10.4 us on an H200 (one block is slow at filling the table, but no
- * kernel waits on three others). */
+ * segments' table entries. One launch instead of four (pieces, the scan's two kernels, table): one block
+ * is slow at filling the table, but no kernel waits on three others (docs/performance.md). */
 static const int BOOK_THREADS = 1024, BOOK_PER = 8;
 __global__ void __launch_bounds__(BOOK_THREADS)
     seg_book_kernel(const int32_t *__restrict__ start, const int32_t *__restrict__ end, int64_t nseg, int32_t *np,
@@ -251,12 +250,11 @@ __global__ void __launch_bounds__(BOOK_THREADS)
  * member's weight taken from it; the deferred assign pass skipped its own r pass for this.
  * The rows are sorted by anchor, so each is a random read of one row: a warp stages G of them
  * (stage_rows) at a time in shared memory with cp.async (no registers held while they are in flight), then
- * works through them; reading one row at a time kept too few bytes in flight per SM to approach the
+ * works through them; reading one row at a time keeps too few bytes in flight per SM to approach the
  * memory's bandwidth. The arithmetic, and so every sum, is unchanged. */
 /* Rows staged per warp. The pass that reads r stages twice as many 16-bit rows (the same bytes in
- * flight); the pass that computes r does not (16 rows' partial sums held at once made it slower: 0.288
- * against 0.262 ms at 1M x 128 x 1024 on an H200). The grouping changes no sum: rows are added in order
- * either way. */
+ * flight); the pass that computes r does not (16 rows' partial sums held at once make it slower;
+ * docs/performance.md). The grouping changes no sum: rows are added in order either way. */
 template <int CQ, bool CR, typename T>
 struct stage_rows {
   static const int G = (CQ >= 8 ? 2 : 8) * (CR ? 1 : (int)(4 / sizeof(T)));
@@ -335,9 +333,9 @@ __global__ void __launch_bounds__(THREADS)
     for (int g0 = 0; g0 < wrows; g0 += G) {
       const int gn = min(G, wrows - g0);
       /* FULL (G rows, every column of the pass: nearly every group at d = 32 CQ): the bounds are
-       * compile-time constants, so the loops unroll and lose their tests (the pass was bound by the
-       * instructions it issued, not by the memory: 73% issue-active, a third of the HBM bandwidth, on
-       * 16-bit rows). The arithmetic, and so every value, is the same in both instances. */
+       * compile-time constants, so the loops unroll and lose their tests (without them the pass is bound
+       * by the instructions it issues, not by the memory, on 16-bit rows; docs/performance.md). The
+       * arithmetic, and so every value, is the same in both instances. */
       auto group = [&](auto full) {
         constexpr bool FULL = decltype(full)::value;
         const int un = FULL ? G : gn, cn = FULL ? 32 * CQ : cw;
@@ -358,7 +356,7 @@ __global__ void __launch_bounds__(THREADS)
         if (CR) {
           /* every staged row's lane partial sums (rows past gn: zeros, discarded), then one transposed
            * reduction for all of them (rows_reduce: the butterfly's tree, so each row's r is the value a
-           * butterfly per row gave, in a fifth of the shuffles), r and the weight by the lanes that hold
+           * butterfly per row gives, in a fifth of the shuffles), r and the weight by the lanes that hold
            * each row, handed round through shared memory; then the rows' weighted sums in row order */
           double part[G];
 #pragma unroll
@@ -484,8 +482,8 @@ static void launch_partial_rows(va_cuda_t *c, const T *X, const va_cuda_rows_t *
                                                       c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
   VA_LAUNCHED();
 }
-/* At fp16/bf16 the pass reads the 16-bit rows, half the bytes of float32 ones (the pass that reads r
- * ran at 75% of the H200's HBM bandwidth on float32 rows at 1M x 128: 0.236 -> 0.212 ms on 16-bit). */
+/* At fp16/bf16 the pass reads the 16-bit rows, half the bytes of float32 ones: on float32 rows the pass
+ * that reads r is bound by the memory's bandwidth (docs/performance.md). */
 template <int CQ>
 static void launch_partial(va_cuda_t *c, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg, const rule_dev &ru,
                            const float *anchors_r, int cosine) {
@@ -736,7 +734,7 @@ extern "C" void va_cuda_take_scalars(va_cuda_t *c, int64_t nx, double *host) {
 }
 
 extern "C" void va_cuda_warm_up(va_cuda_t *c, int cosine) {
-  /* streamed rows: each pass costs a full copy of the rows (~74 ms per 4 GB), far more than the loading */
+  /* streamed rows: each pass costs a full copy of the rows from host memory, far more than the loading */
   if (c->n <= 0 || c->k <= 0 || c->chunk_rows) return;
   va_cuda_enter(c);
   const int64_t k = c->k, W = VA_STATS_W(c->d);

@@ -6,17 +6,16 @@
  * Precision: weights and activations (the residual stream x, qkv, ctx, the FFN intermediate) in the
  * model precision, fp16/bf16 as PyTorch's half model holds them (or fp32); cuBLASLt multiplies on tensor
  * cores with fp32 accumulation and adds the bias in its epilogue; LayerNorm (with its residual add),
- * softmax, GELU and pooling compute in fp32 and round once on the way out. (A first version kept the
- * residual stream and the GEMM results feeding it in fp32: 10% slower at 256 x 128 tokens on an H200,
- * for accuracy not needed -- with this one the worst cosine to sentence-transformers' fp32 embeddings of
- * the 200 fixture lines is 0.9999985 in fp16 and 0.99993 in bf16.)
+ * softmax, GELU and pooling compute in fp32 and round once on the way out. (Not done on purpose: keeping
+ * the residual stream and the GEMM results feeding it in fp32, slower for accuracy not needed;
+ * docs/performance.md.)
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
  * at most 6% padding; the extra rows hold stale finite data and are never read). cuBLASLt's algorithm is
  * chosen once per octave of buckets, at the octave's top: a heuristic query per bucket (about 64 buckets
- * x 4 layers on a length-sorted corpus) and the lazy load of each distinct kernel those queries named
- * cost 0.3-0.45 s of a 500,000-line run on an H100, and the per-octave choice gave the same embeddings
- * bit for bit (session 16, bench/results/gpu_h100_20261124_s16). */
+ * x 4 layers on a length-sorted corpus) and the lazy load of each distinct kernel those queries name
+ * cost more than the per-octave choice, which gives the same embeddings bit for bit on the benchmark
+ * corpus (docs/performance.md). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -564,7 +563,7 @@ void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, con
                                                &slot->algo, g->ws, g->ws_bytes, g->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     /* The octave's algorithm does not take this row count (refused before any launch): this bucket
-     * gets its own choice (it did not happen in our runs on H100s and H200s with cuBLAS 13). */
+     * gets its own choice (a fallback; docs/performance.md). */
     cublasLtMatmulAlgo_t own = gemm_choose(g, op, m);
     st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &own, g->ws,
                                   g->ws_bytes, g->stream);
@@ -597,10 +596,9 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
           qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
     }
     VA_LAUNCHED();
-    /* Whole-batch passes. Slicing this row-local rest of the layer so that tmp and ff stay in the L2 cache
-     * was measured slower on an H200 (fp16, 16 batches of 256 x 128 tokens: 41.3 ms whole, 52.9 ms in
-     * 4096-row slices, 41.9 ms in 16384-row slices; bench/results/embed_gpu_20261123_h200/slices): the
-     * GEMMs lose more on short row counts than the elementwise passes gain. */
+    /* Whole-batch passes. Not done on purpose: slicing this row-local rest of the layer so that tmp and ff
+     * stay in the L2 cache; the GEMMs lose more on short row counts than the elementwise passes gain
+     * (docs/performance.md). */
     gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, tmp, ntok);
     add_ln_kernel<T>
         <<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln1_g, L->ln1_b, g->eps);

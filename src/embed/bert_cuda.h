@@ -34,8 +34,8 @@ void va_bert_cuda_free(va_bert_cuda_t *g);
  * for the batches in flight. */
 void va_bert_cuda_reserve(va_bert_cuda_t *g, int64_t max_batch_tokens);
 /* Runs one two-token batch and drops its result, so that the kernels' code is loaded (CUDA loads it at
- * a kernel's first launch) and cuBLASLt has made its first choice: 0.1-0.15 s on an H100 that the first
- * real batch pays otherwise. No batch in flight, and before va_bert_cuda_output_to_device. */
+ * a kernel's first launch) and cuBLASLt has made its first choice, costs that the first real batch
+ * pays otherwise (docs/performance.md). No batch in flight, and before va_bert_cuda_output_to_device. */
 void va_bert_cuda_warm_up(va_bert_cuda_t *g);
 
 /* From now on the vectors stay on the device: an array of n x hidden floats (returned; the caller owns

@@ -316,8 +316,7 @@ static hid_t mem_type_for(va_dtype_t t) {
 }
 
 /* float16 input goes through a table of all 65536 values (256 KiB, built at the first float16 read):
- * one load per value instead of va_half_to_float's branches, 0.3-0.4 s per 128M values on an H100
- * machine's core. The same floats. */
+ * one load per value instead of va_half_to_float's branches (docs/performance.md). The same floats. */
 static const float *half_table(void) {
   static float *table = NULL;
   if (!table) {
@@ -353,8 +352,8 @@ static int64_t convert_range(va_dtype_t t, const void *src, float *dst, const fl
 }
 
 /* Converts nvals staged values to float32 in pieces of 1M values on up to `threads` threads (one thread
- * checking 8 GB of float32 rows took about a second of a large GPU job's read); returns the index of the
- * first non-finite value or -1. */
+ * checking a large shard's float32 rows slows a large GPU job's read; docs/performance.md); returns the
+ * index of the first non-finite value or -1. */
 static int64_t convert_to_f32(va_dtype_t t, const void *src, float *dst, int64_t nvals, int threads) {
   const float *table = t == VA_DT_F16 ? half_table() : NULL; /* made here, before any thread reads it */
   const int64_t per = (int64_t)1 << 20, pieces = (nvals + per - 1) / per;
@@ -374,7 +373,7 @@ static int64_t convert_to_f32(va_dtype_t t, const void *src, float *dst, int64_t
  * A contiguous dataset without external storage whose file type is the memory type (no conversion), in
  * a file opened with the default (sec2) driver, is one block of raw rows in the file. Independent reads
  * of it use pread on several threads straight into the destination: H5Dread reads it on one thread,
- * about 1.8 GB/s from the page cache on the H100 machine, the largest part of a large GPU job's start.
+ * the largest part of a large GPU job's start (docs/performance.md).
  * The block's offset (H5Dget_offset) is checked against H5Dread on the first and last rows, so a file
  * this reading would misplace (a user block, say) falls back to H5Dread, as does everything else. */
 

@@ -1,4 +1,4 @@
-/* index.h: the compressed index file (schema in docs/INDEX_FORMAT.md). */
+/* index.h: the compressed index file (schema in docs/index-format.md). */
 #ifndef VECANNEAL_INDEX_H
 #define VECANNEAL_INDEX_H
 #include "core/anneal.h"

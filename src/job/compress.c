@@ -270,7 +270,7 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
   va_log0("checkpoint after iteration %lld written to %s\n", (long long)st->iter, job->path);
 }
 
-/* Bytes of host memory this rank will hold at its peak (docs/MEMORY.md has the formula). pinned: the
+/* Bytes of host memory this rank will hold at its peak (docs/memory.md has the formula). pinned: the
  * out-of-core CUDA backend's pinned copy of the shard. shard_on_host 0: the rows are read through the
  * GPU context's staging buffers (two of 32 MiB pinned to the GPU; into that pinned copy in place or
  * through one of 32 MiB): up to 64 MiB counted. */
@@ -380,7 +380,7 @@ static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg)
   double work = (double)st->n_local * (double)st->k * (double)st->d;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &work, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   /* Work below the threshold stays on the CPU without asking for a device: that question starts the
-   * CUDA driver, 0.1 s of a 0.4 s job on an H200 machine. */
+   * CUDA driver, a large part of a small job (docs/performance.md). */
   if (cfg->backend == VA_BACKEND_AUTO && work < cfg->gpu_min_work) {
     va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: the CPU\n", work,
             cfg->gpu_min_work);
@@ -485,7 +485,7 @@ static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const 
     va_cuda_describe((va_cuda_t *)st->be_ctx, desc, sizeof desc);
 #ifdef VECANNEAL_NCCL
     /* One rank has nothing to reduce (every collective returns at once): no communicator, whose set-up
-     * costs a tenth of a second or more. */
+     * is costly (docs/performance.md). */
     int nccl = va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL;
     if (nccl) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
     va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR,

@@ -388,8 +388,8 @@ typedef struct {
 
 #ifdef VECANNEAL_CUDA
 /* The GPU encoder is set up (device context, cuBLASLt, weights, a warm-up batch) on a thread of its own
- * while this one reads and tokenizes the rank's lines: on an H100 0.35-0.45 s that came before the
- * first batch otherwise. The scratch is sized afterwards, for the longest batch (va_bert_cuda_reserve).
+ * while this one reads and tokenizes the rank's lines, time that would otherwise come before the first
+ * batch (docs/performance.md). The scratch is sized afterwards, for the longest batch (va_bert_cuda_reserve).
  * The thread calls neither MPI nor the tokenizer; a CUDA failure on it ends the job as anywhere else. */
 typedef struct {
   const va_bert_t *model;

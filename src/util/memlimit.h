@@ -22,6 +22,6 @@ va_mem_room_t va_mem_room_resident(int local_ranks);
 va_mem_room_t va_mem_room_address(void);
 /* Address space a process maps beyond the bytes it touches when it runs `threads` threads: a stack
  * each and some slack for malloc, and, where they call BLAS (blas != 0), OpenBLAS's work buffer of
- * 128 MiB per calling thread (measured: a 2-thread sgemm job peaks 270 MB higher than the fused one). */
+ * 128 MiB per calling thread (docs/performance.md). */
 double va_mem_address_overhead(int threads, int blas);
 #endif
