@@ -455,9 +455,10 @@ def main():
         return paths.get(n, os.path.join(a.data_dir, f"gauss_n{n}_d{d}.h5"))
 
     t_start = time.time()
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     cpu = cpu_model()
-    base = f"cpu_compare_{stamp}_{slug(cpu)}_{os.cpu_count()}cpu" + (f"_{slug(a.tag)}" if a.tag else "")
+    # bench/results/DATE_HARDWARE_BENCHMARK: one current result per benchmark and hardware
+    base = f"{stamp}_{slug(cpu)}-{os.cpu_count()}core_cpu-compare" + (f"-{slug(a.tag)}" if a.tag else "")
     vec_sha = sha256(a.vecanneal)
     rev = a.vecanneal_rev or (git("rev-parse", "--short", "HEAD")
                               + (" + uncommitted changes in src/" if git("status", "--short", "src") else ""))
@@ -495,7 +496,7 @@ def main():
             w.writeheader()
             w.writerows(rows)
         written.append(path)
-        path = os.path.join(a.results_dir, base + "_ratios.csv")
+        path = os.path.join(a.results_dir, base + "-ratios.csv")
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(ratios[0].keys()))
             w.writeheader()
@@ -503,7 +504,7 @@ def main():
                 w.writerow({kk: (round(v, 5) if isinstance(v, float) else v) for kk, v in r.items()})
         written.append(path)
     if mem_rows:
-        path = os.path.join(a.results_dir, base + "_memory.csv")
+        path = os.path.join(a.results_dir, base + "-memory.csv")
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(mem_rows[0].keys()))
             w.writeheader()

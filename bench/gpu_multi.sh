@@ -5,7 +5,7 @@
 # corpus repeated EMBED_REPEAT times (default 128: about 2M lines, so that a rank's fixed costs --
 # model load, GPU set-up -- are a small part). mpirun gets --bind-to none, so every rank's tokenizer
 # has the node's cores (mpirun binds 2 ranks to a core each by default). The model directory (MODEL,
-# default .gpu-model) is carried with the call. Output under $OUT.
+# default .gpu-model) is copied along with the run. Output under $OUT.
 #   bench/gpu_multi.sh [strong_n=8000000] [rows_per_gpu=2000000] [iterations=20]
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

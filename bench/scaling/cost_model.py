@@ -2,7 +2,7 @@
 """Per-iteration cost model of `vecanneal compress` (docs/memory.md), checked against a scaling
 study (bench/scaling/run.py output: scaling.csv + calibration.json), and its prediction for a GPU node.
 
-  python3 bench/scaling/cost_model.py bench/results/scaling_cpu_YYYYMMDD      # check, markdown on stdout
+  python3 bench/scaling/cost_model.py bench/results/YYYY-MM-DD_cpu_scaling      # check, markdown on stdout
   python3 bench/scaling/cost_model.py DIR --write                            # also DIR/MODEL_CHECK.md
   python3 bench/scaling/cost_model.py --predict-gpu                          # the 4 x H200 prediction only
 

@@ -6,7 +6,7 @@ Strong scaling keeps n fixed; weak scaling keeps n / ranks fixed. Every run is
 per-iteration times of different rank counts are comparable; each point is the median of
 --repeats runs. Datasets come from `vecanneal gen` and are cached (--data-dir).
 
-Outputs (in --out, default bench/results/scaling_<tag>_<YYYYMMDD>/):
+Outputs (in --out, default bench/results/<YYYY-MM-DD>_<tag>_scaling/):
   scaling.csv         one row per (mode, ranks): medians over the repeats
   time_per_iter.png   ms/iteration vs ranks (strong, weak) with the ideal lines
   efficiency.png      parallel efficiency vs ranks (strong: t1/(P tP); weak: t1/tP)
@@ -654,7 +654,7 @@ def parse(argv):
     ap.add_argument("--vecanneal", default=os.path.join(REPO, "build", "vecanneal"), help="binary [REPO/build/vecanneal]")
     ap.add_argument("--data-dir", default=os.path.join(REPO, "build", "scaling-data"), help="dataset cache [REPO/build/scaling-data]")
     ap.add_argument("--work-dir", default="", help="logs, indexes and metrics of the runs [DATA_DIR/work-<tag>]")
-    ap.add_argument("--out", default="", help="results folder [bench/results/scaling_<tag>_<YYYYMMDD>]")
+    ap.add_argument("--out", default="", help="results folder [bench/results/<YYYY-MM-DD>_<tag>_scaling]")
     ap.add_argument("--tag", default="", help="hardware tag of the default --out [cpu, or e.g. h200x4]")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per launched command [1800]")
     ap.add_argument("--no-calibrate", action="store_true", help="skip calib.c (sgemm rate, allreduce sweep)")
@@ -695,7 +695,7 @@ def main(argv):
     hw = cpu_info()
     gpus = gpu_info()
     tag = args.tag or hw_tag(args.backend, gpus)
-    outdir = os.path.abspath(args.out or os.path.join(REPO, "bench", "results", "scaling_%s_%s" % (tag, started.strftime("%Y%m%d"))))
+    outdir = os.path.abspath(args.out or os.path.join(REPO, "bench", "results", "%s_%s_scaling" % (started.strftime("%Y-%m-%d"), tag)))
     workdir = os.path.abspath(args.work_dir or os.path.join(args.data_dir, "work-%s" % tag))
     launcher = Launcher(args, hw["cores"])
     points = []  # (mode, ranks, n)

@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
         /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors take
          * 4 KS registers and spill) */
         uint64_t adesc;
-        asm volatile("add.s64 %0, %1, %2;\n"
+        asm volatile("add.u64 %0, %1, %2;\n"
                      : "=l"(adesc)
                      : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
         WgS<T>::run(acc[set], adesc, bdesc, ks > 0);
@@ -529,7 +529,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
     for (int ks = 4 * p; ks < (4 * p + 4 < KS ? 4 * p + 4 : KS); ks++) {
       const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks & 3) * 32)) >> 4);
       uint64_t adesc; /* formed at each use from one base, as in the SS kernel */
-      asm volatile("add.s64 %0, %1, %2;\n"
+      asm volatile("add.u64 %0, %1, %2;\n"
                    : "=l"(adesc)
                    : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
       WgP<T>::run(acc[set], adesc, bdesc, ks > 0);
