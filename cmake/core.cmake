@@ -7,7 +7,7 @@ add_library(vecanneal_core STATIC
   src/cpu/assign.c src/cpu/stats.c
   src/backend/cpu.c
   src/job/compress.c src/job/gen.c src/job/info.c
-  src/cli/options.c)
+  src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
 target_include_directories(vecanneal_core PUBLIC src ${CBLAS_INCLUDE_DIR} ${HDF5_INCLUDE_DIRS})
 target_compile_definitions(vecanneal_core PUBLIC ${HDF5_DEFINITIONS}
   VECANNEAL_VERSION="${PROJECT_VERSION}"

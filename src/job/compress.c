@@ -18,8 +18,7 @@
 #include "comm/nccl.h"
 #endif
 #include "util/checksum.h" /* va_hash_bytes */
-#include "cli/commands.h"
-#include "cli/options.h" /* va_opt, va_opt_unknown */
+#include "job/compress.h"  /* va_compress_options_t */
 #include "comm/comm.h"
 #include "io/files.h" /* va_files_prepare, va_temp_name */
 #include "io/index.h"
@@ -28,104 +27,9 @@
 #include "core/stop.h" /* va_stop_point */
 #include "util/util.h"
 
-static void compress_usage(void) {
-  if (va_proc.rank != 0) return;
-  printf("usage: vecanneal compress --input FILE.h5:DATASET --anchors K --out INDEX.h5\n"
-         "                          [--config FILE.ini] [--set key=value ...] [--metrics FILE.json]\n"
-         "Compresses the rows of an HDF5 dataset into K anchors plus one anchor id per row, with the\n"
-         "annealed-anchor algorithm, on every MPI rank (each rank reads and owns a contiguous row block).\n"
-         "Options:\n"
-         "  --input FILE:DATASET  input vectors (ann-benchmarks: file.h5:/train); float32/64/16, uint8, int8\n"
-         "  --anchors K           number of anchors (config key k)\n"
-         "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
-         "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
-         "  --set key=value       override one key (repeatable; applied after --config)\n"
-         "  --preset vlc          the prototype's parity settings (same as --set preset=vlc)\n"
-         "  --backend auto|cpu|cuda  (same as --set backend=...)\n"
-         "  --metrics FILE.json   per-phase timings (min/mean/max over ranks), rows/s, peak memory\n"
-         "  --print-config        print the resolved configuration as an INI file and exit\n"
-         "  --resume CKPT         continue from a checkpoint (same input and configuration)\n"
-         "  --embed CORPUS        embed a text corpus (one line per row, or .jsonl with \"text\") with\n"
-         "                        all-MiniLM-L6-v2 and compress the vectors in the same job (cosine)\n"
-         "  --embed-model DIR     model directory for --embed (default as vecanneal embed)\n"
-         "  --embed-out F.h5:/D   also write the embedded vectors there\n"
-         "SIGTERM or SIGUSR1 (Slurm's warning before the time limit) writes a checkpoint at the end of the\n"
-         "current iteration and exits with 75; before the first iteration (read, initialisation) the job\n"
-         "stops at once with 75 and no checkpoint. checkpoint_every = N also writes one every N iterations.\n"
-         "Every output is claimed (OUT.partial) and checked against the inputs before anything is read.\n"
-         "Exit codes: 0 done, 1 internal/library failure, 2 bad usage/config, 3 bad input, 4 output not\n"
-         "writable (full disk, claimed by another job), 5 not enough memory, 75 stopped by a signal.\n\n");
-  va_config_print_keys(stdout);
-}
-
-/* Builds the configuration from --config, --set and the shorthands (applied in that order). */
+/* The job's options (job/compress.h), kept at file scope for the stages below. */
 static const char *resume_path, *config_file;
 static const char *embed_corpus, *embed_model, *embed_out;
-
-static int parse_args(int argc, char **argv, va_config_t *cfg, char *err, size_t errlen, int *help, int *print) {
-  va_config_src_t *src = va_config_src_new();
-  const char *v;
-  int rc = 0;
-  for (int i = 0; i < argc; i++)
-    if ((v = va_opt(argc, argv, &i, "--config"))) config_file = v;
-  if (config_file) rc = va_config_src_load_file(src, config_file, err, errlen);
-  static const char *const shorthand[][2] = {{"--input", "input"},     {"--anchors", "k"},     {"--out", "out"},
-                                             {"--metrics", "metrics"}, {"--preset", "preset"}, {"--backend", "backend"},
-                                             {"--seed", "seed"}};
-  for (int i = 0; i < argc && !rc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      *help = 1;
-      break;
-    }
-    if (!strcmp(argv[i], "--print-config")) {
-      *print = 1;
-      continue;
-    }
-    if ((v = va_opt(argc, argv, &i, "--resume"))) {
-      resume_path = v;
-      continue;
-    }
-    if ((v = va_opt(argc, argv, &i, "--embed"))) {
-      embed_corpus = v;
-      continue;
-    }
-    if ((v = va_opt(argc, argv, &i, "--embed-model"))) {
-      embed_model = v;
-      continue;
-    }
-    if ((v = va_opt(argc, argv, &i, "--embed-out"))) {
-      embed_out = v;
-      continue;
-    }
-    if ((v = va_opt(argc, argv, &i, "--config"))) continue;
-    if ((v = va_opt(argc, argv, &i, "--set"))) {
-      rc = va_config_src_add_kv(src, v, "--set", err, errlen);
-      continue;
-    }
-    int matched = 0;
-    for (size_t s = 0; s < sizeof shorthand / sizeof shorthand[0] && !matched; s++)
-      if ((v = va_opt(argc, argv, &i, shorthand[s][0]))) {
-        rc = va_config_src_add(src, shorthand[s][1], v, shorthand[s][0], err, errlen);
-        matched = 1;
-      }
-    if (!matched) {
-      va_opt_unknown("compress", argv[i], err, errlen);
-      rc = 1;
-    }
-  }
-  if (!rc && !*help) rc = va_config_resolve(src, cfg, err, errlen);
-  va_config_src_free(src);
-  if (*print) return rc;
-  if (!rc && !*help && !cfg->input[0] && !embed_corpus) {
-    snprintf(err, errlen, "compress: no input given (--input FILE.h5:DATASET or config key 'input')");
-    rc = 1;
-  }
-  if (!rc && !*help && !cfg->out[0]) {
-    snprintf(err, errlen, "compress: no output given (--out INDEX.h5 or config key 'out')");
-    rc = 1;
-  }
-  return rc;
-}
 
 /* cosine: the energy of the best single anchor from the unit rows' column sums (d, this rank's) and
  * zero-row count, both summed over the ranks here. */
@@ -547,21 +451,16 @@ static uint64_t file_checksum(const char *path) {
   return sum;
 }
 
-int va_cmd_compress(int argc, char **argv) {
+int va_compress_job(const va_compress_options_t *o) {
   double t_start = va_now();
-  va_config_t cfg;
+  va_config_t cfg = o->cfg;
+  resume_path = o->resume_path;
+  config_file = o->config_file;
+  embed_corpus = o->embed_corpus;
+  embed_model = o->embed_model;
+  embed_out = o->embed_out;
   char err[2048] = "";
-  int help = 0, print = 0;
-  int rc = parse_args(argc, argv, &cfg, err, sizeof err, &help, &print);
-  if (help) {
-    compress_usage();
-    return 0;
-  }
-  if (print && !rc) {
-    if (va_proc.rank == 0) va_config_print_ini(&cfg, stdout);
-    return 0;
-  }
-  if (va_agree(rc ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
+  int rc = 0;
   /* What the job reads and writes, checked and the outputs claimed before anything is read. */
   char ckpt_path[VA_PATH_MAX + 64];
   va_checkpoint_path(&cfg, ckpt_path, sizeof ckpt_path);
@@ -590,18 +489,15 @@ int va_cmd_compress(int argc, char **argv) {
   va_embedded_t embedded = {0};
   if (embed_corpus) {
     /* Embedding stage in this job: every rank keeps its block of rows in memory. */
-    char *eargv[8];
-    int eargc = 0;
-    eargv[eargc++] = "--input";
-    eargv[eargc++] = (char *)embed_corpus;
-    eargv[eargc++] = "--out";
-    eargv[eargc++] = (char *)(embed_out ? embed_out : "unwritten.h5:/train");
-    if (embed_model) {
-      eargv[eargc++] = "--model";
-      eargv[eargc++] = (char *)embed_model;
-    }
+    va_embed_options_t eo;
+    va_embed_options_default(&eo);
+    eo.input = embed_corpus;
+    eo.out_spec = embed_out ? embed_out : "unwritten.h5:/train";
+    eo.model = embed_model;
+    rc = va_embed_options_resolve(&eo, err, sizeof err) ? VA_EXIT_USAGE : 0;
+    if (va_agree(rc, err)) return rc;
     double te = va_now();
-    if ((rc = va_embed_rows(eargc, eargv, embed_out != NULL, &embedded))) return rc;
+    if ((rc = va_embed_rows(&eo, embed_out != NULL, &embedded))) return rc;
     va_phase_add(VA_PH_READ, va_now() - te);
     memset(&in, 0, sizeof in);
     snprintf(in.file, sizeof in.file, "%s", embed_corpus);

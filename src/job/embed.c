@@ -25,10 +25,8 @@
 #include "embed/bert_cuda.h"
 #include "cuda/kernels.h"
 #endif
-#include "cli/commands.h"
-#include "cli/options.h" /* va_opt, va_opt_unknown */
-#include "io/files.h"    /* va_files_prepare, va_text_open */
-#include "core/stop.h"   /* va_stop_point */
+#include "io/files.h"  /* va_files_prepare, va_text_open */
+#include "core/stop.h" /* va_stop_point */
 #include "job/embed.h"
 #include "io/h5io.h"
 #include "embed/json.h"
@@ -40,57 +38,24 @@
 #define VA_EMBED_SOURCE_MODEL_DIR "models/all-MiniLM-L6-v2"
 #endif
 
-typedef struct {
-  const char *input, *out_spec, *metrics, *model, *weights, *format, *io, *backend, *precision;
-  int batch, max_tokens, threads; /* batch 0: the backend's default */
-  double progress;
-  /* derived */
-  char out_file[VA_PATH_MAX], dataset[256], model_dir[VA_PATH_MAX];
-  int jsonl, io_mode;
-} embed_args_t;
-
 /* Everything the HDF5 callbacks need. */
 typedef struct {
-  const embed_args_t *a;
+  const va_embed_options_t *a;
   int64_t n, row0, n_local;
   int d;
   const float *emb;
   int64_t tokens, truncated, invalid, empty;
 } embed_out_t;
 
-static void embed_usage(void) {
-  va_log0(
-      "usage: vecanneal embed --input CORPUS.txt|CORPUS.jsonl --out FILE.h5[:/DATASET] [options]\n"
-      "Embeds one text per line with all-MiniLM-L6-v2 (384-d, mean pooling, unit length) into FILE.h5:/train\n"
-      "(float32, attributes distance = angular and dimension = 384), ready for 'vecanneal compress --input'.\n"
-      "Lines are split over the MPI ranks in contiguous blocks; row i of the output is line i of the input.\n"
-      "  --input FILE           text, one per line ('\\n'; a final line without '\\n' counts); '.jsonl' files hold\n"
-      "                         one JSON object per line with a string field \"text\"\n"
-      "  --out FILE.h5[:DSET]   output file (replaced; written to FILE.h5.partial first) and dataset [/train]\n"
-      "  --model DIR            model directory from scripts/fetch-model [$VECANNEAL_MODEL, else\n"
-      "                         ./models/all-MiniLM-L6-v2, else the source tree's models/all-MiniLM-L6-v2]\n"
-      "  --weights fp32|fp16    model.safetensors or model-fp16.safetensors (read as fp32 either way) [fp32]\n"
-      "  --backend auto|cpu|cuda  encoder: cuda = one GPU per rank (node-local rank modulo the visible devices);\n"
-      "                         auto = cuda when this build has it and every rank sees a device [auto]\n"
-      "  --precision auto|fp32|fp16|bf16  GPU arithmetic (the CPU encoder is fp32) [auto: fp16 on a GPU]\n"
-      "  --batch B              sentences per encoder batch (sorted by length within a rank) [64 CPU, 256 GPU]\n"
-      "  --max-tokens N         truncate to N tokens including [CLS] and [SEP], 2..512 [256]\n"
-      "  --threads T            threads per rank (tokenizer, BLAS, element-wise loops) [cores / ranks on the node]\n"
-      "  --format auto|text|jsonl  input format [auto: jsonl when the name ends in .jsonl]\n"
-      "  --metrics FILE.json    timings, throughput, counts and peak memory (max over ranks)\n"
-      "  --progress SECONDS     rank-0 progress interval, 0 = off [10]\n"
-      "  --io auto|collective|independent  HDF5 transfer mode [auto]\n"
-      "An empty line is kept as a row: the embedding of '[CLS] [SEP]'. Over-long lines are truncated and\n"
-      "ill-formed UTF-8 is replaced (U+FFFD, which BERT's normaliser drops); both are counted and reported.\n"
-      "Exit codes: 0 done, 1 internal/library failure, 2 bad usage, 3 bad input or model, 4 output not writable.\n");
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || v < lo || v > hi) return 1;
-  *out = (int)v;
-  return 0;
+void va_embed_options_default(va_embed_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->weights = "fp32";
+  o->format = "auto";
+  o->io = "auto";
+  o->backend = "auto";
+  o->precision = "auto";
+  o->max_tokens = 256;
+  o->progress = 10;
 }
 
 static int file_exists(const char *path) {
@@ -98,48 +63,7 @@ static int file_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
-static int parse_args(int argc, char **argv, embed_args_t *a, char *err, size_t elen, int *help) {
-  const char *v;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      *help = 1;
-      return 0;
-    } else if ((v = va_opt(argc, argv, &i, "--input"))) a->input = v;
-    else if ((v = va_opt(argc, argv, &i, "--out"))) a->out_spec = v;
-    else if ((v = va_opt(argc, argv, &i, "--metrics"))) a->metrics = v;
-    else if ((v = va_opt(argc, argv, &i, "--model"))) a->model = v;
-    else if ((v = va_opt(argc, argv, &i, "--weights"))) a->weights = v;
-    else if ((v = va_opt(argc, argv, &i, "--format"))) a->format = v;
-    else if ((v = va_opt(argc, argv, &i, "--io"))) a->io = v;
-    else if ((v = va_opt(argc, argv, &i, "--backend"))) a->backend = v;
-    else if ((v = va_opt(argc, argv, &i, "--precision"))) a->precision = v;
-    else if ((v = va_opt(argc, argv, &i, "--batch"))) {
-      if (parse_int(v, 1, 1 << 16, &a->batch)) {
-        snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v);
-        return 1;
-      }
-    } else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) {
-      if (parse_int(v, 2, 512, &a->max_tokens)) {
-        snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v);
-        return 1;
-      }
-    } else if ((v = va_opt(argc, argv, &i, "--threads"))) {
-      if (parse_int(v, 1, 1024, &a->threads)) {
-        snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v);
-        return 1;
-      }
-    } else if ((v = va_opt(argc, argv, &i, "--progress"))) {
-      char *e;
-      a->progress = strtod(v, &e);
-      if (*e || !(a->progress >= 0)) {
-        snprintf(err, elen, "embed: --progress: expected seconds >= 0, got '%s'", v);
-        return 1;
-      }
-    } else {
-      va_opt_unknown("embed", argv[i], err, elen);
-      return 1;
-    }
-  }
+int va_embed_options_resolve(va_embed_options_t *a, char *err, size_t elen) {
   if (!a->input) {
     snprintf(err, elen, "embed: --input CORPUS is required");
     return 1;
@@ -422,7 +346,7 @@ static va_bert_cuda_t *gpu_setup_wait(gpu_setup_t *s) {
 }
 #endif
 
-static int write_metrics(const embed_args_t *a, const embed_out_t *o, const double *ph, double cpu, int threads,
+static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, const double *ph, double cpu, int threads,
                          const char *weights_dtype, const encoder_info_t *ei) {
   double mx[NPH], mn[NPH],
       rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
@@ -494,8 +418,8 @@ typedef struct {
   char err[600];
 } tok_slice_t;
 
-static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lines_t *L, int64_t row0, int64_t *off,
-                           int *lens, tok_slice_t *sl) {
+static void tokenize_slice(va_tokenizer_t *tok, const va_embed_options_t *a, const lines_t *L, int64_t row0,
+                           int64_t *off, int *lens, tok_slice_t *sl) {
   sl->bad = -1;
   sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
   sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
@@ -552,23 +476,9 @@ static void tokenize_slice(va_tokenizer_t *tok, const embed_args_t *a, const lin
 
 /* The whole embed job. write_out: check and write --out (the embed command); keep: hand this rank's
  * rows to the caller instead of freeing them (compress --embed). */
-static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) {
-  embed_args_t a = {0};
-  a.weights = "fp32";
-  a.format = "auto";
-  a.io = "auto";
-  a.backend = "auto";
-  a.precision = "auto";
-  a.max_tokens = 256;
-  a.progress = 10;
+static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_t *keep) {
+  va_embed_options_t a = *opts;
   char err[1024] = "";
-  int help = 0;
-  int bad = parse_args(argc, argv, &a, err, sizeof err, &help);
-  if (help) {
-    embed_usage();
-    return 0;
-  }
-  if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
   double ph[NPH] = {0}, t_start = va_now(), t0;
 
   /* Model: every rank loads its own copy (read-only afterwards). */
@@ -894,10 +804,10 @@ static int embed_job(int argc, char **argv, int write_out, va_embedded_t *keep) 
   return 0;
 }
 
-int va_cmd_embed(int argc, char **argv) { return embed_job(argc, argv, 1, NULL); }
+int va_embed_job(const va_embed_options_t *o) { return embed_job(o, 1, NULL); }
 
-int va_embed_rows(int argc, char **argv, int write_out, va_embedded_t *out) {
-  return embed_job(argc, argv, write_out, out);
+int va_embed_rows(const va_embed_options_t *o, int write_out, va_embedded_t *out) {
+  return embed_job(o, write_out, out);
 }
 
 void va_embedded_to_host(va_embedded_t *e) {

@@ -5,24 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
-#include "cli/options.h" /* va_opt, va_opt_unknown */
-#include "io/files.h"    /* va_files_prepare */
+#include "job/gen.h"
+#include "io/files.h" /* va_files_prepare */
 #include "io/h5io.h"
 #include "util/rng.h"
 #include "core/stop.h" /* va_stop_point */
 #include "util/util.h"
 
-typedef struct {
-  const char *out, *kind, *dtype, *distance;
-  int64_t n, d, clusters, test;
-  double spread, outliers;
-  uint64_t seed;
-  int half;
-} gen_args_t;
-
 /* Row `id` (train rows 0..n-1, test rows n..n+test-1) into out[d]. */
-static void gen_row(const gen_args_t *g, int64_t id, float *out) {
+static void gen_row(const va_gen_options_t *g, int64_t id, float *out) {
   if (!strcmp(g->kind, "vlc-demo")) {
     /* docs/algorithm.md section 3: c + 0.5 sin(0.1 (i d + j)), c = 0, 5, 10 for i mod 3 = 0, 1, 2. */
     double c = 5.0 * (double)(id % 3);
@@ -51,7 +42,7 @@ static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int
 }
 
 static void gen_setup(hid_t file, void *ctx) {
-  const gen_args_t *g = ctx;
+  const va_gen_options_t *g = ctx;
   hid_t ds = create_rows_dataset(file, "/train", g->n, g->d, g->half);
   H5Dclose(ds);
   if (g->test > 0) H5Dclose(create_rows_dataset(file, "/test", g->test, g->d, g->half));
@@ -66,7 +57,7 @@ static void gen_setup(hid_t file, void *ctx) {
   }
 }
 
-static void write_block(hid_t file, const gen_args_t *g, const char *name, int64_t total, int64_t id0) {
+static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0) {
   int64_t start, count;
   va_shard_range(total, va_proc.rank, va_proc.nranks, &start, &count);
   int64_t chunk = (16 << 20) / (g->d * 4);
@@ -91,107 +82,40 @@ static void write_block(hid_t file, const gen_args_t *g, const char *name, int64
 }
 
 static void gen_rows(hid_t file, void *ctx) {
-  const gen_args_t *g = ctx;
+  const va_gen_options_t *g = ctx;
   write_block(file, g, "/train", g->n, 0);
   if (g->test > 0) write_block(file, g, "/test", g->test, g->n);
 }
 
-static void gen_usage(void) {
-  va_log0(
-      "usage: vecanneal gen --out FILE.h5 [options]\n"
-      "Writes synthetic vectors to FILE.h5:/train (and /test), each rank writing its own rows.\n"
-      "  --kind gauss|vlc-demo   Gaussian mixture, or the prototype's demo data (docs/algorithm.md section 3) [gauss]\n"
-      "  --n N                   rows in /train [100000]\n"
-      "  --d D                   dimensions [128]\n"
-      "  --clusters C            gauss: mixture components [100]\n"
-      "  --spread S              gauss: per-coordinate std of a component (centres are N(0,1)) [0.5]\n"
-      "  --outliers F            gauss: fraction of rows drawn uniformly from [-4,4]^d [0]\n"
-      "  --test N                rows in /test (same distribution) [0]\n"
-      "  --seed S                seed [1]\n"
-      "  --dtype float32|float16 storage type [float32]\n"
-      "  --distance NAME         value of the 'distance' attribute [euclidean]\n"
-      "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
+void va_gen_options_default(va_gen_options_t *g) {
+  *g = (va_gen_options_t){NULL, "gauss", "float32", "euclidean", "auto", 100000, 128,
+                          100,  0,       0.5,       0.0,         1,      0,      VA_IO_AUTO};
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (!*s || *end || v < lo) return 1;
-  *out = v;
+int va_gen_options_resolve(va_gen_options_t *g, char *err, size_t len) {
+  if (!g->out) return snprintf(err, len, "gen: --out FILE.h5 is required"), 1;
+  if (strcmp(g->kind, "gauss") && strcmp(g->kind, "vlc-demo"))
+    return snprintf(err, len, "gen: --kind must be gauss or vlc-demo, got '%s'", g->kind), 1;
+  if (strcmp(g->dtype, "float32") && strcmp(g->dtype, "float16"))
+    return snprintf(err, len, "gen: --dtype must be float32 or float16, got '%s'", g->dtype), 1;
+  g->io_mode = !strcmp(g->io, "collective")    ? VA_IO_COLLECTIVE
+               : !strcmp(g->io, "independent") ? VA_IO_INDEPENDENT
+                                               : VA_IO_AUTO;
+  if (strcmp(g->io, "auto") && g->io_mode == VA_IO_AUTO)
+    return snprintf(err, len, "gen: --io must be auto, collective or independent"), 1;
+  g->half = !strcmp(g->dtype, "float16");
   return 0;
 }
 
-int va_cmd_gen(int argc, char **argv) {
-  gen_args_t g = {NULL, "gauss", "float32", "euclidean", 100000, 128, 100, 0, 0.5, 0.0, 1, 0};
-  const char *v, *io = "auto";
-  char err[512] = "";
-  int bad = 0;
-  for (int i = 0; i < argc && !bad; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      gen_usage();
-      return 0;
-    } else if ((v = va_opt(argc, argv, &i, "--out"))) g.out = v;
-    else if ((v = va_opt(argc, argv, &i, "--kind"))) g.kind = v;
-    else if ((v = va_opt(argc, argv, &i, "--dtype"))) g.dtype = v;
-    else if ((v = va_opt(argc, argv, &i, "--distance"))) g.distance = v;
-    else if ((v = va_opt(argc, argv, &i, "--io"))) io = v;
-    else if ((v = va_opt(argc, argv, &i, "--n")))
-      bad = parse_i64(v, 1, &g.n) ? snprintf(err, sizeof err, "--n: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--d")))
-      bad = parse_i64(v, 1, &g.d) ? snprintf(err, sizeof err, "--d: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--clusters")))
-      bad = parse_i64(v, 1, &g.clusters)
-                ? snprintf(err, sizeof err, "--clusters: expected an integer >= 1, got '%s'", v)
-                : 0;
-    else if ((v = va_opt(argc, argv, &i, "--test")))
-      bad = parse_i64(v, 0, &g.test) ? snprintf(err, sizeof err, "--test: expected an integer >= 0, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--seed"))) {
-      int64_t s;
-      bad = parse_i64(v, 0, &s) ? snprintf(err, sizeof err, "--seed: expected an integer >= 0, got '%s'", v) : 0;
-      g.seed = (uint64_t)s;
-    } else if ((v = va_opt(argc, argv, &i, "--spread"))) {
-      char *e;
-      g.spread = strtod(v, &e);
-      bad = (*e || !(g.spread >= 0)) ? snprintf(err, sizeof err, "--spread: expected a number >= 0, got '%s'", v) : 0;
-    } else if ((v = va_opt(argc, argv, &i, "--outliers"))) {
-      char *e;
-      g.outliers = strtod(v, &e);
-      bad = (*e || !(g.outliers >= 0 && g.outliers <= 1))
-                ? snprintf(err, sizeof err, "--outliers: expected a fraction in [0, 1], got '%s'", v)
-                : 0;
-    } else {
-      va_opt_unknown("gen", argv[i], err, sizeof err);
-      bad = 1;
-    }
-  }
-  if (!bad && !g.out) {
-    snprintf(err, sizeof err, "gen: --out FILE.h5 is required");
-    bad = 1;
-  }
-  if (!bad && strcmp(g.kind, "gauss") && strcmp(g.kind, "vlc-demo")) {
-    snprintf(err, sizeof err, "gen: --kind must be gauss or vlc-demo, got '%s'", g.kind);
-    bad = 1;
-  }
-  if (!bad && strcmp(g.dtype, "float32") && strcmp(g.dtype, "float16")) {
-    snprintf(err, sizeof err, "gen: --dtype must be float32 or float16, got '%s'", g.dtype);
-    bad = 1;
-  }
-  int io_mode = !strcmp(io, "collective")    ? VA_IO_COLLECTIVE
-                : !strcmp(io, "independent") ? VA_IO_INDEPENDENT
-                                             : VA_IO_AUTO;
-  if (!bad && strcmp(io, "auto") && io_mode == VA_IO_AUTO) {
-    snprintf(err, sizeof err, "gen: --io must be auto, collective or independent");
-    bad = 1;
-  }
-  if (va_agree(bad ? VA_EXIT_USAGE : 0, err)) return VA_EXIT_USAGE;
-  g.half = !strcmp(g.dtype, "float16");
+int va_gen_job(const va_gen_options_t *opts) {
+  va_gen_options_t g = *opts;
   const va_file_use_t out = {"output", g.out, 1};
   int rc = va_files_prepare(NULL, 0, &out, 1);
   if (rc) return rc;
   va_stop_point("set-up");
   double t0 = va_now();
   const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
-  rc = va_h5_write_file("output", g.out, bytes, io_mode, gen_setup, gen_rows, &g);
+  rc = va_h5_write_file("output", g.out, bytes, g.io_mode, gen_setup, gen_rows, &g);
   if (rc) return rc;
   va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n,
           (long long)g.d, g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);

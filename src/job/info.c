@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
+#include "job/info.h"
 #include "io/h5io.h"
 #include "util/util.h"
 
@@ -142,19 +142,9 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   return 0;
 }
 
-int va_cmd_info(int argc, char **argv) {
+int va_info_job(const char *path) {
   char err[VA_PATH_MAX + 256] = "";
-  int rc = 0;
-  if (argc != 1 || argv[0][0] == '-') {
-    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-      va_log0("usage: vecanneal info INDEX.h5\n");
-      return 0;
-    }
-    snprintf(err, sizeof err, "usage: vecanneal info INDEX.h5");
-    rc = VA_EXIT_USAGE;
-  } else if (va_proc.rank == 0) {
-    rc = info_rank0(argv[0], err, sizeof err);
-  }
+  int rc = va_proc.rank == 0 ? info_rank0(path, err, sizeof err) : 0;
   fflush(stdout);
   return va_agree(rc, err);
 }
