@@ -6,6 +6,7 @@
 #                                        (input + report in OUT/artifacts/TARGET; faults inside libhdf5 are
 #                                        listed, not failed: classify_crash.py)
 #   run_fuzz.sh replay OUT [TARGET...]   run every committed input (regressions/, then corpus/) once
+#   run_fuzz.sh merge  OUT [TARGET...]   minimise the committed corpus (libFuzzer -merge=1; h5probe kept)
 #   run_fuzz.sh list                     print the target names
 # OUT is a scratch folder (CTest passes ${CMAKE_BINARY_DIR}/fuzz). Toolchain flags for HDF5/MPI come
 # from OUT/toolchain.env when CMake wrote one (the HDF5 and MPI the project was configured with),
@@ -42,7 +43,7 @@ if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDI
 cmd=${1:-}; shift || true
 case $cmd in
   list) printf '%s\n' "${TARGETS[@]}"; exit 0 ;;
-  build|run|replay) ;;
+  build|run|replay|merge) ;;
   *) sed -n '2,13p' "$0"; exit 2 ;;
 esac
 OUT=${1:?OUT folder}; shift
@@ -198,8 +199,29 @@ replay() {
   return $rc
 }
 
+# merge OUT [TARGET...]: minimises the committed corpus of each target to the inputs that keep its
+# coverage (libFuzzer -merge=1 into an empty folder), then replaces tests/fuzz/corpus/TARGET with them.
+# The h5probe corpus is a set of hand-made seeds named by what they test (h5probe.expect): left alone.
+merge() {
+  local t targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${TARGETS[@]}")
+  for t in "${targets[@]}"; do
+    [ "$t" = h5probe ] && { echo "merge: h5probe's seeds are kept as they are"; continue; }
+    [ -x "$OUT/bin/fuzz_$t" ] || build > /dev/null || return 1
+    fuzz_opts $t
+    local new=$OUT/merged/$t
+    rm -rf "$new" && mkdir -p "$new"
+    (cd "$OUT/artifacts" && "$OUT/bin/fuzz_$t" "${FOPTS[@]}" -merge=1 "$new" "$HERE/corpus/$t") > "$OUT/merge_$t.log" 2>&1 ||
+      { tail -20 "$OUT/merge_$t.log"; echo "FAIL: merge $t"; return 1; }
+    local before after
+    before=$(find "$HERE/corpus/$t" -type f | wc -l); after=$(find "$new" -type f | wc -l)
+    rm -rf "$HERE/corpus/$t" && mkdir -p "$HERE/corpus/$t" && cp "$new"/* "$HERE/corpus/$t/"
+    echo "merge $t: $before -> $after inputs"
+  done
+}
+
 case $cmd in
   build) build ;;
   run) run "$@" ;;
   replay) replay "$@" ;;
+  merge) merge "$@" ;;
 esac
