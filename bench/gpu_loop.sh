@@ -11,8 +11,11 @@
 #     host-to-device copy rate, and their agreement.
 # Results under $OUT (results_loop.csv, results_stream_e2e.csv, results_stream_bench.csv,
 # gpu_stream_bench.txt, ctest_gpu.log) and every log in $OUT/logs.tgz; a summary is printed last.
-# Environment: AFTER_SRC, BEFORE_SRC, SKIP_TESTS=1, N1 (1000000), N8 (8000000).
+# Checks: exit 1 when the streamed and resident indexes disagree (h5tool close), the stream benchmark
+# fails, or, with REQUIRE_SAME=1 (a change that moves no arithmetic), the two builds' indexes differ.
+# Environment: AFTER_SRC, BEFORE_SRC, SKIP_TESTS=1, N1 (1000000), N8 (8000000), REQUIRE_SAME.
 set -u
+bad=0 # a failed result check: the script exits 1
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out-gpu}; W=$OUT/work; mkdir -p "$W"
 ROOT=$PWD
@@ -58,10 +61,14 @@ for prec in fp16 tf32; do
   for run in 1 2; do
     for which in before after; do
       bin=$BEFORE; [ $which = after ] && bin=$AFTER
-      mpirun -n 1 "$bin" compress --input /tmp/g1.h5:/train --anchors 1024 --out /tmp/l.h5 --backend cuda --set precision=$prec "${lloyd[@]}" \
+      mpirun -n 1 "$bin" compress --input /tmp/g1.h5:/train --anchors 1024 --out /tmp/l_$which.h5 --backend cuda --set precision=$prec "${lloyd[@]}" \
         --metrics "$W/loop_${which}_${prec}_$run.json" > "$W/loop_${which}_${prec}_$run.log" 2>&1 || { tail -3 "$W/loop_${which}_${prec}_$run.log"; continue; }
       echo "$which,$prec,$run,$(phases "$W/loop_${which}_${prec}_$run.json")" >> "$W/results_loop.csv"
     done
+    # the two builds' indexes: identical for a change that moves no arithmetic (REQUIRE_SAME=1 fails the run otherwise)
+    same=$("$TOOL" same /tmp/l_before.h5 /tmp/l_after.h5 2>&1 | head -1)
+    echo "$prec run $run, before vs after: $same" >> "$W/before_after.txt"
+    case $same in bitwise*) ;; *) [ "${REQUIRE_SAME:-0}" = 1 ] && bad=1 ;; esac
   done
 done
 echo "loop: $(( $(date +%s) - t0 )) s"
@@ -75,12 +82,14 @@ for prec in fp16 tf32; do
       || { tail -3 "$W/s8_${prec}_$mode.log"; continue; }
     echo "$prec,$([ $mode = on ] && echo streamed || echo resident),$(phases "$W/s8_${prec}_$mode.json")" >> "$W/results_stream_e2e.csv"
   done
-  "$TOOL" close "/tmp/s8_${prec}_on.h5" "/tmp/s8_${prec}_off.h5" 1e-5 > "$W/s8_${prec}_close.txt" 2>&1; echo "rc $?" >> "$W/s8_${prec}_close.txt"
+  "$TOOL" close "/tmp/s8_${prec}_on.h5" "/tmp/s8_${prec}_off.h5" 1e-5 > "$W/s8_${prec}_close.txt" 2>&1
+  rc=$?; echo "rc $rc" >> "$W/s8_${prec}_close.txt"; [ $rc -eq 0 ] || bad=1 # streamed and resident must agree
 done
 rm -f /tmp/s8_*.h5
 echo "stream e2e: $(( $(date +%s) - t0 )) s"
 # 3. kernel-level streaming vs copy rate
-$BG/gpu_stream_bench "$N8" 128 1024 256 5 > "$W/gpu_stream_bench.txt" 2>&1; echo "gpu_stream_bench rc $?" >> "$W/gpu_stream_bench.txt"
+$BG/gpu_stream_bench "$N8" 128 1024 256 5 > "$W/gpu_stream_bench.txt" 2>&1
+rc=$?; echo "gpu_stream_bench rc $rc" >> "$W/gpu_stream_bench.txt"; [ $rc -eq 0 ] || bad=1
 grep "^csv:" "$W/gpu_stream_bench.txt" | cut -c5- > "$W/results_stream_bench.csv"
 echo "== summary ($(( $(date +%s) - t0 )) s)"
 grep -E "tests passed|tests failed" "$W/ctest_gpu.log" 2>/dev/null
@@ -88,6 +97,9 @@ grep -hE "streamed vs resident|copy of one chunk|agree|FAILED" "$W/gpu_stream_be
 grep -E "pass" "$W/gpu_stream_bench.txt" | cut -c1-170
 for f in results_loop results_stream_e2e; do column -s, -t "$W/$f.csv" 2> /dev/null || cat "$W/$f.csv"; done
 grep -h "anchors:\|assignments:\|rc" "$W"/s8_*_close.txt
+cat "$W/before_after.txt"
 grep -h "stream GB/s" -A3 "$W/s8_fp16_on.log" | head -4
 for f in results_loop.csv results_stream_e2e.csv results_stream_bench.csv gpu_stream_bench.txt ctest_gpu.log; do cp "$W/$f" "$OUT/" 2> /dev/null; done
 tar -czf "$OUT/logs.tgz" -C "$W" . && rm -rf "$W"
+[ $bad -eq 0 ] || echo "FAILED: a result check (streamed vs resident, the stream benchmark, or REQUIRE_SAME)"
+exit $bad

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # run.sh FAMILY [ARGS...]: the one entry point of the benchmarks, from the repository root. Each family
 # measures vecanneal against a peer in the same run where one exists and prints the ratios. Checks of
-# the results: gpu exits 1 when vecanneal's anchors differ between repeated runs, stream when the
-# streamed and the resident passes disagree; gpu-ab, gpu-scaling and kernels print their comparisons
-# (indexes before/after, against 1 GPU, fused against GEMM). Results and their commands:
-# docs/performance.md.
+# the results: gpu exits 1 when vecanneal's anchors differ between repeated runs; stream when the
+# streamed and the resident passes disagree; gpu-ab when they do end to end, or (REQUIRE_SAME=1) when
+# the two builds' indexes differ; gpu-scaling and kernels print their comparisons (against 1 GPU, fused
+# against GEMM). Results and their commands: docs/performance.md.
 #   cpu          vecanneal vs scikit-learn (Lloyd) and faiss-cpu, and the memory check (run_cpu_compare.sh)
 #   cpu-scaling  strong and weak scaling over MPI ranks on one node (scaling/run.py)
 #   gpu          one GPU: vecanneal vs PyTorch Lloyd and flash-kmeans at 1M and 8M x 128 x 1024, the
 #                prototype's large case, the CPU/GPU crossover (gpu_bench.sh; peer wheels in .whl/peers)
-#   gpu-ab       one GPU: the loop before and after a change, bitwise-compared indexes (gpu_loop.sh)
+#   gpu-ab       one GPU: the loop before and after a change, the indexes compared (gpu_loop.sh)
 #   gpu-scaling  several GPUs: the loop on 1, 2, 4, ... GPUs, weak and strong (gpu_loop_scaling.sh)
 #   gpu-multi    several GPUs: compress scaling through scaling/run.py and embed on 1, 2, 4, ... GPUs
 #                (gpu_multi.sh)
