@@ -13,11 +13,8 @@
 #include "backend/cuda.h"
 #include "cuda/kernels.h"
 #endif
-#ifdef VECANNEAL_NCCL
-#include <nccl.h>
-#include "comm/nccl.h"
-#endif
 #include "util/checksum.h" /* va_hash_bytes */
+#include "backend/plan.h"  /* va_backend_plan, va_backend_attach */
 #include "job/compress.h"  /* va_compress_options_t */
 #include "comm/comm.h"
 #include "io/files.h" /* va_files_prepare, va_temp_name */
@@ -233,187 +230,6 @@ static int choose_threads(const va_config_t *cfg) {
   return t > 0 ? t : 1;
 }
 
-#if defined(VECANNEAL_CUDA) && defined(VECANNEAL_NCCL)
-/* Collective. NCCL takes one GPU per rank (two ranks on one GPU: "Duplicate GPU detected", fatal on
- * every rank at the communicator's creation), so a shared GPU has to be found before. GPUs are told
- * apart by host and PCI bus id, so ranks that each see only their own GPU as device 0 (srun
- * --gpus-per-task=1) do not look alike. Returns 1 on a rank whose GPU a lower rank uses too, with the
- * message in err. */
-static int shares_gpu(int dev, char *err, size_t len) {
-  typedef struct {
-    char host[64], bus[32];
-  } gpu_id_t;
-  gpu_id_t me;
-  memset(&me, 0, sizeof me);
-  snprintf(me.host, sizeof me.host, "%s", va_proc.host);
-  if (va_cuda_bus_id(dev, me.bus, (int)sizeof me.bus)) snprintf(me.bus, sizeof me.bus, "device %d", dev);
-  gpu_id_t *all = va_malloc((size_t)va_proc.nranks * sizeof *all, "GPU ids");
-  VA_MPI(MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD));
-  int other = -1;
-  for (int r = 0; r < va_proc.rank && other < 0; r++)
-    if (!strcmp(all[r].host, me.host) && !strcmp(all[r].bus, me.bus)) other = r;
-  free(all);
-  snprintf(err, len,
-           "ranks %d and %d on %s both use the GPU at %s, but NCCL needs one GPU per rank: start at most as many ranks "
-           "per node as it has GPUs (and leave 'device' unset), or set gpu_collectives = mpi to let ranks share a GPU",
-           other, va_proc.rank, va_proc.host, me.bus);
-  return other >= 0;
-}
-#endif
-
-/* The backend of the job: CUDA on `device`, the rows resident or streamed in chunks of chunk_rows;
- * host_prep: the rows are read into host memory and preprocessed there (resident 16-bit rows whose
- * float32 values do not fit the GPU for preprocessing there). */
-typedef struct {
-  int cuda, device;
-  int64_t chunk_rows;
-  int host_prep;
-  double free_bytes;
-} backend_plan_t;
-
-/* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
- * CUDA for every rank (never a mix: both would have to agree to the last bit). auto takes CUDA when
- * this build has it, every rank sees a device and the largest shard's product (rows x k x d) reaches
- * gpu_min_work. The rows stream from pinned host memory when gpu_stream = on, or (auto) when some
- * rank's would not fit its GPU (then every rank streams); a job that does not fit even so stops
- * (backend cuda) or stays on the CPU (auto), and so does one whose ranks would share a GPU under NCCL.
- * Prints the auto decisions on rank 0. */
-static backend_plan_t plan_backend(const va_state_t *st, const va_config_t *cfg) {
-  backend_plan_t plan = {0, -1, 0, 0, 0};
-#ifdef VECANNEAL_CUDA
-  double work = (double)st->n_local * (double)st->k * (double)st->d;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &work, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  /* Work below the threshold stays on the CPU without asking for a device: that question starts the
-   * CUDA driver, a large part of a small job (docs/performance.md). */
-  if (cfg->backend == VA_BACKEND_AUTO && work < cfg->gpu_min_work) {
-    va_log0("backend auto: %.3g rows x anchors x dims per rank is below gpu_min_work = %.3g: the CPU\n", work,
-            cfg->gpu_min_work);
-    return plan;
-  }
-  int dev = cfg->backend == VA_BACKEND_CPU ? -1 : va_cuda_pick_device((int)cfg->device);
-  int all_have = dev >= 0;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (cfg->backend == VA_BACKEND_CUDA && !all_have) {
-    char err[256];
-    snprintf(err, sizeof err, "backend 'cuda' asked for, but rank %d on %s sees no usable CUDA device (device = %lld)",
-             va_proc.rank, va_proc.host, (long long)cfg->device);
-    VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
-  }
-  if (!all_have) return plan;
-#ifdef VECANNEAL_NCCL
-  if (va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL) {
-    char err[512];
-    int shared = shares_gpu(dev, err, sizeof err), any_shared = shared;
-    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    if (any_shared && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(shared ? VA_EXIT_USAGE : 0, err);
-    if (any_shared) {
-      va_log0("backend auto: ranks share a GPU, which NCCL does not allow (gpu_collectives = mpi does): staying on the "
-              "CPU\n");
-      return plan;
-    }
-  }
-#endif
-  size_t free_b = 0, total_b = 0;
-  double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
-  if (avail >= 0 && cfg->gpu_mem_limit_mb > 0) avail = fmin(avail, cfg->gpu_mem_limit_mb * 1048576.0);
-  int64_t chunk_rows = va_cuda_stream_chunk_rows(st->d, cfg->gpu_stream_chunk_mb * 1048576.0);
-  double resident = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, 0);
-  double streamed = (double)va_cuda_bytes_needed(st->n_local, st->d, st->k, cfg->precision, chunk_rows);
-  int stream =
-      cfg->gpu_stream == VA_STREAM_ON || (cfg->gpu_stream == VA_STREAM_AUTO && avail >= 0 && resident > 0.95 * avail);
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &stream, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  double need = stream ? streamed : resident;
-  int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  char err[512];
-  snprintf(
-      err, sizeof err,
-      "rank %d on %s needs %.2f GiB on GPU %d for its %lld rows (%s) but %.2f GiB are free%s; use more GPUs (ranks)%s",
-      va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)st->n_local, stream ? "streamed" : "resident",
-      avail / 1073741824.0, cfg->gpu_mem_limit_mb > 0 ? " under gpu_mem_limit_mb" : "",
-      cfg->backend == VA_BACKEND_CUDA ? (stream ? " or backend = cpu" : " or gpu_stream = auto") : "");
-  if (any_short && cfg->backend == VA_BACKEND_CUDA) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
-  if (any_short) {
-    va_log0("backend auto: a shard does not fit its GPU's free memory%s: staying on the CPU\n",
-            stream ? " even streamed" : "");
-    return plan;
-  }
-  if (stream && cfg->gpu_stream == VA_STREAM_AUTO)
-    va_log0("backend cuda: the rows do not fit the GPU (rank 0: %.2f GiB needed resident, %.2f GiB free): streaming "
-            "them from pinned host memory\n",
-            resident / 1073741824.0, avail / 1073741824.0);
-  plan.cuda = 1;
-  plan.device = dev;
-  plan.chunk_rows = stream ? chunk_rows : 0;
-  plan.free_bytes = (double)free_b;
-  /* fp16/bf16 rows preprocessed on the GPU are float32 there, in the 16-bit rows' place, until converted */
-  const double prep = (double)va_cuda_prep_bytes(st->n_local, st->d, cfg->precision, plan.chunk_rows);
-  plan.host_prep = prep > 0 && avail >= 0 && need + prep > 0.95 * avail;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &plan.host_prep, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (plan.host_prep)
-    va_log0(
-        "backend cuda: the rows fit the GPU in 16 bits but not in float32 (rank 0: %.2f GiB more) while preprocessed: "
-        "reading and preprocessing them on the host\n",
-        prep / 1073741824.0);
-#else
-  (void)st;
-  (void)cfg;
-#endif
-  return plan;
-}
-
-/* The GPU memory the job holds now, for the metrics: the drop in the device's free memory since the
- * plan (the context's buffers and the cuBLAS and NCCL handles; another process on the same GPU would
- * count too); 0 on the CPU backend. Taken where the job is fullest: the rows preprocessed on the GPU
- * (fp16/bf16: in float32, in the 16-bit rows' place), the rows uploaded, the loop's end. */
-static double gpu_memory_used(const backend_plan_t *plan) {
-#ifdef VECANNEAL_CUDA
-  size_t free_b = 0, total_b = 0;
-  if (plan->cuda && !va_cuda_memory(plan->device, &free_b, &total_b))
-    return fmax(0.0, plan->free_bytes - (double)free_b);
-#else
-  (void)plan;
-#endif
-  return 0;
-}
-
-/* After the read and the preprocessing: attaches the planned backend; prints it on rank 0. */
-static const char *attach_backend(va_state_t *st, const va_config_t *cfg, const backend_plan_t *plan) {
-  st->be = &va_backend_cpu;
-#ifdef VECANNEAL_CUDA
-  if (plan->cuda) {
-    va_backend_cuda_attach(st, plan->device, cfg->precision, plan->chunk_rows); /* uploads st->X unless NULL */
-    free(st->X); /* the rows live on the GPU now, or in the backend's pinned copy */
-    st->X = NULL;
-    char desc[384];
-    va_cuda_describe((va_cuda_t *)st->be_ctx, desc, sizeof desc);
-#ifdef VECANNEAL_NCCL
-    /* One rank has nothing to reduce (every collective returns at once): no communicator, whose set-up
-     * is costly (docs/performance.md). */
-    int nccl = va_proc.nranks > 1 && cfg->gpu_collectives == VA_GPU_COLL_NCCL;
-    if (nccl) va_comm_use_nccl(va_nccl_create(MPI_COMM_WORLD, plan->device));
-    va_log0("backend cuda: %d rank(s), %s, NCCL %d.%d.%d%s, precision %s\n", va_proc.nranks, desc, NCCL_MAJOR,
-            NCCL_MINOR, NCCL_PATCH,
-            nccl                 ? ""
-            : va_proc.nranks > 1 ? " (not used: gpu_collectives = mpi)"
-                                 : " (not needed by one rank)",
-            va_config_enum_name("precision", cfg->precision));
-#else
-    va_log0("backend cuda: %d rank(s), %s, MPI allreduce (no NCCL in this build), precision %s\n", va_proc.nranks, desc,
-            va_config_enum_name("precision", cfg->precision));
-#endif
-    return "cuda";
-  }
-#else
-  (void)plan;
-#endif
-  va_log0("backend cpu: %d rank(s), %d thread(s) per rank, assign kernel %s\n", va_proc.nranks, st->aopts.threads,
-          st->aopts.kernel != VA_CPU_ASSIGN_FUSED ? "sgemm tiles (OpenBLAS)"
-          : va_assign_fused_avx512_available()    ? "fused (AVX-512)"
-                                                  : "fused (AVX2/FMA)");
-  return "cpu";
-}
-
 /* Collective: inputs against outputs (files.h); claims the index, the metrics file and the embedded
  * vectors' file. The checkpoint resumed from may be the one this job writes (the usual way). */
 static int prepare_files(const va_config_t *cfg, const char *ckpt_path) {
@@ -563,7 +379,7 @@ int va_compress_job(const va_compress_options_t *o) {
           (long long)in.n, (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k,
           cfg.init, va_config_enum_name("robust", cfg.robust), cfg.preset);
 
-  backend_plan_t plan = plan_backend(&st, &cfg);
+  va_backend_plan_t plan = va_backend_plan(&st, &cfg);
   struct {
     double loop, peak;
   } gpu_memory = {0, 0}; /* gpu_memory_used */
@@ -589,7 +405,7 @@ int va_compress_job(const va_compress_options_t *o) {
     if (adopt) {
 #ifdef VECANNEAL_CUDA
       double t0 = va_now();
-      backend = attach_backend(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
+      backend = va_backend_attach(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
       va_cuda_adopt_rows((va_cuda_t *)st.be_ctx, embedded.demb);
       va_cuda_sync((va_cuda_t *)st.be_ctx);
       va_cuda_free_device(embedded.demb);
@@ -611,7 +427,7 @@ int va_compress_job(const va_compress_options_t *o) {
     /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
      * read into the other (streamed: it lands in the context's pinned host copy). */
     double t0 = va_now();
-    backend = attach_backend(&st, &cfg, &plan);
+    backend = va_backend_attach(&st, &cfg, &plan);
     va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
     backend_seconds = va_now() - t0;
     t = va_tick();
@@ -650,15 +466,15 @@ shard_ready:
   if (direct || adopt) {
 #ifdef VECANNEAL_CUDA
     st.total_var = preprocess(&st, &zero_rows); /* on the device (streamed: in the pinned host copy) */
-    gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
+    gpu_memory.peak = fmax(gpu_memory.peak, va_backend_gpu_memory(&plan));
     va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
 #endif
   } else {
     st.total_var = preprocess(&st, &zero_rows);
     double t0 = va_now();
-    backend = attach_backend(&st, &cfg, &plan);
+    backend = va_backend_attach(&st, &cfg, &plan);
     backend_seconds = va_now() - t0;
-    gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory_used(&plan));
+    gpu_memory.peak = fmax(gpu_memory.peak, va_backend_gpu_memory(&plan));
   }
   if (zero_rows)
     va_log0("warning: %lld zero rows cannot be unit-normalised for cosine; they stay zero\n", (long long)zero_rows);
@@ -693,7 +509,7 @@ shard_ready:
   va_anneal(&st);
   va_stop_finishing();
   double loop_seconds = va_now() - t_loop;
-  gpu_memory.loop = gpu_memory_used(&plan);
+  gpu_memory.loop = va_backend_gpu_memory(&plan);
   gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory.loop);
   if (st.stopped) {
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n",
