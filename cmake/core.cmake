@@ -5,7 +5,7 @@ add_library(vecanneal_core STATIC
   src/io/files.c src/io/h5io.c src/io/index.c
   src/comm/comm.c
   src/cpu/assign.c src/cpu/stats.c
-  src/backend/cpu.c src/backend/plan.c
+  src/backend/cpu.c src/backend/plan.c src/backend/rows.c
   src/job/compress.c src/job/gen.c src/job/info.c
   src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
 target_include_directories(vecanneal_core PUBLIC src ${CBLAS_INCLUDE_DIR} ${HDF5_INCLUDE_DIRS})

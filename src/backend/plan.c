@@ -55,6 +55,16 @@ static int shares_gpu(int dev, char *err, size_t len) {
  * rank's would not fit its GPU (then every rank streams); a job that does not fit even so stops
  * (backend cuda) or stays on the CPU (auto), and so does one whose ranks would share a GPU under NCCL.
  * Prints the auto decisions on rank 0. */
+void va_backend_check_built(int backend) {
+#ifndef VECANNEAL_CUDA
+  if (backend == VA_BACKEND_CUDA)
+    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with "
+                                    "-DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
+#else
+  (void)backend;
+#endif
+}
+
 va_backend_plan_t va_backend_plan(const va_state_t *st, const va_config_t *cfg) {
   va_backend_plan_t plan = {0, -1, 0, 0, 0};
 #ifdef VECANNEAL_CUDA

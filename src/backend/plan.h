@@ -17,6 +17,8 @@ typedef struct {
   double free_bytes;
 } va_backend_plan_t;
 
+/* Collective: backend = cuda in a build without CUDA ends every rank with VA_EXIT_USAGE. */
+void va_backend_check_built(int backend);
 /* Collective, before the read (the host memory check counts a streamed shard's pinned copy): CPU or
  * CUDA for every rank (never a mix: both would have to agree to the last bit). auto takes CUDA when
  * this build has it, every rank sees a device and the largest shard's product (rows x k x d) reaches

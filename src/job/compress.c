@@ -9,12 +9,9 @@
 #include "core/anneal.h"
 #include "core/checkpoint.h"
 #include "job/embed.h"
-#ifdef VECANNEAL_CUDA
-#include "backend/cuda.h"
-#include "cuda/kernels.h"
-#endif
 #include "util/checksum.h" /* va_hash_bytes */
 #include "backend/plan.h"  /* va_backend_plan, va_backend_attach */
+#include "backend/rows.h"  /* va_rows_*: rows on the host or the GPU */
 #include "job/compress.h"  /* va_compress_options_t */
 #include "comm/comm.h"
 #include "io/files.h" /* va_files_prepare, va_temp_name */
@@ -38,30 +35,18 @@ static double unit_rows_energy(const va_state_t *st, double *sum, int64_t *zero_
   return 1.0 - sqrt(s2);
 }
 
-/* The rank's rows where the host preprocesses them: the shard (st->X), or a streamed GPU context's
- * pinned copy, *ld floats apart; NULL when they are on the GPU (preprocessed there). */
-static float *host_rows(va_state_t *st, int64_t *ld) {
-  *ld = st->d;
-  if (st->X) return st->X;
-#ifdef VECANNEAL_CUDA
-  if (st->be_ctx && va_cuda_stream_rows((va_cuda_t *)st->be_ctx) > 0)
-    return va_cuda_stream_host_rows((va_cuda_t *)st->be_ctx, ld);
-#endif
-  return NULL;
-}
-
 /* Column sums of this rank's rows (sum[0..d)) and, with squares, of their squares (sum[d..2d)); with
  * center, each value is first replaced by (float)(x - center[t]) in place. Rows are summed in blocks
  * whose size depends on n alone, one block per thread at a time, and the blocks' sums added in block
  * order: the same bits for every thread count. Per column, so the inner loop vectorises over t. Rows
- * on the GPU are summed there, block by block the same way (va_cuda_block_column_sums), and the blocks
+ * on the GPU are summed there, block by block the same way (va_rows_device_column_sums), and the blocks
  * added here: the same bits again. */
 static void column_sums(va_state_t *st, const double *center, int squares, double *sum) {
   const int64_t n = st->n_local, d = st->d;
   const int64_t block = n / 256 > 4096 ? n / 256 : 4096, nblocks = (n + block - 1) / block, w = squares ? 2 * d : d;
   double *part = va_calloc((size_t)(nblocks > 0 ? nblocks : 1) * (size_t)w, sizeof(double), "column sums");
   int64_t ld;
-  float *X = host_rows(st, &ld);
+  float *X = va_rows_host(st, &ld);
   if (X) {
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(st->aopts.threads) schedule(dynamic, 1)
@@ -79,11 +64,7 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
       }
     }
   } else {
-#ifdef VECANNEAL_CUDA
-    va_cuda_block_column_sums((va_cuda_t *)st->be_ctx, block, center, squares, part);
-#else
-    VA_FATAL("column sums: no rows");
-#endif
+    va_rows_device_column_sums(st, block, center, squares, part);
   }
   memset(sum, 0, (size_t)w * sizeof(double));
   for (int64_t b = 0; b < nblocks; b++)
@@ -91,22 +72,11 @@ static void column_sums(va_state_t *st, const double *center, int squares, doubl
   free(part);
 }
 
-#ifdef VECANNEAL_CUDA
-/* The read of a GPU job: into the context's pinned staging buffers (resident), or into its pinned host
- * copy (streamed: in place, or through one pageable buffer when the copy's rows are padded). */
-static float *staging_buffer(void *ctx, int64_t local_row0) {
-  return va_cuda_upload_buffer((va_cuda_t *)ctx, local_row0);
-}
-static void staging_filled(void *ctx, int64_t local_row0, int64_t nrows) {
-  va_cuda_upload_buffered((va_cuda_t *)ctx, local_row0, nrows);
-}
-#endif
-
 /* l2: subtract the global mean (distances are translation-invariant, and small coordinates keep the
  * float32 products accurate). The mean is rounded to 16 significant bits so that it is the same for
  * every rank count. cosine: unit rows. Rows on the GPU (read straight there, or handed over by the
- * embedder) are preprocessed there with the same arithmetic (va_cuda_unit_rows,
- * va_cuda_block_column_sums); streamed rows in their pinned host copy. Returns the energy of the best
+ * embedder) are preprocessed there with the same arithmetic (va_rows_device_unit,
+ * va_rows_device_column_sums); streamed rows in their pinned host copy. Returns the energy of the best
  * single anchor. */
 static double preprocess(va_state_t *st, int64_t *zero_rows) {
   const int64_t n = st->n_local, d = st->d;
@@ -114,11 +84,9 @@ static double preprocess(va_state_t *st, int64_t *zero_rows) {
   double *sum = va_calloc((size_t)(2 * d), sizeof(double), "column sums");
   if (st->cosine) {
     int64_t zeros = 0, ld;
-    float *X = host_rows(st, &ld);
+    float *X = va_rows_host(st, &ld);
     if (!X) {
-#ifdef VECANNEAL_CUDA
-      zeros = va_cuda_unit_rows((va_cuda_t *)st->be_ctx);
-#endif
+      zeros = va_rows_device_unit(st);
     } else {
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(st->aopts.threads) schedule(static) reduction(+ : zeros)
@@ -292,12 +260,7 @@ int va_compress_job(const va_compress_options_t *o) {
              VA_EXIT_STOPPED);
   va_stop_advice(err);
   err[0] = 0;
-#ifndef VECANNEAL_CUDA
-  if (cfg.backend == VA_BACKEND_CUDA) {
-    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "backend 'cuda' asked for, but this build has no CUDA backend (rebuild with "
-                                    "-DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
-  }
-#endif
+  va_backend_check_built(cfg.backend);
   const char *backend = "cpu";
   int adopt = 0; /* compress --embed: the rows are on this rank's GPU already (va_embedded_t.demb) */
 
@@ -389,9 +352,7 @@ int va_compress_job(const va_compress_options_t *o) {
   const int direct = plan.cuda && !plan.host_prep && !embed_corpus;
   double backend_seconds = 0; /* the init line's "backend": attaching it (before the read for direct rows) */
   double pinned = 0;
-#ifdef VECANNEAL_CUDA
-  if (plan.chunk_rows) pinned = (double)va_cuda_stream_host_bytes(st.n_local, st.d);
-#endif
+  pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
   if (cfg.memory_check)
     check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), threads,
                  !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
@@ -403,17 +364,12 @@ int va_compress_job(const va_compress_options_t *o) {
             plan.device == embedded.device;
     VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &adopt, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (adopt) {
-#ifdef VECANNEAL_CUDA
       double t0 = va_now();
       backend = va_backend_attach(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
-      va_cuda_adopt_rows((va_cuda_t *)st.be_ctx, embedded.demb);
-      va_cuda_sync((va_cuda_t *)st.be_ctx);
-      va_cuda_free_device(embedded.demb);
-      embedded.demb = NULL;
+      va_rows_adopt_embedded(&st, &embedded);
       backend_seconds = va_now() - t0;
       va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
               (double)st.n_local * (double)st.d * 8.0 / 1e9);
-#endif
     } else {
       va_embedded_to_host(&embedded);
       st.X = embedded.emb;
@@ -422,22 +378,15 @@ int va_compress_job(const va_compress_options_t *o) {
   }
   va_read_result_t read = {-1, 0};
   va_tick_t t;
-#ifdef VECANNEAL_CUDA
   if (direct) {
-    /* Each chunk is read into one of the context's two pinned buffers and goes up while the next one is
-     * read into the other (streamed: it lands in the context's pinned host copy). */
+    /* Straight to the GPU (backend/rows.h): the backend is attached before the read. */
     double t0 = va_now();
     backend = va_backend_attach(&st, &cfg, &plan);
-    va_cuda_defer_conversion((va_cuda_t *)st.be_ctx);
     backend_seconds = va_now() - t0;
     t = va_tick();
-    va_row_sink_t sink = {va_cuda_upload_buffer_rows((va_cuda_t *)st.be_ctx), staging_buffer, staging_filled,
-                          st.be_ctx};
-    va_input_read_into(&in, st.row0, st.n_local, cfg.io, threads, &read, &sink);
+    va_rows_read_to_device(&st, &in, cfg.io, threads, &read);
     va_tock(VA_PH_READ, t);
-  } else
-#endif
-  {
+  } else {
     double shard_bytes = (double)st.n_local * (double)st.d * 4.0;
     st.X = malloc((size_t)shard_bytes > 0 ? (size_t)shard_bytes : 1);
     if (!st.X)
@@ -464,11 +413,9 @@ shard_ready:
   t = va_tick();
   int64_t zero_rows = 0;
   if (direct || adopt) {
-#ifdef VECANNEAL_CUDA
     st.total_var = preprocess(&st, &zero_rows); /* on the device (streamed: in the pinned host copy) */
     gpu_memory.peak = fmax(gpu_memory.peak, va_backend_gpu_memory(&plan));
-    va_cuda_finish_rows((va_cuda_t *)st.be_ctx);
-#endif
+    va_rows_device_ready(&st);
   } else {
     st.total_var = preprocess(&st, &zero_rows);
     double t0 = va_now();
@@ -490,9 +437,7 @@ shard_ready:
     va_init_anchors(&st);
   }
   double t_warm = va_now();
-#ifdef VECANNEAL_CUDA
-  if (st.be == &va_backend_cuda) va_backend_cuda_warm_up(&st);
-#endif
+  va_rows_warm_up(&st);
   va_tock(VA_PH_INIT, t);
   va_stop_point("initialisation");
   double t_init_end = va_now();
@@ -552,12 +497,7 @@ shard_ready:
   if (va_proc.rank == 0) remove(ckpt.path);
   va_run_summary_t sum = {st.n, st.d, st.k_initial,    st.k,           st.iter, loop_seconds, total, E, backend,
                           0,    0,    gpu_memory.loop, gpu_memory.peak};
-#ifdef VECANNEAL_CUDA
-  if (plan.chunk_rows) {
-    sum.stream_chunk_bytes = (double)va_cuda_stream_host_bytes(va_cuda_stream_rows((va_cuda_t *)st.be_ctx), st.d);
-    sum.stream_copied_bytes = st.be->streamed_bytes(&st);
-  }
-#endif
+  va_rows_stream_figures(&st, &plan, &sum.stream_chunk_bytes, &sum.stream_copied_bytes);
   if ((rc = va_metrics_write(cfg.metrics, &sum, &cfg))) return rc;
   free(anchors);
   free(counts);
