@@ -9,3 +9,7 @@ add_executable(config_doc ${VA_TEST_DIR}/tools/config_doc.c)
 target_link_libraries(config_doc PRIVATE vecanneal_core)
 add_test(NAME config_doc COMMAND sh -c "$<TARGET_FILE:config_doc> | diff - ${CMAKE_SOURCE_DIR}/docs/config.md")
 set_tests_properties(config_doc PROPERTIES LABELS "cpu;source" TIMEOUT 60)
+# The hardware seam: job/ and core/ see no CUDA or NCCL (headers, ifdefs, va_cuda_ calls); the backend/
+# layer does. The embedding job's choice between its CPU and GPU encoders is the one place left.
+add_test(NAME source_backend_seam COMMAND sh -c "! grep -lE '#[[:space:]]*if.*VECANNEAL_(CUDA|NCCL)|#include \"cuda/|#include <cuda|#include <nccl|va_cuda_[a-z_]*\\(' ${CMAKE_SOURCE_DIR}/src/core/* ${CMAKE_SOURCE_DIR}/src/job/* | grep -v 'src/job/embed.c$'")
+set_tests_properties(source_backend_seam PROPERTIES LABELS "cpu;source" TIMEOUT 60)
