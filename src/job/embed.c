@@ -3,30 +3,25 @@
  * Each rank takes a contiguous block of lines (split by bytes, then moved to line starts, so no rank
  * scans the whole file), tokenizes it, encodes it in batches of similar length (longest first, so a
  * memory shortage shows at once and the ETA is never optimistic), and writes its rows -- in input
- * order -- with the sharded HDF5 writer. The encoder is the CPU one (bert_cpu.c) or, in a CUDA build
- * with a device on every rank, the GPU one (bert_cuda.cu: one GPU per rank, node-local rank modulo the
- * visible devices), which keeps two batches in flight so that packing and unpacking on the host overlap
- * the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no
+ * order -- with the sharded HDF5 writer. The encoder (backend/encoder.h) is the CPU one or, in a CUDA
+ * build with a device on every rank, the GPU one (one GPU per rank, node-local rank modulo the visible
+ * devices); two batches are in flight so that packing and unpacking on the host overlap the GPU's
+ * work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no
  * device for --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "embed/bert_cpu.h"
-#ifdef VECANNEAL_CUDA
-#include "backend/cuda.h"
-#include "embed/bert_cuda.h"
-#include "cuda/kernels.h"
-#endif
-#include "io/files.h"  /* va_files_prepare, va_text_open */
-#include "core/stop.h" /* va_stop_point */
+#include "backend/encoder.h" /* va_encoder_*: the CPU or GPU encoder */
+#include "embed/bert_cpu.h"  /* va_bert_load, va_bert_t */
+#include "io/files.h"        /* va_files_prepare, va_text_open */
+#include "core/stop.h"       /* va_stop_point */
 #include "job/embed.h"
 #include "io/h5io.h"
 #include "embed/json.h"
@@ -93,12 +88,10 @@ int va_embed_options_resolve(va_embed_options_t *a, char *err, size_t elen) {
     snprintf(err, elen, "embed: --precision %s is for the GPU encoder; the CPU encoder computes in fp32", a->precision);
     return 1;
   }
-#ifndef VECANNEAL_CUDA
-  if (!strcmp(a->backend, "cuda")) {
+  if (!strcmp(a->backend, "cuda") && !va_encoder_gpu_built()) {
     snprintf(err, elen, "embed: --backend cuda: this build has no CUDA (configure with -DVECANNEAL_CUDA=ON)");
     return 1;
   }
-#endif
   if (!strcmp(a->format, "auto")) {
     size_t L = strlen(a->input);
     a->jsonl = L >= 6 && !strcmp(a->input + L - 6, ".jsonl");
@@ -300,54 +293,8 @@ static double cpu_seconds(void) {
 }
 static const char *const ph_names[NPH] = {"load_model", "read", "tokenize", "encode", "write", "total"};
 
-/* The encoder a rank runs: its name, precision, and (GPU) device description and summed forward time. */
-typedef struct {
-  const char *backend, *precision;
-  char device[256];
-  int batch;
-  double forward_seconds;    /* device time of the forward passes (CUDA events); 0 on the CPU */
-  double setup_seconds;      /* GPU: device context, cuBLASLt, weight upload, warm-up batch (its own thread) */
-  double setup_wait_seconds; /* GPU: how long the encode phase waited for that thread, plus the scratch */
-} encoder_info_t;
-
-#ifdef VECANNEAL_CUDA
-/* The GPU encoder is set up (device context, cuBLASLt, weights, a warm-up batch) on a thread of its own
- * while this one reads and tokenizes the rank's lines, time that would otherwise come before the first
- * batch (docs/performance.md). The scratch is sized afterwards, for the longest batch (va_bert_cuda_reserve).
- * The thread calls neither MPI nor the tokenizer; a CUDA failure on it ends the job as anywhere else. */
-typedef struct {
-  const va_bert_t *model;
-  int device, precision, batch;
-  va_bert_cuda_t *gpu; /* NULL with err when the model or device does not suit the GPU encoder */
-  char err[512];
-  double seconds;
-  pthread_t thread;
-  int running;
-} gpu_setup_t;
-
-static void *gpu_setup_main(void *arg) {
-  gpu_setup_t *s = arg;
-  double t = va_now();
-  s->gpu = va_bert_cuda_create(s->model, s->device, s->precision, s->batch, 1, s->err, sizeof s->err);
-  if (s->gpu) va_bert_cuda_warm_up(s->gpu);
-  s->seconds = va_now() - t;
-  return NULL;
-}
-
-static void gpu_setup_start(gpu_setup_t *s) {
-  s->running = pthread_create(&s->thread, NULL, gpu_setup_main, s) == 0;
-  if (!s->running) gpu_setup_main(s); /* no thread to be had: set up here, before the read */
-}
-
-static va_bert_cuda_t *gpu_setup_wait(gpu_setup_t *s) {
-  if (s->running && pthread_join(s->thread, NULL) != 0) VA_FATAL("cannot join the GPU encoder's set-up thread");
-  s->running = 0;
-  return s->gpu;
-}
-#endif
-
 static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, const double *ph, double cpu, int threads,
-                         const char *weights_dtype, const encoder_info_t *ei) {
+                         const char *weights_dtype, const va_encoder_info_t *ei, int batch) {
   double mx[NPH], mn[NPH],
       rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
       fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds}, fwd_mx[4];
@@ -369,7 +316,7 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   fprintf(f, ",\n  \"output\": ");
   json_escaped(f, a->out_spec);
   fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n",
-          va_proc.nranks, threads, ei->batch, a->max_tokens);
+          va_proc.nranks, threads, batch, a->max_tokens);
   fprintf(f,
           "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  "
           "\"empty_lines\": %lld,\n",
@@ -526,10 +473,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   }
 
   /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
-  encoder_info_t enc = {"cpu", "fp32", "", 0, 0, 0, 0};
-  int device = -1;
-#ifdef VECANNEAL_CUDA
-  if (strcmp(a.backend, "cpu")) device = va_cuda_pick_device(-1);
+  int device = va_encoder_pick_device(a.backend);
   int all_have = device >= 0;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (!strcmp(a.backend, "cuda") && !all_have) {
@@ -540,26 +484,18 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     va_bert_free(&model);
     return rc;
   }
-  if (all_have) {
-    enc.backend = "cuda";
-    enc.precision = strcmp(a.precision, "auto") ? a.precision : "fp16";
-  } else device = -1;
-#endif
+  if (!all_have) device = -1;
   if (device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
     va_log0(
         "embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n",
         a.precision);
-  enc.batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
+  const int batch = a.batch > 0 ? a.batch : device >= 0 ? 256 : 64;
+  int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  if (threads < 1) threads = 1;
+  /* The GPU encoder sets itself up while this thread reads and tokenizes (docs/performance.md). */
+  va_encoder_t *enc =
+      va_encoder_start(&model, device, strcmp(a.precision, "auto") ? a.precision : "fp16", batch, threads);
   ph[PH_LOAD] = va_now() - t0;
-
-#ifdef VECANNEAL_CUDA
-  gpu_setup_t setup = {
-      .model = &model, .device = device, .precision = va_bert_cuda_precision(enc.precision), .batch = enc.batch};
-  if (device >= 0) gpu_setup_start(&setup);
-#define GPU_SETUP_DROP() va_bert_cuda_free(gpu_setup_wait(&setup))
-#else
-#define GPU_SETUP_DROP() ((void)0)
-#endif
 
   /* Input block. */
   t0 = va_now();
@@ -567,7 +503,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   rc = read_block(a.input, &L, err, sizeof err) ? VA_EXIT_INPUT : 0;
   rc = va_agree(rc, err);
   if (rc) {
-    GPU_SETUP_DROP();
+    va_encoder_free(enc);
     lines_free(&L);
     va_tok_free(tok);
     va_bert_free(&model);
@@ -580,7 +516,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   if (n == 0) snprintf(err, sizeof err, "embed: input '%s' holds no lines (empty corpus)", a.input);
   rc = va_agree(n == 0 ? VA_EXIT_INPUT : 0, err);
   if (rc) {
-    GPU_SETUP_DROP();
+    va_encoder_free(enc);
     lines_free(&L);
     va_tok_free(tok);
     va_bert_free(&model);
@@ -591,8 +527,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   /* Tokenize (JSONL: take the "text" field first), in slices of lines, one thread and tokenizer each. */
   t0 = va_now();
   double cpu0 = cpu_seconds();
-  int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
-  if (threads < 1) threads = 1;
   int nsl =
       n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
   tok_slice_t *sl = calloc((size_t)nsl, sizeof *sl);
@@ -636,7 +570,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   free(sl);
   rc = va_agree(rc, err);
   if (rc) {
-    GPU_SETUP_DROP();
+    va_encoder_free(enc);
     free(ids);
     free(off);
     free(lens);
@@ -645,7 +579,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     va_bert_free(&model);
     return rc;
   }
-#undef GPU_SETUP_DROP
   lines_free(&L);
   ph[PH_TOKENIZE] = va_now() - t0;
 
@@ -659,7 +592,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
 
   /* Encode: longest first, in batches of up to --batch similar lengths. */
   t0 = va_now();
-  const int d = model.hidden, batch = enc.batch;
+  const int d = model.hidden;
   /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
    * CUDA backend, or copied to the host only if that does not take them). */
   const int on_device = device >= 0 && keep && !write_out;
@@ -673,47 +606,35 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   for (int64_t i = 0; i < n_local; i++) order[i] = i;
   sort_lens = lens;
   qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
-  va_bert_work_t work = {0};
-  work.threads = threads;
-#ifdef VECANNEAL_CUDA
-  va_bert_cuda_t *gpu = NULL;
-  if (device >= 0) {
-    /* Longest first: the first batch holds the most tokens of any. */
-    int64_t first_tokens = 0;
-    for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
-    double ts = va_now();
-    gpu = gpu_setup_wait(&setup);
-    if (gpu) va_bert_cuda_reserve(gpu, first_tokens);
-    enc.setup_seconds = setup.seconds;
-    enc.setup_wait_seconds = va_now() - ts;
-    snprintf(err, sizeof err, "embed: the GPU encoder cannot run this model: %s", setup.err);
-    rc = va_agree(gpu ? 0 : VA_EXIT_INPUT, err);
-    if (rc) {
-      va_bert_cuda_free(gpu);
-      free(emb);
-      free(order);
-      free(bids);
-      free(blens);
-      free(bout);
-      free(ids);
-      free(off);
-      free(lens);
-      va_tok_free(tok);
-      va_bert_free(&model);
-      return rc;
-    }
-    va_bert_cuda_describe(gpu, enc.device, sizeof enc.device);
-    if (on_device) demb = va_bert_cuda_output_to_device(gpu, order, n_local);
+  /* Longest first: the first batch holds the most tokens of any. */
+  int64_t first_tokens = 0;
+  for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
+  rc = va_agree(va_encoder_ready(enc, first_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
+  if (rc) {
+    va_encoder_free(enc);
+    free(emb);
+    free(order);
+    free(bids);
+    free(blens);
+    free(bout);
+    free(ids);
+    free(off);
+    free(lens);
+    va_tok_free(tok);
+    va_bert_free(&model);
+    return rc;
   }
-#endif
+  if (on_device) demb = va_encoder_output_to_device(enc, order, n_local);
+  va_encoder_info_t info;
+  va_encoder_describe(enc, &info);
   if (device >= 0)
-    va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, enc.device, batch);
+    va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
   else va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
-  int64_t done = 0, tok_done = 0,
-          pend[2] = {0, 0}; /* start and size of the GPU batch in flight, collected after the next one is queued */
+  int64_t done = 0, tok_done = 0;
+  int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */
   double last = va_now();
   int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
-  for (int64_t s = 0; (s < n_local && !stopping) || pend[1]; s += batch) {
+  for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
     stopping = stopping || va_stop_requested();
     int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
     int64_t p = 0;
@@ -723,23 +644,18 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       blens[b] = lens[i];
       p += lens[i];
     }
-    int64_t out_s = s;
-    int out_nb = nb;
-#ifdef VECANNEAL_CUDA
-    if (gpu) {
-      if (nb) va_bert_cuda_submit(gpu, bids, blens, nb, s);
-      out_s = pend[0];
-      out_nb = (int)pend[1];
-      if (out_nb) enc.forward_seconds += 1e-3 * va_bert_cuda_collect(gpu, bout);
-      pend[0] = s;
-      pend[1] = nb;
-    } else
-#endif
-        if (nb && va_bert_encode(&model, bids, blens, nb, bout, &work))
-      VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)p);
-    if (emb)
-      for (int b = 0; b < out_nb; b++)
-        memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+    if (nb) {
+      va_encoder_submit(enc, bids, blens, nb, s);
+      outstanding++;
+    }
+    if (outstanding == 2 || (!nb && outstanding)) {
+      int64_t out_s = 0;
+      int out_nb = va_encoder_collect(enc, emb ? bout : NULL, &out_s);
+      outstanding--;
+      if (emb)
+        for (int b = 0; b < out_nb; b++)
+          memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+    }
     done += nb;
     tok_done += p;
     double now = va_now();
@@ -754,10 +670,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       last = now;
     }
   }
-#ifdef VECANNEAL_CUDA
-  va_bert_cuda_free(gpu);
-#endif
-  va_bert_work_free(&work);
+  va_encoder_describe(enc, &info);
+  va_encoder_free(enc);
   free(bids);
   free(blens);
   free(bout);
@@ -779,9 +693,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);
-#ifdef VECANNEAL_CUDA
-    va_cuda_free_device(demb);
-#endif
+    va_encoder_free_device_rows(demb);
   }
   char wdt[8];
   snprintf(wdt, sizeof wdt, "%s", model.weights_dtype);
@@ -796,7 +708,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
             ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
-  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &enc))) return rc;
+  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &info, batch))) return rc;
   va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s "
           "encoding (%d rank(s))\n",
           a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL],
@@ -812,11 +724,9 @@ int va_embed_rows(const va_embed_options_t *o, int write_out, va_embedded_t *out
 
 void va_embedded_to_host(va_embedded_t *e) {
   if (!e->demb) return;
-#ifdef VECANNEAL_CUDA
   size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
   e->emb = va_malloc(bytes, "embedded rows");
-  va_cuda_copy_to_host(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
-  va_cuda_free_device(e->demb);
-#endif
+  va_encoder_copy_device_rows(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
+  va_encoder_free_device_rows(e->demb);
   e->demb = NULL;
 }

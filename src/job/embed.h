@@ -31,8 +31,8 @@ typedef struct {
   int64_t n, row0, n_local;
   int d;
   float *demb; /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
-                * write): the caller adopts them (va_cuda_adopt_rows) or takes them to the
-                * host (va_embedded_to_host), and frees them with va_cuda_free_device */
+                * write): the caller adopts them (va_rows_adopt_embedded) or takes them to the
+                * host (va_embedded_to_host), and frees them with va_encoder_free_device_rows */
   int device;
 } va_embedded_t;
 

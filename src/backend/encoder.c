@@ -1,0 +1,186 @@
+/* encoder.c: the CPU and GPU sentence encoders behind backend/encoder.h. The CPU encoder encodes at
+ * submit into one of two result slots, so that collect hands batches back in the GPU encoder's order;
+ * the GPU encoder is set up on a thread of its own (it calls neither MPI nor the tokenizer; a CUDA
+ * failure there ends the job as anywhere else) and keeps two batches in flight. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/encoder.h"
+#include "util/util.h" /* va_now, va_malloc, VA_FATAL */
+#ifdef VECANNEAL_CUDA
+#include "backend/cuda.h"    /* va_cuda_pick_device */
+#include "cuda/kernels.h"    /* va_cuda_free_device, va_cuda_copy_to_host */
+#include "embed/bert_cuda.h" /* va_bert_cuda_* */
+#endif
+
+struct va_encoder {
+  const va_bert_t *model;
+  va_encoder_info_t info;
+  /* CPU: two result slots of max_seqs x hidden, used in turn; head is the oldest outstanding */
+  int max_seqs, head, pending, nseq[2];
+  int64_t first[2];
+  float *slot[2];
+  va_bert_work_t work;
+  /* GPU */
+  int device, gpu_precision;
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_t *gpu; /* NULL with setup_err when the model or device does not suit the GPU encoder */
+#endif
+  char setup_err[512];
+  pthread_t thread;
+  int running;
+};
+
+int va_encoder_gpu_built(void) {
+#ifdef VECANNEAL_CUDA
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int va_encoder_pick_device(const char *backend) {
+#ifdef VECANNEAL_CUDA
+  if (strcmp(backend, "cpu")) return va_cuda_pick_device(-1);
+#endif
+  (void)backend;
+  return -1;
+}
+
+#ifdef VECANNEAL_CUDA
+static void *gpu_setup_main(void *arg) {
+  va_encoder_t *e = arg;
+  double t = va_now();
+  e->gpu =
+      va_bert_cuda_create(e->model, e->device, e->gpu_precision, e->max_seqs, 1, e->setup_err, sizeof e->setup_err);
+  if (e->gpu) va_bert_cuda_warm_up(e->gpu);
+  e->info.setup_seconds = va_now() - t;
+  return NULL;
+}
+#endif
+
+static void join_setup(va_encoder_t *e) {
+  if (e->running && pthread_join(e->thread, NULL) != 0) VA_FATAL("cannot join the GPU encoder's set-up thread");
+  e->running = 0;
+}
+
+va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *precision, int max_seqs, int threads) {
+  va_encoder_t *e = va_malloc(sizeof *e, "the encoder");
+  memset(e, 0, sizeof *e);
+  e->model = model;
+  e->max_seqs = max_seqs;
+  e->device = device;
+  e->info.backend = "cpu";
+  e->info.precision = "fp32";
+#ifdef VECANNEAL_CUDA
+  if (device >= 0) {
+    e->info.backend = "cuda";
+    e->gpu_precision = va_bert_cuda_precision(precision);
+    e->info.precision = va_bert_cuda_precision_name(e->gpu_precision);
+    e->running = pthread_create(&e->thread, NULL, gpu_setup_main, e) == 0;
+    if (!e->running) gpu_setup_main(e); /* no thread to be had: set up here, before the read */
+    return e;
+  }
+#endif
+  (void)precision;
+  e->device = -1;
+  e->work.threads = threads;
+  for (int s = 0; s < 2; s++)
+    e->slot[s] = va_malloc((size_t)max_seqs * (size_t)model->hidden * sizeof(float), "the encoder's results");
+  return e;
+}
+
+int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen) {
+#ifdef VECANNEAL_CUDA
+  if (e->device >= 0) {
+    double t = va_now();
+    join_setup(e);
+    if (!e->gpu) {
+      snprintf(err, elen, "embed: the GPU encoder cannot run this model: %s", e->setup_err);
+      return 1;
+    }
+    va_bert_cuda_reserve(e->gpu, max_batch_tokens);
+    e->info.setup_wait_seconds = va_now() - t;
+    va_bert_cuda_describe(e->gpu, e->info.device, sizeof e->info.device);
+    return 0;
+  }
+#endif
+  (void)max_batch_tokens, (void)err, (void)elen;
+  return 0;
+}
+
+float *va_encoder_output_to_device(va_encoder_t *e, const int64_t *order, int64_t n) {
+#ifdef VECANNEAL_CUDA
+  if (e->gpu) return va_bert_cuda_output_to_device(e->gpu, order, n);
+#endif
+  (void)e, (void)order, (void)n;
+  return NULL;
+}
+
+void va_encoder_submit(va_encoder_t *e, const int32_t *ids, const int *lens, int nseq, int64_t first) {
+  if (e->pending == 2) VA_FATAL("encoder: a third batch submitted with two outstanding");
+  int s = (e->head + e->pending) % 2;
+  e->first[s] = first;
+  e->nseq[s] = nseq;
+  e->pending++;
+#ifdef VECANNEAL_CUDA
+  if (e->gpu) {
+    va_bert_cuda_submit(e->gpu, ids, lens, nseq, first);
+    return;
+  }
+#endif
+  if (va_bert_encode(e->model, ids, lens, nseq, e->slot[s], &e->work)) {
+    int64_t tokens = 0;
+    for (int i = 0; i < nseq; i++) tokens += lens[i];
+    VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)tokens);
+  }
+}
+
+int va_encoder_collect(va_encoder_t *e, float *out, int64_t *first) {
+  if (!e->pending) return 0;
+  int s = e->head, nseq = e->nseq[s];
+  *first = e->first[s];
+  e->head = (e->head + 1) % 2;
+  e->pending--;
+#ifdef VECANNEAL_CUDA
+  if (e->gpu) {
+    e->info.forward_seconds += 1e-3 * va_bert_cuda_collect(e->gpu, out);
+    return nseq;
+  }
+#endif
+  if (out) memcpy(out, e->slot[s], (size_t)nseq * (size_t)e->model->hidden * sizeof(float));
+  return nseq;
+}
+
+void va_encoder_describe(const va_encoder_t *e, va_encoder_info_t *info) { *info = e->info; }
+
+void va_encoder_free(va_encoder_t *e) {
+  if (!e) return;
+  join_setup(e);
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_free(e->gpu);
+#endif
+  va_bert_work_free(&e->work);
+  free(e->slot[0]);
+  free(e->slot[1]);
+  free(e);
+}
+
+void va_encoder_copy_device_rows(float *host, const float *rows, size_t bytes) {
+#ifdef VECANNEAL_CUDA
+  va_cuda_copy_to_host(host, rows, bytes);
+#else
+  (void)host, (void)rows, (void)bytes;
+  VA_FATAL("device rows in a build without CUDA");
+#endif
+}
+
+void va_encoder_free_device_rows(float *rows) {
+#ifdef VECANNEAL_CUDA
+  va_cuda_free_device(rows);
+#else
+  (void)rows;
+#endif
+}

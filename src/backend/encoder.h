@@ -1,0 +1,57 @@
+/* encoder.h: the sentence encoder a rank runs for `vecanneal embed`, the CPU one (embed/bert_cpu.h) or,
+ * in a CUDA build, the GPU one (embed/bert_cuda.h), behind one interface so that the embedding job holds
+ * no hardware choice of its own. Batches go in with submit and come back, oldest first, with collect; at
+ * most two are outstanding, which lets the GPU encoder overlap the host's packing and unpacking with the
+ * device's work (the CPU encoder encodes at submit). Either encoder gives every line the same vector
+ * whatever batch it lands in, so rows do not depend on the rank count. */
+#ifndef VECANNEAL_BACKEND_ENCODER_H
+#define VECANNEAL_BACKEND_ENCODER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "embed/bert_cpu.h" /* va_bert_t */
+
+typedef struct va_encoder va_encoder_t;
+
+/* Whether this build has the GPU encoder at all. */
+int va_encoder_gpu_built(void);
+/* Local: this rank's device for the GPU encoder under --backend `backend` ("auto", "cuda" or "cpu"):
+ * node-local rank modulo the visible devices, or -1 (backend "cpu", a build without CUDA, no device). */
+int va_encoder_pick_device(const char *backend);
+
+/* Starts an encoder for batches of at most max_seqs sequences. device < 0: the CPU encoder with
+ * `threads` threads, ready at once. device >= 0: the GPU encoder in `precision` ("fp32", "fp16",
+ * "bf16"), set up (device context, weights, a warm-up batch) on a thread of its own so that the
+ * caller reads and tokenizes meanwhile. model must outlive the encoder. */
+va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *precision, int max_seqs, int threads);
+/* Waits for the set-up and sizes the scratch for batches of up to max_batch_tokens tokens. 0, or 1
+ * with the reason in err (the GPU encoder cannot run this model on this device). */
+int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen);
+/* GPU encoder only, after ready: from now on the vectors stay in device memory, sequence b of the
+ * batch submitted with `first` going to row order[first + b] of an n x hidden array, returned (the
+ * caller frees it with va_encoder_free_device_rows). NULL for the CPU encoder. */
+float *va_encoder_output_to_device(va_encoder_t *e, const int64_t *order, int64_t n);
+/* Queues one batch (ids packed, lens[i] >= 1 each, as va_bert_encode); first: its position in the
+ * device output's order. At most two batches outstanding. Out of memory is fatal (exit 5). */
+void va_encoder_submit(va_encoder_t *e, const int32_t *ids, const int *lens, int nseq, int64_t first);
+/* The oldest outstanding batch: its nseq x hidden unit vectors into out (nothing with device output;
+ * out may be NULL then), its `first` into *first. Returns its nseq, 0 when none is outstanding. */
+int va_encoder_collect(va_encoder_t *e, float *out, int64_t *first);
+/* Joins the set-up thread if it runs and frees everything but device output. NULL is fine. */
+void va_encoder_free(va_encoder_t *e);
+
+/* What ran, for logs and metrics. */
+typedef struct {
+  const char *backend;       /* "cpu" or "cuda" */
+  const char *precision;     /* "fp32", "fp16", "bf16" */
+  char device[256];          /* "NVIDIA H200 (device 0), fp16"; empty on the CPU */
+  double forward_seconds;    /* device time of the forward passes (CUDA events); 0 on the CPU */
+  double setup_seconds;      /* GPU: device context, cuBLASLt, weight upload, warm-up batch */
+  double setup_wait_seconds; /* GPU: how long ready waited for that, plus sizing the scratch */
+} va_encoder_info_t;
+void va_encoder_describe(const va_encoder_t *e, va_encoder_info_t *info);
+
+/* Rows left in device memory by a GPU encoder: to host memory, and freed. */
+void va_encoder_copy_device_rows(float *host, const float *rows, size_t bytes);
+void va_encoder_free_device_rows(float *rows);
+#endif
