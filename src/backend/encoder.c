@@ -184,3 +184,12 @@ void va_encoder_free_device_rows(float *rows) {
   (void)rows;
 #endif
 }
+
+void va_embedded_to_host(va_embedded_t *e) {
+  if (!e->demb) return;
+  size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
+  e->emb = va_malloc(bytes, "embedded rows");
+  va_encoder_copy_device_rows(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
+  va_encoder_free_device_rows(e->demb);
+  e->demb = NULL;
+}

@@ -54,4 +54,18 @@ void va_encoder_describe(const va_encoder_t *e, va_encoder_info_t *info);
 /* Rows left in device memory by a GPU encoder: to host memory, and freed. */
 void va_encoder_copy_device_rows(float *host, const float *rows, size_t bytes);
 void va_encoder_free_device_rows(float *rows);
+
+/* One rank's block of embedded rows, as the embedding job hands them to compress --embed. */
+typedef struct {
+  float *emb; /* n_local x d, unit rows, input order; the caller frees; NULL when on the device */
+  int64_t n, row0, n_local;
+  int d;
+  float *demb; /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
+                * write): the caller adopts them (va_rows_adopt_embedded) or takes them to the
+                * host (va_embedded_to_host), and frees them with va_encoder_free_device_rows */
+  int device;
+} va_embedded_t;
+
+/* The rows to host memory (emb) if they are on the device; frees the device copy. */
+void va_embedded_to_host(va_embedded_t *e);
 #endif

@@ -6,10 +6,10 @@
 #define VECANNEAL_BACKEND_ROWS_H
 #include <stdint.h>
 
-#include "backend/plan.h" /* va_backend_plan_t */
-#include "core/anneal.h"  /* va_state_t */
-#include "io/h5io.h"      /* va_input_t, va_read_result_t */
-#include "job/embed.h"    /* va_embedded_t */
+#include "backend/plan.h"    /* va_backend_plan_t */
+#include "core/anneal.h"     /* va_state_t */
+#include "io/h5io.h"         /* va_input_t, va_read_result_t */
+#include "backend/encoder.h" /* va_embedded_t */
 
 /* The rank's rows where the host can preprocess them: the shard (st->X), or a streamed GPU context's
  * pinned copy, *ld floats apart; NULL when they are on the GPU. */

@@ -721,12 +721,3 @@ int va_embed_job(const va_embed_options_t *o) { return embed_job(o, 1, NULL); }
 int va_embed_rows(const va_embed_options_t *o, int write_out, va_embedded_t *out) {
   return embed_job(o, write_out, out);
 }
-
-void va_embedded_to_host(va_embedded_t *e) {
-  if (!e->demb) return;
-  size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
-  e->emb = va_malloc(bytes, "embedded rows");
-  va_encoder_copy_device_rows(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
-  va_encoder_free_device_rows(e->demb);
-  e->demb = NULL;
-}

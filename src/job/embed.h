@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/config.h" /* VA_PATH_MAX */
+#include "backend/encoder.h" /* va_embedded_t */
+#include "core/config.h"     /* VA_PATH_MAX */
 
 typedef struct {
   const char *input, *out_spec, *metrics, *model, *weights, *format, *io, *backend, *precision;
@@ -25,19 +26,6 @@ void va_embed_options_default(va_embed_options_t *o);
 int va_embed_options_resolve(va_embed_options_t *o, char *err, size_t elen);
 /* Collective: the embed command with resolved options; returns the exit code every rank agreed on. */
 int va_embed_job(const va_embed_options_t *o);
-
-typedef struct {
-  float *emb; /* n_local x d, unit rows, input order; the caller frees; NULL when on the device */
-  int64_t n, row0, n_local;
-  int d;
-  float *demb; /* the same rows in GPU memory of `device` instead (a GPU encoder and nothing to
-                * write): the caller adopts them (va_rows_adopt_embedded) or takes them to the
-                * host (va_embedded_to_host), and frees them with va_encoder_free_device_rows */
-  int device;
-} va_embedded_t;
-
-/* The rows to host memory (emb) if they are on the device; frees the device copy. */
-void va_embedded_to_host(va_embedded_t *e);
 
 /* Collective: the embedding stage with resolved options; write_out = 0 skips writing out_spec. On
  * success (0) fills out with this rank's block of rows; otherwise returns the exit code every rank
