@@ -1,6 +1,7 @@
 /* config.c: the key table, INI parsing, presets, resolution and validation (see config.h). */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include "core/config.h"
+#include "util/util.h" /* va_format_double, VA_FATAL */
 
 #include <ctype.h>
 #include <errno.h>
@@ -326,6 +327,21 @@ int va_config_src_load_file(va_config_src_t *src, const char *path, char *err, s
   return rc;
 }
 
+/* A key's resolved value as text, as a config file would set it (doubles in their shortest form that
+ * reads back as the same double). */
+static void key_text(const va_config_t *cfg, const key_def_t *k, char *v, size_t len) {
+  const char *base = (const char *)cfg + k->offset;
+  switch (k->type) {
+  case K_STR: snprintf(v, len, "%s", base); break;
+  case K_ENUM:
+    snprintf(v, len, "%s", k->size == sizeof(int) ? va_config_enum_name(k->name, *(const int *)base) : base);
+    break;
+  case K_INT: snprintf(v, len, "%lld", (long long)*(const int64_t *)base); break;
+  case K_UINT: snprintf(v, len, "%llu", (unsigned long long)*(const uint64_t *)base); break;
+  case K_DOUBLE: va_format_double(*(const double *)base, v, len); break;
+  }
+}
+
 static int set_value(va_config_t *cfg, const key_def_t *k, const char *value, const char *origin, char *err,
                      size_t errlen) {
   char *base = (char *)cfg + k->offset;
@@ -428,8 +444,19 @@ int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, s
         if (set_value(cfg, find_key(PRESET_VLC[i][0]), PRESET_VLC[i][1], "preset vlc", err, errlen)) return 1;
   }
   for (size_t i = 0; i < src->n; i++) {
-    if (!strcmp(src->items[i].key, "preset")) continue;
-    if (set_value(cfg, find_key(src->items[i].key), src->items[i].value, src->items[i].origin, err, errlen)) return 1;
+    const assign_t *a = &src->items[i];
+    if (!strcmp(a->key, "preset")) continue;
+    const key_def_t *k = find_key(a->key);
+    char before[VA_PATH_MAX + 32], after[VA_PATH_MAX + 32];
+    key_text(cfg, k, before, sizeof before);
+    if (set_value(cfg, k, a->value, a->origin, err, errlen)) return 1;
+    key_text(cfg, k, after, sizeof after);
+    for (size_t p = 0; preset && !strcmp(cfg->preset, "vlc") && p < sizeof PRESET_VLC / sizeof PRESET_VLC[0]; p++)
+      if (!strcmp(PRESET_VLC[p][0], k->name) && strcmp(before, after)) {
+        size_t used = strlen(cfg->preset_overrides);
+        snprintf(cfg->preset_overrides + used, sizeof cfg->preset_overrides - used, "%s%s = %s (%s; preset: %s)",
+                 used ? ", " : "", k->name, after, a->origin, before);
+      }
   }
   if (cfg->trim_near + cfg->trim_far >= 0.95) {
     snprintf(err, errlen, "config keys 'trim_near' + 'trim_far' must be below 0.95 (got %g + %g)", cfg->trim_near,
@@ -461,20 +488,9 @@ const char *va_config_enum_name(const char *key, int value) {
 
 void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx) {
   for (size_t i = 0; i < NKEYS; i++) {
-    const key_def_t *k = &KEYS[i];
-    const char *base = (const char *)cfg + k->offset;
     char v[VA_PATH_MAX + 32];
-    switch (k->type) {
-    case K_STR: snprintf(v, sizeof v, "%s", base); break;
-    case K_ENUM:
-      if (k->size == sizeof(int)) snprintf(v, sizeof v, "%s", va_config_enum_name(k->name, *(const int *)base));
-      else snprintf(v, sizeof v, "%s", base);
-      break;
-    case K_INT: snprintf(v, sizeof v, "%lld", (long long)*(const int64_t *)base); break;
-    case K_UINT: snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)base); break;
-    case K_DOUBLE: snprintf(v, sizeof v, "%.17g", *(const double *)base); break;
-    }
-    fn(k->name, v, ctx);
+    key_text(cfg, &KEYS[i], v, sizeof v);
+    fn(KEYS[i].name, v, ctx);
   }
 }
 
@@ -501,8 +517,11 @@ void va_config_print_markdown(FILE *f) {
           "fails when this page and the table differ. A config file holds `key = value` lines (`#` or `;` start a\n"
           "comment, `[sections]` only group keys); sources apply in order: built-in defaults, `preset`, the config\n"
           "file, then `--set key=value` and the shorthands (`--anchors`, `--input`, `--out`, `--metrics`, `--preset`,\n"
-          "`--backend`, `--seed`). An unknown key or a bad value stops the job (exit 2) naming the key, where it\n"
-          "came from, and the closest valid key. `configs/default.ini` lists every key at its default.\n");
+          "`--backend`, `--seed`); each layer changes only the keys it sets, and the job's log names every key set\n"
+          "over the preset's value. An unknown key or a bad value stops the job (exit 2) naming the key, where it\n"
+          "came from, and the closest valid key. `configs/default.ini` documents every key, commented out at its\n"
+          "default (it sets none); `compress --print-config` prints the resolved configuration the same way, keys\n"
+          "that differ from the defaults and the preset set.\n");
   for (size_t i = 0; i < NKEYS; i++) {
     const key_def_t *k = &KEYS[i];
     const char *section = section_starting_at(k->name);
@@ -528,26 +547,29 @@ void va_config_print_markdown(FILE *f) {
 }
 
 void va_config_print_ini(const va_config_t *cfg, FILE *f) {
-  fprintf(f, "# vecanneal compress configuration: every key with its value and meaning.\n"
+  /* The base layer this configuration sits on: the built-in defaults and its preset. */
+  va_config_t base;
+  va_config_src_t *src = va_config_src_new();
+  char err[256];
+  if (va_config_src_add(src, "preset", cfg->preset, "preset", err, sizeof err) ||
+      va_config_resolve(src, &base, err, sizeof err))
+    VA_FATAL("cannot resolve preset %s: %s", cfg->preset, err);
+  va_config_src_free(src);
+  fprintf(f, "# vecanneal compress configuration: every key with its meaning.\n"
              "# Format: 'key = value' lines; '#' or ';' start a comment; [sections] only group keys.\n"
-             "# Applied in order: built-in defaults, preset, this file, then --set key=value on the command line.\n");
+             "# Layers: built-in defaults, then the preset, then a config file, then --set key=value on the\n"
+             "# command line; a layer changes only the keys it sets. A commented key shows the value it gets\n"
+             "# from the layers below (defaults and preset); uncomment it to set it.\n");
   for (size_t i = 0; i < NKEYS; i++) {
     const key_def_t *k = &KEYS[i];
     const char *section = section_starting_at(k->name);
     if (section) fprintf(f, "\n[%s]\n", section);
-    char v[VA_PATH_MAX + 32];
-    const char *base = (const char *)cfg + k->offset;
-    switch (k->type) {
-    case K_STR: snprintf(v, sizeof v, "%s", base); break;
-    case K_ENUM:
-      snprintf(v, sizeof v, "%s", k->size == sizeof(int) ? va_config_enum_name(k->name, *(const int *)base) : base);
-      break;
-    case K_INT: snprintf(v, sizeof v, "%lld", (long long)*(const int64_t *)base); break;
-    case K_UINT: snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)base); break;
-    case K_DOUBLE: snprintf(v, sizeof v, "%.10g", *(const double *)base); break;
-    }
-    fprintf(f, "# %s%s%s%s\n%s = %s\n", k->doc, k->choices ? " [" : "", k->choices ? k->choices : "",
-            k->choices ? "]" : "", k->name, v);
+    char v[VA_PATH_MAX + 32], b[VA_PATH_MAX + 32];
+    key_text(cfg, k, v, sizeof v);
+    key_text(&base, k, b, sizeof b);
+    int set = strcmp(v, k->type == K_ENUM && !strcmp(k->name, "preset") ? k->def : b) != 0;
+    fprintf(f, "# %s%s%s%s\n%s%s = %s\n", k->doc, k->choices ? " [" : "", k->choices ? k->choices : "",
+            k->choices ? "]" : "", set ? "" : "# ", k->name, v);
   }
 }
 

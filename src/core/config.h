@@ -26,6 +26,9 @@ typedef struct {
   char out[VA_PATH_MAX];
   char metrics[VA_PATH_MAX];
   char preset[16];
+  /* The keys a config file or the command line set over the preset's value, for the job's log:
+   * "max_iter = 50 (run.ini:4; preset: 1000), ..." (empty when none). Not a key. */
+  char preset_overrides[1024];
   int64_t k;
   uint64_t seed;
   int backend, metric;
@@ -84,7 +87,10 @@ int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, s
 /* Iterates every key with its resolved value as text (for index attributes, info and metrics). */
 typedef void (*va_config_visit_fn)(const char *key, const char *value, void *ctx);
 void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx);
-/* Prints the configuration as an INI file, one documented line per key. */
+/* Prints the configuration as an INI file, one documented line per key: keys that differ from the
+ * built-in defaults and the preset are set, the others commented at that value (so the output, read
+ * back as a config file, resolves to the same configuration; with no options it is
+ * configs/default.ini). */
 void va_config_print_ini(const va_config_t *cfg, FILE *f);
 /* Prints every key: name, default, doc. */
 void va_config_print_keys(FILE *f);

@@ -341,6 +341,7 @@ int va_compress_job(const va_compress_options_t *o) {
   va_log0("input %s:%s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", in.file, in.dataset,
           (long long)in.n, (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k,
           cfg.init, va_config_enum_name("robust", cfg.robust), cfg.preset);
+  if (cfg.preset_overrides[0]) va_log0("config: set over preset %s: %s\n", cfg.preset, cfg.preset_overrides);
 
   va_backend_plan_t plan = va_backend_plan(&st, &cfg);
   struct {

@@ -277,6 +277,13 @@ void va_log0(const char *fmt, ...) {
 
 double va_now(void) { return MPI_Wtime(); }
 
+void va_format_double(double x, char *buf, size_t len) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, len, "%.*g", digits, x);
+    if (strtod(buf, NULL) == x) return;
+  }
+}
+
 size_t va_peak_rss(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;

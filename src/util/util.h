@@ -108,6 +108,8 @@ void va_pending_remove_claims(void);
 /* Rank-0 logging to stdout, flushed. */
 void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double va_now(void);
+/* x in the shortest %g form that reads back (strtod) as the same double: 0.1, not 0.10000000000000001. */
+void va_format_double(double x, char *buf, size_t len);
 /* Peak resident set size of this process in bytes. */
 size_t va_peak_rss(void);
 /* Number of CPU cores this process may run on. */
