@@ -1,6 +1,6 @@
 # Core library and the vecanneal executable (CPU backend; CUDA sources join when VECANNEAL_HAVE_CUDA).
 add_library(vecanneal_core STATIC
-  src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c
+  src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c src/util/json.c
   src/core/config.c src/core/stop.c src/core/metrics.c src/core/init.c src/core/anneal.c src/core/checkpoint.c
   src/io/files.c src/io/h5io.c src/io/index.c
   src/comm/comm.c
@@ -17,6 +17,14 @@ target_link_libraries(vecanneal_core PUBLIC MPI::MPI_C ${HDF5_C_LIBRARIES} ${BLA
 if(OpenMP_C_FOUND)
   target_link_libraries(vecanneal_core PUBLIC OpenMP::OpenMP_C)
 endif()
+
+# The commit the metrics files name (util/json.c), refreshed at every build.
+add_custom_target(vecanneal_git_commit
+  COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR} -DOUT=${CMAKE_BINARY_DIR}/generated/git_commit.h
+          -P ${CMAKE_SOURCE_DIR}/cmake/git_commit.cmake
+  BYPRODUCTS ${CMAKE_BINARY_DIR}/generated/git_commit.h)
+add_dependencies(vecanneal_core vecanneal_git_commit)
+set_property(SOURCE src/util/json.c APPEND PROPERTY INCLUDE_DIRECTORIES ${CMAKE_BINARY_DIR}/generated)
 
 add_executable(vecanneal src/cli/main.c)
 target_link_libraries(vecanneal PRIVATE vecanneal_core)

@@ -164,6 +164,18 @@ double va_backend_gpu_memory(const va_backend_plan_t *plan) {
   return 0;
 }
 
+void va_backend_device_name(const va_backend_plan_t *plan, char *buf, size_t len) {
+  snprintf(buf, len, "cpu");
+#ifdef VECANNEAL_CUDA
+  char bus[32];
+  if (plan->cuda)
+    snprintf(buf, len, "cuda device %d, bus %s", plan->device,
+             va_cuda_bus_id(plan->device, bus, (int)sizeof bus) ? "unknown" : bus);
+#else
+  (void)plan;
+#endif
+}
+
 /* After the read and the preprocessing: attaches the planned backend; prints it on rank 0. */
 const char *va_backend_attach(va_state_t *st, const va_config_t *cfg, const va_backend_plan_t *plan) {
   st->be = &va_backend_cpu;

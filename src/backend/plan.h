@@ -2,6 +2,7 @@
  * decisions that depend on the hardware, taken here so that the job sees none of it. */
 #ifndef VECANNEAL_BACKEND_PLAN_H
 #define VECANNEAL_BACKEND_PLAN_H
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/anneal.h" /* va_state_t */
@@ -27,6 +28,8 @@ void va_backend_check_built(int backend);
  * (backend cuda) or stays on the CPU (auto), and so does one whose ranks would share a GPU under NCCL.
  * Prints the auto decisions on rank 0. */
 va_backend_plan_t va_backend_plan(const va_state_t *st, const va_config_t *cfg);
+/* This rank's device for the metrics' layout: "cpu", or "cuda device N, bus 0000:3c:00.0". */
+void va_backend_device_name(const va_backend_plan_t *plan, char *buf, size_t len);
 /* The GPU memory the job holds now, for the metrics (0 on the CPU backend). */
 double va_backend_gpu_memory(const va_backend_plan_t *plan);
 /* Attaches the planned backend to st (uploading st->X when set), with the NCCL communicator of a

@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
   /* Errors come back to us (we print them with context and abort ourselves). */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   va_proc_init();
+  va_proc_set_command_line(argc, argv);
   check_start_room();
   int rc;
   const char *cmd = argc > 1 ? argv[1] : "help";

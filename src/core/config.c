@@ -29,7 +29,11 @@ typedef struct {
 
 static const key_def_t KEYS[] = {
     {"input", K_STR, F(input), "", 0, 0, NULL,
-     "input vectors as FILE.h5:DATASET (ann-benchmarks layout: FILE.h5:/train)"},
+     "input vectors as FILE.h5:DATASET (ann-benchmarks layout: FILE.h5:/train), or a .fvecs, .bvecs, .ivecs or .npy "
+     "FILE (no DATASET part)"},
+    {"input_format", K_ENUM, F(input_format), "auto", 0, 0, "auto|hdf5|fvecs|bvecs|ivecs|npy",
+     "format of the input; auto = by its extension (.h5/.hdf5, .fvecs, .bvecs, .ivecs, .npy; other names: HDF5 "
+     "when the file has HDF5's signature); ivecs' int32 are read as float vectors (docs/inputs.md)"},
     {"out", K_STR, F(out), "", 0, 0, NULL, "output index file (written as OUT.partial and renamed when complete)"},
     {"metrics", K_STR, F(metrics), "", 0, 0, NULL, "optional JSON file for per-phase timings and memory (empty: none)"},
     {"preset", K_ENUM, F(preset), "default", 0, 0, "default|vlc",
@@ -484,6 +488,14 @@ const char *va_config_enum_name(const char *key, int value) {
     c += len + (c[len] == '|');
   }
   return "?";
+}
+
+int va_config_key_kind(const char *key) {
+  const key_def_t *k = find_key(key);
+  if (!k) return VA_CONFIG_TEXT;
+  return k->type == K_INT || k->type == K_UINT ? VA_CONFIG_INTEGER
+         : k->type == K_DOUBLE                 ? VA_CONFIG_REAL
+                                               : VA_CONFIG_TEXT;
 }
 
 void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx) {

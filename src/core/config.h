@@ -15,6 +15,8 @@ enum { VA_ROBUST_NONE, VA_ROBUST_TRIM, VA_ROBUST_HUBER };
 enum { VA_TOL_RELATIVE, VA_TOL_ABSOLUTE };
 enum { VA_SPLITVAR_RELATIVE, VA_SPLITVAR_ABSOLUTE }; /* split_var_mode */
 enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
+/* input_format: auto = by the file's extension (io/vecfile.h) */
+enum { VA_INPUT_AUTO, VA_INPUT_HDF5, VA_INPUT_FVECS, VA_INPUT_BVECS, VA_INPUT_IVECS, VA_INPUT_NPY };
 enum { VA_STREAM_AUTO, VA_STREAM_ON, VA_STREAM_OFF }; /* gpu_stream */
 enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };           /* gpu_collectives */
 
@@ -22,7 +24,8 @@ enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };           /* gpu_collectives */
 
 typedef struct {
   /* job */
-  char input[VA_PATH_MAX]; /* FILE:DATASET */
+  char input[VA_PATH_MAX]; /* FILE:DATASET (HDF5) or FILE */
+  int input_format;        /* VA_INPUT_* */
   char out[VA_PATH_MAX];
   char metrics[VA_PATH_MAX];
   char preset[16];
@@ -87,6 +90,10 @@ int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, s
 /* Iterates every key with its resolved value as text (for index attributes, info and metrics). */
 typedef void (*va_config_visit_fn)(const char *key, const char *value, void *ctx);
 void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx);
+/* What a key's value is: VA_CONFIG_TEXT (strings, choices), VA_CONFIG_INTEGER or VA_CONFIG_REAL (its text
+ * from va_config_visit reads back exactly with strtoll / strtod); for typed output (JSON, attributes). */
+enum { VA_CONFIG_TEXT, VA_CONFIG_INTEGER, VA_CONFIG_REAL };
+int va_config_key_kind(const char *key);
 /* Prints the configuration as an INI file, one documented line per key: keys that differ from the
  * built-in defaults and the preset are set, the others commented at that value (so the output, read
  * back as a config file, resolves to the same configuration; with no options it is

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/files.h" /* va_temp_name */
+#include "io/files.h"  /* va_text_open, va_text_commit */
+#include "util/json.h" /* va_json_* */
 #include "util/util.h"
 
 const char *const va_phase_names[VA_NPHASE] = {"read",      "init",   "assign",      "reduce",
@@ -22,14 +23,34 @@ void va_phase_add(int phase, double seconds) { phase_seconds[phase] += seconds; 
 double va_phase_total(int phase) { return phase_seconds[phase]; }
 void va_metrics_add_bytes(double bytes) { comm_bytes += bytes; }
 
+/* One config key as a typed member: numbers as numbers (their text reads back exactly), the rest as text. */
 static void json_cfg(const char *key, const char *value, void *ctx) {
-  FILE *f = ctx;
-  fprintf(f, ",\n    \"%s\": \"", key);
-  for (const char *p = value; *p; p++) {
-    if (*p == '"' || *p == '\\') fputc('\\', f);
-    fputc(*p, f);
+  va_json_t *j = ctx;
+  int kind = va_config_key_kind(key);
+  errno = 0;
+  char *end = NULL;
+  if (kind == VA_CONFIG_INTEGER) {
+    long long v = strtoll(value, &end, 10);
+    if (!errno && end && !*end) {
+      va_json_int(j, key, v);
+      return;
+    }
+  } else if (kind == VA_CONFIG_REAL) {
+    double v = strtod(value, &end);
+    if (!errno && end && !*end) {
+      va_json_number(j, key, v);
+      return;
+    }
   }
-  fputc('"', f);
+  va_json_string(j, key, value);
+}
+
+static void json_min_mean_max(va_json_t *j, const char *key, double mn, double mean, double mx) {
+  va_json_object(j, key);
+  va_json_number(j, "min", mn);
+  va_json_number(j, "mean", mean);
+  va_json_number(j, "max", mx);
+  va_json_end(j);
 }
 
 int va_metrics_write(const char *path, const va_run_summary_t *s, const va_config_t *cfg) {
@@ -48,13 +69,16 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
   VA_MPI(MPI_Reduce(gpu_mem, gmin, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(gpu_mem, gmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(gpu_mem, gsum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+  char *layout = va_json_gather_layout(s->device);
   if (!path || !path[0]) {
     free(all_rss);
+    free(layout);
     return 0;
   }
   FILE *f = va_proc.rank == 0 ? va_text_open(path) : NULL;
   if (!f) {
     free(all_rss);
+    free(layout);
     return va_text_commit(NULL, "metrics file", path);
   }
   int P = va_proc.nranks;
@@ -64,34 +88,49 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
     if (all_rss[i] < rmin) rmin = all_rss[i];
     if (all_rss[i] > rmax) rmax = all_rss[i];
   }
-  fprintf(f, "{\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"ranks\": %d,\n", VECANNEAL_VERSION, s->backend, P);
-  fprintf(f, "  \"n\": %lld,\n  \"d\": %lld,\n  \"k_initial\": %lld,\n  \"k_final\": %lld,\n  \"iterations\": %lld,\n",
-          (long long)s->n, (long long)s->d, (long long)s->k_initial, (long long)s->k_final, (long long)s->iterations);
-  fprintf(f, "  \"final_energy\": %.17g,\n  \"loop_seconds\": %.6f,\n  \"total_seconds\": %.6f,\n", s->final_energy,
-          s->loop_seconds, s->total_seconds);
-  double ms_iter = s->iterations > 0 ? 1e3 * s->loop_seconds / (double)s->iterations : 0;
-  double rows_s = s->loop_seconds > 0 ? (double)s->n * (double)s->iterations / s->loop_seconds : 0;
-  fprintf(f, "  \"ms_per_iteration\": %.6f,\n  \"rows_per_second\": %.1f,\n  \"allreduce_bytes_per_rank\": %.0f,\n",
-          ms_iter, rows_s, bytes);
-  if (s->stream_chunk_bytes > 0)
-    fprintf(f, "  \"gpu_stream\": {\"chunk_bytes\": %.0f, \"copied_bytes_per_rank\": %.0f},\n", s->stream_chunk_bytes,
-            streamed);
-  if (gmax[1] > 0)
-    fprintf(f,
-            "  \"gpu_memory_bytes\": {\"loop\": {\"min\": %.0f, \"mean\": %.0f, \"max\": %.0f}, \"peak\": {\"min\": "
-            "%.0f, \"mean\": %.0f, "
-            "\"max\": %.0f}},\n",
-            gmin[0], gsum[0] / P, gmax[0], gmin[1], gsum[1] / P, gmax[1]);
-  fprintf(f, "  \"phases_seconds\": {\n");
-  for (int p = 0; p < VA_NPHASE; p++)
-    fprintf(f, "    \"%s\": {\"min\": %.6f, \"mean\": %.6f, \"max\": %.6f}%s\n", va_phase_names[p], mn[p], sum[p] / P,
-            mx[p], p + 1 < VA_NPHASE ? "," : "");
-  fprintf(f, "  },\n  \"peak_rss_bytes\": {\"min\": %.0f, \"mean\": %.0f, \"max\": %.0f, \"per_rank\": [", rmin,
-          rsum / P, rmax);
-  for (int i = 0; i < P; i++) fprintf(f, "%s%.0f", i ? ", " : "", all_rss[i]);
-  fprintf(f, "]},\n  \"config\": {\n    \"_\": \"resolved keys\"");
-  va_config_visit(cfg, json_cfg, f);
-  fprintf(f, "\n  }\n}\n");
+  va_json_t j;
+  va_json_start(&j, f);
+  va_json_run_header(&j, "compress", layout);
+  va_json_string(&j, "backend", s->backend);
+  va_json_int(&j, "n", s->n);
+  va_json_int(&j, "d", s->d);
+  va_json_int(&j, "k_initial", s->k_initial);
+  va_json_int(&j, "k_final", s->k_final);
+  va_json_int(&j, "iterations", s->iterations);
+  va_json_number(&j, "final_energy", s->final_energy);
+  va_json_number(&j, "loop_seconds", s->loop_seconds);
+  va_json_number(&j, "total_seconds", s->total_seconds);
+  va_json_number(&j, "ms_per_iteration", s->iterations > 0 ? 1e3 * s->loop_seconds / (double)s->iterations : 0);
+  va_json_number(&j, "rows_per_second",
+                 s->loop_seconds > 0 ? (double)s->n * (double)s->iterations / s->loop_seconds : 0);
+  va_json_number(&j, "allreduce_bytes_per_rank", bytes);
+  if (s->stream_chunk_bytes > 0) {
+    va_json_object(&j, "gpu_stream");
+    va_json_number(&j, "chunk_bytes", s->stream_chunk_bytes);
+    va_json_number(&j, "copied_bytes_per_rank", streamed);
+    va_json_end(&j);
+  }
+  if (gmax[1] > 0) {
+    va_json_object(&j, "gpu_memory_bytes");
+    json_min_mean_max(&j, "loop", gmin[0], gsum[0] / P, gmax[0]);
+    json_min_mean_max(&j, "peak", gmin[1], gsum[1] / P, gmax[1]);
+    va_json_end(&j);
+  }
+  va_json_object(&j, "phases_seconds");
+  for (int p = 0; p < VA_NPHASE; p++) json_min_mean_max(&j, va_phase_names[p], mn[p], sum[p] / P, mx[p]);
+  va_json_end(&j);
+  va_json_object(&j, "peak_rss_bytes");
+  va_json_number(&j, "min", rmin);
+  va_json_number(&j, "mean", rsum / P);
+  va_json_number(&j, "max", rmax);
+  va_json_array(&j, "per_rank");
+  for (int i = 0; i < P; i++) va_json_number(&j, NULL, all_rss[i]);
+  va_json_end(&j);
+  va_json_end(&j);
+  va_json_object(&j, "config");
+  va_config_visit(cfg, json_cfg, &j);
+  va_json_finish(&j);
   free(all_rss);
+  free(layout);
   return va_text_commit(f, "metrics file", path);
 }

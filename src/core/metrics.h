@@ -35,6 +35,7 @@ typedef struct {
   int64_t n, d, k_initial, k_final, iterations;
   double loop_seconds, total_seconds, final_energy;
   const char *backend;
+  const char *device; /* this rank's device for the layout: "cpu", or the GPU (va_backend_device_name) */
   /* CUDA backend with out-of-core rows: bytes per chunk and rows copied host to device (this rank);
    * 0 otherwise */
   double stream_chunk_bytes, stream_copied_bytes;

@@ -496,8 +496,20 @@ shard_ready:
   va_log0("index written to %s\n", cfg.out);
   /* A finished job has no use for its checkpoint. */
   if (va_proc.rank == 0) remove(ckpt.path);
-  va_run_summary_t sum = {st.n, st.d, st.k_initial,    st.k,           st.iter, loop_seconds, total, E, backend,
-                          0,    0,    gpu_memory.loop, gpu_memory.peak};
+  va_run_summary_t sum = {.n = st.n,
+                          .d = st.d,
+                          .k_initial = st.k_initial,
+                          .k_final = st.k,
+                          .iterations = st.iter,
+                          .loop_seconds = loop_seconds,
+                          .total_seconds = total,
+                          .final_energy = E,
+                          .backend = backend,
+                          .gpu_memory_loop_bytes = gpu_memory.loop,
+                          .gpu_memory_peak_bytes = gpu_memory.peak};
+  char device[160];
+  va_backend_device_name(&plan, device, sizeof device);
+  sum.device = device;
   va_rows_stream_figures(&st, &plan, &sum.stream_chunk_bytes, &sum.stream_copied_bytes);
   if ((rc = va_metrics_write(cfg.metrics, &sum, &cfg))) return rc;
   free(anchors);

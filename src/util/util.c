@@ -11,17 +11,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h> /* getrusage */
+#include <time.h>         /* clock_gettime */
 #include <sys/statvfs.h>  /* statvfs */
 #include <unistd.h>       /* unlink, gethostname */
 
-va_proc_t va_proc = {0, 1, 0, 1, "?"};
+va_proc_t va_proc = {.rank = 0, .nranks = 1, .local_rank = 0, .local_nranks = 1, .host = "?"};
 
 /* Pending temporary files: fixed slots, so that a signal handler may walk them. */
 #define PENDING_SLOTS 8
 static char pending[PENDING_SLOTS][4096];
 static volatile sig_atomic_t pending_used[PENDING_SLOTS], pending_claim[PENDING_SLOTS];
 
+static int command_argc;
+static char **command_argv;
+
+void va_proc_set_command_line(int argc, char **argv) {
+  command_argv = va_malloc((size_t)(argc > 0 ? argc : 1) * sizeof *command_argv, "the command line");
+  for (int i = 0; i < argc; i++) {
+    size_t len = strlen(argv[i]) + 1;
+    command_argv[i] = memcpy(va_malloc(len, "the command line"), argv[i], len);
+  }
+  command_argc = argc;
+}
+
+char *const *va_proc_command_line(int *argc) {
+  *argc = command_argc;
+  return command_argv;
+}
+
 void va_proc_init(void) {
+  struct timespec now;
+  va_proc.start_time = clock_gettime(CLOCK_REALTIME, &now) == 0 ? (double)now.tv_sec + 1e-9 * (double)now.tv_nsec : 0;
   VA_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &va_proc.rank));
   VA_MPI(MPI_Comm_size(MPI_COMM_WORLD, &va_proc.nranks));
   MPI_Comm node;

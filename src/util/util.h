@@ -26,10 +26,14 @@ typedef struct {
   int rank, nranks;
   int local_rank, local_nranks; /* within the node (MPI_COMM_TYPE_SHARED) */
   char host[64];
+  double start_time; /* seconds since the epoch (UTC) when the process started its command */
 } va_proc_t;
 extern va_proc_t va_proc;
 
 void va_proc_init(void);
+/* The process's command line, kept for the metrics files (cli/main.c hands it over once). */
+void va_proc_set_command_line(int argc, char **argv);
+char *const *va_proc_command_line(int *argc);
 
 /* Fatal, unexpected failure on this rank: print and MPI_Abort the whole job. */
 _Noreturn void va_fatal_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -20,6 +20,7 @@ va_job_test(ranks_cosine ranks.sh cosine --anchors 12 --set metric=cosine --set 
 va_job_test(parity_vlc_demo parity.sh)
 va_job_test(bad_inputs badinput.sh)
 va_job_test(configs configs.sh)
+va_job_test(metrics metrics.sh)
 va_job_test(serial_hdf5_build serial_hdf5.sh)
 set_tests_properties(serial_hdf5_build PROPERTIES SKIP_RETURN_CODE 77)
 va_job_test(checkpoint_resume resume.sh)
