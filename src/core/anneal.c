@@ -512,9 +512,12 @@ void va_anneal(va_state_t *st) {
   st->min_changes = c->min_changes >= 0 ? c->min_changes : st->n / 1000;
   /* Out-of-core rows: one more column, the rows' host-to-device rate over the iteration. */
   const int streamed = st->be->streamed_bytes && st->be->streamed_bytes(st) >= 0;
+  /* ETA: to max_iter at the mean rate of this run's iterations so far (the run may converge sooner). */
   if (c->progress_every > 0)
-    va_log0("%6s %11s %14s %11s %12s %7s %9s%s\n", "iter", "T", "energy", "distortion", "changed", "anchors", "ms/iter",
-            streamed ? " stream GB/s" : "");
+    va_log0("%6s %11s %14s %11s %12s %7s %9s %7s%s\n", "iter", "T", "energy", "distortion", "changed", "anchors",
+            "ms/iter", "ETA", streamed ? " stream GB/s" : "");
+  const double t_start = va_now();
+  const int64_t iter_start = st->iter;
   /* A progress line waits for the next iteration's assign when that only queued its pass (the CUDA
    * backend: VA_CHANGED_IN_STATS): printed at once, the host's write would hold the device idle between
    * two iterations (docs/performance.md). Lines keep their order; whatever else the loop prints comes
@@ -547,9 +550,12 @@ void va_anneal(va_state_t *st) {
     if (c->progress_every > 0 && (st->iter % c->progress_every == 0 || st->converged || st->iter == c->max_iter)) {
       char rate[32] = "";
       if (streamed) snprintf(rate, sizeof rate, " %11.2f", (st->be->streamed_bytes(st) - b0) / (ms * 1e6));
-      snprintf(line, sizeof line, "%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f%s\n", (long long)st->iter, T_used,
+      char eta[32];
+      va_format_seconds((va_now() - t_start) / (double)(st->iter - iter_start) * (double)(c->max_iter - st->iter), eta,
+                        sizeof eta);
+      snprintf(line, sizeof line, "%6lld %11.4g %14.8g %11.4g %12lld %7lld %9.2f %7s%s\n", (long long)st->iter, T_used,
                st->E, st->total_var > 0 ? st->E / st->total_var : 0.0, (long long)st->changed, (long long)st->k, ms,
-               rate);
+               st->converged ? "-" : eta, rate);
       line_pending = 1;
       if (changed_local != VA_CHANGED_IN_STATS) flush_line(line, &line_pending);
     }

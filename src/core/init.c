@@ -101,6 +101,13 @@ static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mi
   free(cn);
 }
 
+/* Rank 0, a stage that runs longer than VA_PROGRESS_SECONDS: how far it is and when it ends at this rate. */
+static void log_stage_eta(const char *stage, int64_t done, int64_t total, const char *unit, double elapsed) {
+  char eta[32];
+  va_format_seconds(done > 0 ? elapsed * (double)(total - done) / (double)done : 0, eta, sizeof eta);
+  va_log0("init %s: %lld of %lld %s, %.1f s, ETA %s\n", stage, (long long)done, (long long)total, unit, elapsed, eta);
+}
+
 /* Farthest-point (parity): anchor 0 is global row 0, each next one the row farthest from its nearest
  * chosen anchor (ties to the lowest global row); O(k n d) through each row's running minimum. */
 static void init_farthest(va_state_t *st) {
@@ -111,8 +118,13 @@ static void init_farthest(va_state_t *st) {
   uint32_t *lab = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(uint32_t), "farthest init");
   for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
   int64_t row = 0;
+  double t0 = va_now(), last = t0;
   for (int64_t q = 0; q < st->k; q++) {
     if ((q & 63) == 63) va_stop_point("initialisation"); /* collective: every rank runs the same picks */
+    if (va_now() - last >= VA_PROGRESS_SECONDS) {
+      last = va_now();
+      log_stage_eta("farthest", q, st->k, "anchors", last - t0);
+    }
     va_fetch_rows(st, &row, 1, st->A + q * d);
     float an;
     va_row_norms(st->A + q * d, 1, d, &an);
@@ -175,7 +187,12 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   memcpy(out, C + pick * d, (size_t)d * sizeof(float));
   candidate_distances(C, cn, m, d, pick, st->cosine, dist);
   for (int64_t i = 0; i < m; i++) best[i] = dist[i];
+  double t0 = va_now(), last = t0;
   for (int64_t q = 1; q < k; q++) {
+    if (va_now() - last >= VA_PROGRESS_SECONDS) {
+      last = va_now();
+      log_stage_eta("kmeans|| k-means++", q, k, "anchors", last - t0);
+    }
     if ((q & 63) == 0) va_stop_point("initialisation"); /* collective: every rank runs the same draws */
     double pot = 0;
     for (int64_t i = 0; i < m; i++) pot += w[i] * best[i];
@@ -238,8 +255,11 @@ static void init_kmeans_parallel(va_state_t *st) {
   update_min_dist(st, C, 1, mind, st->assign, st->r);
   double l = c->kmeans_oversample * (double)k;
   int64_t *picked = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "kmeans|| picks");
+  double t0 = va_now();
   for (int64_t round = 1; round <= c->kmeans_rounds || (ncand < k && round <= c->kmeans_rounds + 5); round++) {
     va_stop_point("initialisation");
+    va_log0("init kmeans||: round %lld of %lld: %lld candidates so far, %.2f s\n", (long long)round,
+            (long long)c->kmeans_rounds, (long long)ncand, va_now() - t0);
     double phi = 0;
     for (int64_t i = 0; i < n; i++) phi += mind[i];
     va_allreduce_sum_f64(&phi, 1);
@@ -286,6 +306,7 @@ static void init_kmeans_parallel(va_state_t *st) {
     ncand += extra;
     free(rows);
   }
+  va_log0("init kmeans||: weighting %lld candidates by their nearest rows, %.2f s\n", (long long)ncand, va_now() - t0);
   /* Weights: rows nearest to each candidate (an integer count, exact in any order). */
   float *cn = va_malloc((size_t)ncand * sizeof(float), "kmeans|| norms");
   va_row_norms(C, ncand, d, cn);
@@ -293,6 +314,8 @@ static void init_kmeans_parallel(va_state_t *st) {
   double *w = va_calloc((size_t)ncand, sizeof(double), "kmeans|| weights");
   for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
   va_allreduce_sum_f64(w, ncand);
+  va_log0("init kmeans||: weighted k-means++ from %lld candidates to %lld anchors, %.2f s\n", (long long)ncand,
+          (long long)k, va_now() - t0);
   weighted_kmeanspp(st, C, w, ncand, st->A);
   free(w);
   free(cn);

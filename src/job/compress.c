@@ -18,7 +18,8 @@
 #include "io/index.h"
 #include "util/memlimit.h" /* va_mem_room_* */
 #include "core/metrics.h"
-#include "core/stop.h" /* va_stop_point */
+#include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
+#include "core/stop.h"      /* va_stop_point */
 #include "util/util.h"
 
 /* The job's options (job/compress.h), kept at file scope for the stages below. */
@@ -151,7 +152,7 @@ static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, in
   double bytes = 32.0 * 1048576 + shard + n * 12 + pinned; /* process baseline, shard, assign, prev, r */
   bytes +=
       n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
-  if (in->dtype != VA_DT_F32) bytes += fmin(cfg->read_chunk_mb * 1048576.0, n * d * in->elem_size);
+  bytes += va_input_staging_bytes(in, cfg->read_chunk_mb * 1048576.0, n_local);
   bytes += k * (d * 8 + d * 8 + (d + 3) * 8 * threads + 64); /* anchors (+ fused-kernel panels), momentum, statistics */
   if (cfg->robust == VA_ROBUST_TRIM) bytes += k * (double)cfg->trim_bins * 8;
   bytes += threads * tile * k * 4; /* assign tiles */
@@ -202,7 +203,7 @@ static int choose_threads(const va_config_t *cfg) {
  * vectors' file. The checkpoint resumed from may be the one this job writes (the usual way). */
 static int prepare_files(const va_config_t *cfg, const char *ckpt_path) {
   char input_file[VA_PATH_MAX] = "", embed_file[VA_PATH_MAX] = "", dset[256];
-  if (!embed_corpus) va_split_spec(cfg->input, input_file, sizeof input_file, dset, sizeof dset);
+  if (!embed_corpus) va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
   if (embed_out) va_split_spec(embed_out, embed_file, sizeof embed_file, dset, sizeof dset);
   const int resume_is_ckpt = resume_path && va_same_file(resume_path, ckpt_path);
   const va_file_use_t inputs[] = {{"input", input_file, 0},
@@ -235,7 +236,7 @@ static uint64_t file_checksum(const char *path) {
   return sum;
 }
 
-int va_compress_job(const va_compress_options_t *o) {
+static int compress_job(const va_compress_options_t *o) {
   double t_start = va_now();
   va_config_t cfg = o->cfg;
   resume_path = o->resume_path;
@@ -288,8 +289,10 @@ int va_compress_job(const va_compress_options_t *o) {
     in.metric_hint = VA_METRIC_COSINE;
     in.checksum = file_checksum(embed_corpus); /* the input of a resumed job is the corpus */
   } else {
-    va_input_open(cfg.input, &in);
+    va_input_open_as(cfg.input, cfg.input_format, &in);
   }
+  char input_label[VA_PATH_MAX + 300]; /* how messages name the input */
+  va_input_label(&in, input_label, sizeof input_label);
   if (resume_path) va_checkpoint_check(resume_path, &cfg, &in);
   {
     const int64_t k_most = cfg.k_max > cfg.k ? cfg.k_max : cfg.k_max < 0 ? in.n : cfg.k;
@@ -298,8 +301,8 @@ int va_compress_job(const va_compress_options_t *o) {
       return rc;
   }
   if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
-    snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s:%s'", (long long)cfg.k,
-             (long long)in.n, in.file, in.dataset);
+    snprintf(err, sizeof err, "k = %lld anchors is more than the %lld rows of '%s'", (long long)cfg.k, (long long)in.n,
+             input_label);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   }
 
@@ -338,9 +341,9 @@ int va_compress_job(const va_compress_options_t *o) {
           "serial",
 #endif
           io_coll ? "collective" : "independent");
-  va_log0("input %s:%s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", in.file, in.dataset,
-          (long long)in.n, (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k,
-          cfg.init, va_config_enum_name("robust", cfg.robust), cfg.preset);
+  va_log0("input %s: %lld x %lld %s, metric %s; k %lld, init %s, robust %s, preset %s\n", input_label, (long long)in.n,
+          (long long)in.d, va_dtype_name(in.dtype), st.cosine ? "cosine" : "l2", (long long)cfg.k, cfg.init,
+          va_config_enum_name("robust", cfg.robust), cfg.preset);
   if (cfg.preset_overrides[0]) va_log0("config: set over preset %s: %s\n", cfg.preset, cfg.preset_overrides);
 
   va_backend_plan_t plan = va_backend_plan(&st, &cfg);
@@ -351,7 +354,6 @@ int va_compress_job(const va_compress_options_t *o) {
    * buffers, they go straight to the GPU and are preprocessed there (resident), or into the context's
    * pinned host copy, preprocessed in place (streamed). */
   const int direct = plan.cuda && !plan.host_prep && !embed_corpus;
-  double backend_seconds = 0; /* the init line's "backend": attaching it (before the read for direct rows) */
   double pinned = 0;
   pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
   if (cfg.memory_check)
@@ -368,7 +370,7 @@ int va_compress_job(const va_compress_options_t *o) {
       double t0 = va_now();
       backend = va_backend_attach(&st, &cfg, &plan); /* st.X is NULL: nothing uploaded */
       va_rows_adopt_embedded(&st, &embedded);
-      backend_seconds = va_now() - t0;
+      va_log0("backend set up in %.2f s\n", va_now() - t0);
       va_log0("the embedded vectors stayed on the GPU (%.2f GB per rank not copied to the host and back)\n",
               (double)st.n_local * (double)st.d * 8.0 / 1e9);
     } else {
@@ -383,7 +385,7 @@ int va_compress_job(const va_compress_options_t *o) {
     /* Straight to the GPU (backend/rows.h): the backend is attached before the read. */
     double t0 = va_now();
     backend = va_backend_attach(&st, &cfg, &plan);
-    backend_seconds = va_now() - t0;
+    va_log0("backend set up in %.2f s, before the read\n", va_now() - t0);
     t = va_tick();
     va_rows_read_to_device(&st, &in, cfg.io, threads, &read);
     va_tock(VA_PH_READ, t);
@@ -404,7 +406,7 @@ int va_compress_job(const va_compress_options_t *o) {
   int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
   if (first_bad != INT64_MAX) {
-    snprintf(err, sizeof err, "input '%s:%s' row %lld holds NaN or Inf; clean the data first", in.file, in.dataset,
+    snprintf(err, sizeof err, "input '%s' row %lld holds NaN or Inf; clean the data first", input_label,
              (long long)first_bad);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   }
@@ -412,6 +414,12 @@ int va_compress_job(const va_compress_options_t *o) {
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &in.checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
 shard_ready:
   t = va_tick();
+  const double t_init_start = va_now(), read_seconds = va_phase_total(VA_PH_READ);
+  const double read_bytes = embed_corpus ? 0 : (double)in.n * (double)in.d * (double)in.elem_size;
+  if (read_bytes > 0)
+    va_log0("read %lld rows (%.2f GB) in %.2f s: %.2f GB/s\n", (long long)in.n, read_bytes / 1e9, read_seconds,
+            read_seconds > 0 ? read_bytes / 1e9 / read_seconds : 0.0);
+  double attach_seconds = 0; /* the backend attached after the read, inside the initialisation */
   int64_t zero_rows = 0;
   if (direct || adopt) {
     st.total_var = preprocess(&st, &zero_rows); /* on the device (streamed: in the pinned host copy) */
@@ -421,7 +429,7 @@ shard_ready:
     st.total_var = preprocess(&st, &zero_rows);
     double t0 = va_now();
     backend = va_backend_attach(&st, &cfg, &plan);
-    backend_seconds = va_now() - t0;
+    attach_seconds = va_now() - t0;
     gpu_memory.peak = fmax(gpu_memory.peak, va_backend_gpu_memory(&plan));
   }
   if (zero_rows)
@@ -446,8 +454,9 @@ shard_ready:
   va_checkpoint_path(&cfg, ckpt.path, sizeof ckpt.path);
   st.checkpoint_fn = write_checkpoint;
   st.checkpoint_ctx = &ckpt;
-  va_log0("read %.2f s, init %.2f s (backend %.3f s, anchors %.3f s (%s), warm-up %.3f s)\n",
-          va_phase_total(VA_PH_READ), va_phase_total(VA_PH_INIT), backend_seconds, t_warm - t_anchors,
+  /* Wall-clock parts of the initialisation, consecutive, so that they add up to the whole. */
+  va_log0("init %.2f s: preprocessing %.2f s, backend %.2f s, anchors %.2f s (%s), warm-up %.2f s\n",
+          t_init_end - t_init_start, t_anchors - t_init_start - attach_seconds, attach_seconds, t_warm - t_anchors,
           resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
   double t_loop = va_now();
@@ -518,4 +527,11 @@ shard_ready:
   va_state_free(&st);
   va_comm_finalize();
   return 0;
+}
+
+int va_compress_job(const va_compress_options_t *o) {
+  if (o->cfg.progress_every > 0) va_heartbeat_start(); /* no quiet stretch on rank 0 (heartbeat.h) */
+  int rc = compress_job(o);
+  va_heartbeat_stop();
+  return rc;
 }

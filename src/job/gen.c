@@ -9,7 +9,8 @@
 #include "io/files.h" /* va_files_prepare */
 #include "io/h5io.h"
 #include "util/rng.h"
-#include "core/stop.h" /* va_stop_point */
+#include "core/stop.h"      /* va_stop_point */
+#include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
 #include "util/util.h"
 
 /* Row `id` (train rows 0..n-1, test rows n..n+test-1) into out[d]. */
@@ -67,9 +68,16 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
   hid_t ds = VA_H5(H5Dopen2(file, name, H5P_DEFAULT));
   hid_t mtype = g->half ? va_h5_half_type() : VA_H5(H5Tcopy(H5T_NATIVE_FLOAT));
   int64_t rounds = va_h5_row_rounds(count, chunk);
+  double t0 = va_now(), last = t0;
   for (int64_t r = 0; r < rounds; r++) {
     int64_t r0 = r * chunk, nr = count - r0 > chunk ? chunk : count - r0;
     if (nr < 0) nr = 0;
+    if (va_now() - last >= VA_PROGRESS_SECONDS && r0 > 0 && r0 < count) {
+      char eta[32];
+      last = va_now();
+      va_format_seconds((last - t0) * (double)(count - r0) / (double)r0, eta, sizeof eta);
+      va_log0("gen: %s: rank 0 wrote %lld of its %lld rows, ETA %s\n", name, (long long)r0, (long long)count, eta);
+    }
     for (int64_t i = 0; i < nr; i++) gen_row(g, id0 + start + r0 + i, buf + i * g->d);
     if (hbuf)
       for (int64_t i = 0; i < nr * g->d; i++) hbuf[i] = va_float_to_half(buf[i]);
@@ -107,7 +115,7 @@ int va_gen_options_resolve(va_gen_options_t *g, char *err, size_t len) {
   return 0;
 }
 
-int va_gen_job(const va_gen_options_t *opts) {
+static int gen_job(const va_gen_options_t *opts) {
   va_gen_options_t g = *opts;
   const va_file_use_t out = {"output", g.out, 1};
   int rc = va_files_prepare(NULL, 0, &out, 1);
@@ -120,4 +128,11 @@ int va_gen_job(const va_gen_options_t *opts) {
   va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n,
           (long long)g.d, g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);
   return 0;
+}
+
+int va_gen_job(const va_gen_options_t *opts) {
+  va_heartbeat_start(); /* no quiet stretch on rank 0 (heartbeat.h) */
+  int rc = gen_job(opts);
+  va_heartbeat_stop();
+  return rc;
 }

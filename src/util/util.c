@@ -2,11 +2,12 @@
 #define _GNU_SOURCE
 #include "util/util.h"
 
-#include <errno.h>  /* errno */
-#include <hdf5.h>   /* H5Ewalk2, H5Eset_auto2 */
-#include <libgen.h> /* dirname */
-#include <sched.h>  /* sched_getaffinity */
-#include <signal.h> /* sig_atomic_t */
+#include <errno.h>   /* errno */
+#include <hdf5.h>    /* H5Ewalk2, H5Eset_auto2 */
+#include <libgen.h>  /* dirname */
+#include <pthread.h> /* pthread_mutex_t */
+#include <sched.h>   /* sched_getaffinity */
+#include <signal.h>  /* sig_atomic_t */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,16 +287,55 @@ void va_exit_all(int code) {
   exit(code);
 }
 
+/* Rank 0's lines come from the main thread and the heartbeat thread (heartbeat.h): one at a time. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static double log_last; /* monotonic seconds of the last line; 0 before the first */
+
+static double monotonic_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void log_line(int counts, const char *fmt, va_list ap) {
+  pthread_mutex_lock(&log_lock);
+  vprintf(fmt, ap);
+  fflush(stdout);
+  if (counts) log_last = monotonic_seconds();
+  pthread_mutex_unlock(&log_lock);
+}
+
 void va_log0(const char *fmt, ...) {
   if (va_proc.rank != 0) return;
   va_list ap;
   va_start(ap, fmt);
-  vprintf(fmt, ap);
+  log_line(1, fmt, ap);
   va_end(ap);
-  fflush(stdout);
+}
+
+void va_log0_aside(const char *fmt, ...) {
+  if (va_proc.rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  log_line(0, fmt, ap);
+  va_end(ap);
+}
+
+double va_log_quiet_seconds(void) {
+  pthread_mutex_lock(&log_lock);
+  double last = log_last;
+  pthread_mutex_unlock(&log_lock);
+  return last > 0 ? monotonic_seconds() - last : 0;
 }
 
 double va_now(void) { return MPI_Wtime(); }
+
+void va_format_seconds(double s, char *buf, size_t len) {
+  if (!(s >= 0) || s > 1e8) snprintf(buf, len, "?");
+  else if (s < 60) snprintf(buf, len, "%.0fs", s);
+  else if (s < 3600) snprintf(buf, len, "%dm%02ds", (int)s / 60, (int)s % 60);
+  else snprintf(buf, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
 
 void va_format_double(double x, char *buf, size_t len) {
   for (int digits = 1; digits <= 17; digits++) {

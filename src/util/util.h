@@ -111,7 +111,15 @@ void va_pending_remove_claims(void);
 
 /* Rank-0 logging to stdout, flushed. */
 void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* va_log0 for a line that is not progress (the heartbeat's): va_log_quiet_seconds goes on counting. */
+void va_log0_aside(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Seconds since rank 0 last printed a line with va_log0 (0 before its first). */
+double va_log_quiet_seconds(void);
 double va_now(void);
+/* Rank 0 prints progress at least this often during a stage that runs longer (no quiet stretches). */
+#define VA_PROGRESS_SECONDS 5.0
+/* A duration for a person: "42s", "3m07s", "2h05m"; "?" when unknown (negative, NaN, absurd). */
+void va_format_seconds(double seconds, char *buf, size_t len);
 /* x in the shortest %g form that reads back (strtod) as the same double: 0.1, not 0.10000000000000001. */
 void va_format_double(double x, char *buf, size_t len);
 /* Peak resident set size of this process in bytes. */
