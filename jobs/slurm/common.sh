@@ -1,27 +1,63 @@
 # common.sh: shared by the vecanneal sbatch scripts in this folder. Sourced, never submitted.
 # Each script sources it, calls va_setup, builds its command line and calls va_step.
 # Environment it reads (all optional):
-#   VECANNEAL_CONFIG    config file when none is given as the script's first argument
-#   VECANNEAL           the vecanneal binary [REPO/build/vecanneal, else vecanneal on PATH]
-#   VECANNEAL_HOME      the repository [the one holding this file; the scripts look for this file
-#                       in $VECANNEAL_HOME, else $SLURM_SUBMIT_DIR: submit from the repository root]
-#   VECANNEAL_LAUNCHER  auto | srun | mpirun [auto: srun --mpi=pmix when this Slurm has pmix]
-#   MPIRUN              the mpirun to fall back on [mpirun]
+#   VECANNEAL_CONFIG      config file when none is given as the script's first argument
+#   VECANNEAL             the vecanneal binary [REPO/build/vecanneal, else vecanneal on PATH]
+#   VECANNEAL_HOME        the repository [the one holding this file; the scripts look for this file
+#                         in $VECANNEAL_HOME, else $SLURM_SUBMIT_DIR: submit from the repository root]
+#   VECANNEAL_OUT_DIR     where the job's folder JOBID/ goes [SUBMIT_DIR/out; relative: to SUBMIT_DIR]
+#   VECANNEAL_MODULES     modules to load first, as `module load $VECANNEAL_MODULES` does
+#   VECANNEAL_ENV_SCRIPT  a bash file sourced after the modules, before anything else runs
+#   VECANNEAL_LAUNCHER    auto | srun | mpirun [auto: srun --mpi=pmix when this Slurm has pmix]
+#   MPIRUN                the mpirun to fall back on [mpirun]
+# The scripts set no NCCL_* (or other library) variable: whatever the environment holds, e.g. a
+# site's NCCL_NVLS_ENABLE or NCCL_IB_HCA, reaches every rank as it is (sbatch passes the submit
+# environment on, and srun and Open MPI's mpirun under Slurm pass the job's on to the ranks).
 
 va_log() { echo "vecanneal-slurm: $*" >&2; }
 va_die() { va_log "$*"; exit 2; }   # 2 = usage/config, as vecanneal itself
 
-# NVLink multicast (NVLS) must never be used, whatever the backend: set before anything starts.
-export NCCL_NVLS_ENABLE=0
 # Open MPI refuses to start as root unless told so. Real clusters run jobs as the user and never
 # get here; containers and the single-node test cluster (tests/slurm/) run them as root.
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # only as root: mpirun refuses root without both
+fi
+
+# va_site_env: the site's hook, before the binary and the launcher are looked up, so that either
+# may come from it. VECANNEAL_MODULES: `module load` of that list (Lmod or Environment Modules; a
+# batch shell that lacks the `module` function gets it from /etc/profile.d when it is there).
+# VECANNEAL_ENV_SCRIPT: a bash file sourced here (relative: to the submit directory), for anything
+# else: a virtual environment, a spack load, variables. A failure of either ends the job with 2.
+va_site_env() {
+  if [ -n "${VECANNEAL_MODULES:-}" ]; then
+    if ! type module >/dev/null 2>&1; then
+      local f
+      for f in /etc/profile.d/lmod.sh /etc/profile.d/modules.sh; do
+        [ -r "$f" ] && . "$f" && break
+      done
+    fi
+    type module >/dev/null 2>&1 || va_die "VECANNEAL_MODULES='$VECANNEAL_MODULES' but this shell has no 'module' command"
+    # shellcheck disable=SC2086  # a list of module names: split on spaces on purpose
+    module load $VECANNEAL_MODULES || va_die "module load $VECANNEAL_MODULES failed"
+    va_log "module load $VECANNEAL_MODULES"
+  fi
+  if [ -n "${VECANNEAL_ENV_SCRIPT:-}" ]; then
+    local env=$VECANNEAL_ENV_SCRIPT
+    case $env in /*) ;; *) env=${SLURM_SUBMIT_DIR:-$PWD}/$env ;; esac
+    [ -r "$env" ] || va_die "VECANNEAL_ENV_SCRIPT '$env' not readable"
+    # shellcheck disable=SC1090  # the site's file, named at submission
+    . "$env" || va_die "sourcing VECANNEAL_ENV_SCRIPT '$env' failed (status $?)"
+    va_log "sourced $env"
+  fi
+  return 0
+}
 
 # va_setup NAME "$@": sets VA_HOME, VA_BIN, VA_CONFIG, VA_OUT (created), VA_ARGS (the arguments
 # after the config, passed on to vecanneal), VA_THREADS and VA_LAUNCH (the launcher, without -n).
 # With VA_NO_CONFIG=1 (embed: it takes no config file) all arguments go to VA_ARGS.
 va_setup() {
   local name=$1; shift
+  va_site_env
   VA_HOME=${VECANNEAL_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}   # this repository
   # Config by file: first argument (if it is not an option), else $VECANNEAL_CONFIG, else the default.
   VA_CONFIG=""
@@ -34,9 +70,12 @@ va_setup() {
   VA_ARGS=("$@")
   VA_BIN=${VECANNEAL:-$VA_HOME/build/vecanneal}
   [ -x "$VA_BIN" ] || VA_BIN=$(command -v vecanneal) || va_die "no vecanneal binary (set VECANNEAL or build $VA_HOME/build)"
-  # Outputs under the submit directory; an array's elements share the array's folder.
-  VA_OUT=${SLURM_SUBMIT_DIR:-$PWD}/out/${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-local-$$}}
-  mkdir -p "$VA_OUT" || exit 4
+  # One folder per job under VECANNEAL_OUT_DIR (scratch, say), else under the submit directory; an
+  # array's elements share the array's folder. A requeued job keeps its id, so its folder.
+  local base=${VECANNEAL_OUT_DIR:-out}
+  case $base in /*) ;; *) base=${SLURM_SUBMIT_DIR:-$PWD}/$base ;; esac
+  VA_OUT=$base/${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-local-$$}}
+  mkdir -p "$VA_OUT" || { va_log "cannot create the output folder $VA_OUT (VECANNEAL_OUT_DIR)"; exit 4; }
   # Slurm's cpus-per-task decides the threads of each rank (vecanneal's own guess divides the
   # cores it may use by the ranks on the node, which undercounts when the launcher binds).
   # Put VA_THREADS before VA_ARGS: a --set threads=N among the script's arguments still wins.
@@ -64,7 +103,7 @@ va_setup() {
 
 # va_resume_args: sets VA_RESUME to (--resume NEWEST) when a checkpoint *.ckpt.h5 exists in VA_OUT,
 # else to nothing: a first run never gets --resume. compress writes its checkpoint to OUT.ckpt.h5
-# (out/JOBID/index.h5.ckpt.h5; a requeued job keeps its id, so its folder) when SIGUSR1/SIGTERM
+# (VA_OUT/index.h5.ckpt.h5; a requeued job keeps its id, so its folder) when SIGUSR1/SIGTERM
 # stop it (via OUT.ckpt.h5.partial and a rename, so a *.ckpt.h5 is whole), and removes it when it
 # completes. A config's `checkpoint` key pointing elsewhere is not seen.
 va_resume_args() {

@@ -2,7 +2,7 @@
 # run_slurm_test.sh VECANNEAL_BINARY REPO_DIR
 # The `slurm` CTest: a throw-away one-node Slurm cluster (munged, slurmctld, slurmd on localhost,
 # all state in a temp dir, two fake GPUs) runs the job scripts of jobs/slurm/ as shipped:
-#   0. all four scripts pass bash -n and sbatch --test-only (their #SBATCH lines parse);
+#   0. all five scripts pass bash -n and sbatch --test-only (their #SBATCH lines parse);
 #   1. compress.sbatch, 2 tasks, CPU config, sbatch --wait (srun --mpi=pmix when this Slurm has
 #      pmix, else mpirun): job COMPLETED 0:0, index readable by `vecanneal info`, metrics written;
 #   2. scaling.sbatch as a 2-element array (1 and 2 ranks) through the mpirun fallback;
@@ -11,7 +11,11 @@
 #      requeue -> the second run resumes and ends as an uninterrupted run does; a plain scancel
 #      keeps the checkpoint and is not requeued;
 #   4. --gpus-per-task=1 --gpu-bind=single:1 give each srun rank its own (fake) GPU;
-#   5. embed.sbatch and pipeline.sbatch on 20 lines, when models/all-MiniLM-L6-v2 is installed.
+#   5. the site hook (VECANNEAL_MODULES through a fake `module` function, then VECANNEAL_ENV_SCRIPT)
+#      and the NCCL variables of the environment reach every rank, unchanged (none when it has none);
+#      VECANNEAL_OUT_DIR (relative and absolute) holds the job folder; compress-cpu.sbatch asks for no
+#      GPU and runs a config that says cuda on the CPU; a failing hook ends the job with 2;
+#   6. embed.sbatch and pipeline.sbatch on 20 lines, when models/all-MiniLM-L6-v2 is installed.
 # Installs slurm-wlm and munge with apt-get when missing (root only; VA_SLURM_NO_INSTALL=1: don't).
 # Exits 0 pass, 1 fail, 77 skip (Slurm unavailable here), always with the reason.
 # VA_SLURM_KEEP=1 keeps the temp dir (logs, slurm.conf) for a look afterwards;
@@ -36,6 +40,8 @@ dump_logs() {
 
 # Slurm variables of an enclosing job (CI inside Slurm) would confuse the clients and the scripts.
 for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done
+# The scripts' hook and output folder are set per job below; a caller's would change every job.
+unset VECANNEAL_OUT_DIR VECANNEAL_MODULES VECANNEAL_ENV_SCRIPT
 
 [ -x "$BIN" ] || fail "no vecanneal binary at $BIN"
 BIN=$(realpath "$BIN"); REPO=$(realpath "$REPO")
@@ -49,7 +55,7 @@ if ! need; then
   [ -z "${VA_SLURM_NO_INSTALL:-}" ] || skip "Slurm is not installed (VA_SLURM_NO_INSTALL set)"
   command -v apt-get >/dev/null || skip "Slurm is not installed and there is no apt-get"
   say "installing slurm-wlm and munge with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
+  export DEBIAN_FRONTEND=noninteractive   # apt-get must not stop to ask (no terminal under CTest)
   { timeout "$(left 120)" apt-get -o DPkg::Lock::Timeout=60 update &&
     timeout "$(left 150)" apt-get -o DPkg::Lock::Timeout=60 install -y --no-install-recommends slurm-wlm munge; } > /tmp/va-slurm-apt.log 2>&1 ||
     { tail -n 5 /tmp/va-slurm-apt.log; skip "apt-get install slurm-wlm munge failed (log /tmp/va-slurm-apt.log)"; }
@@ -153,7 +159,7 @@ NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$NCPU RealMemory=1024 $1 State=UNKNOWN
 PartitionName=vatest Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 }
-export SLURM_CONF=$TMP/slurm.conf
+export SLURM_CONF=$TMP/slurm.conf   # every Slurm client and daemon of this test reads this cluster's file
 start_slurm() {   # starts both daemons, waits for the node to be idle; returns 1 if it never is
   slurmctld -f "$SLURM_CONF" || return 2
   slurmd -f "$SLURM_CONF" || return 2
@@ -222,13 +228,13 @@ progress_every = 10
 EOF
 
 # --- 0. every script parses: bash -n, and sbatch --test-only on this cluster (sizes cut to fit) ------
-for f in compress embed pipeline scaling; do
+for f in compress compress-cpu embed pipeline scaling; do
   bash -n "$REPO/jobs/slurm/$f.sbatch" || fail "$f.sbatch: bash syntax error"
   msg=$(cd "$W" && timeout "$(left 20)" sbatch --test-only --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 \
         --time=5 "$(script $f.sbatch)" 2>&1) || { echo "$msg"; fail "sbatch --test-only $f.sbatch refused"; }
 done
 bash -n "$REPO/jobs/slurm/common.sh" || fail "common.sh: bash syntax error"
-say "0. all four scripts pass bash -n and sbatch --test-only"
+say "0. all five scripts pass bash -n and sbatch --test-only"
 
 # --- 1. compress.sbatch ----------------------------------------------------------------------------
 say "1. compress.sbatch: 2 tasks x 1 CPU, config cpu.ini, sbatch --wait"
@@ -357,7 +363,82 @@ else
   say "4. GPU binding not checked (GPU lines $GPU_LINES, launchers $LAUNCHERS)"; DONE_EXTRA=""
 fi
 
-# --- 5. embed.sbatch and pipeline.sbatch (when the model is installed) ----------------------------
+# --- 5. output folder, site hook, NCCL pass-through, the CPU-only form -----------------------------
+# A probe in place of vecanneal prints, per rank, what reached it: the NCCL variables (passed through
+# as the environment holds them, never set by the scripts), the marker of the env script, the
+# modules the fake `module` function loaded (exported to the batch shell as Lmod exports its own),
+# and its arguments (the --out folder, --set backend=cpu).
+printf '%s\n' '#!/bin/bash' \
+  'echo "env-probe: rank ${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-?}} nvls=${NCCL_NVLS_ENABLE-unset} ncclib=${NCCL_IB_HCA-unset} marker=${VA_TEST_ENV_MARKER-unset} modules=${VA_TEST_MODULES-unset} args=$*"' > "$W/env-probe"
+chmod +x "$W/env-probe"
+# The site's env script: relative to the submit directory; sees the modules already loaded.
+printf '%s\n' '# site env of the slurm test: a marker for the ranks, and proof that the modules came first' \
+  'export VA_TEST_ENV_MARKER="sourced-after:${VA_TEST_MODULES-none}"   # read by env-probe on every rank' > "$W/site-env.sh"
+module() {   # the fake `module`: 'load A B' records A B in VA_TEST_MODULES; a module named broken fails
+  echo "fake-module: $*" >&2
+  [ "$1" = load ] || return 1
+  shift
+  case " $* " in *" broken "*) return 1 ;; esac
+  export VA_TEST_MODULES="${VA_TEST_MODULES:+$VA_TEST_MODULES }$*"   # what the probe prints
+}
+# hooked SECONDS EXPORTS SBATCH-ARGS...: submit with the fake module function and the hook variables
+# in the environment (sbatch passes the submit environment on, functions included).
+hooked() {
+  (export -f module   # sbatch carries it to the batch shell, as a site's Lmod function travels
+   export VECANNEAL_MODULES=${VECANNEAL_MODULES:-vatest/1.0 other/2} VECANNEAL_ENV_SCRIPT=site-env.sh   # the hook under test
+   submit "$@")
+}
+say "5. VECANNEAL_OUT_DIR, VECANNEAL_MODULES + VECANNEAL_ENV_SCRIPT, NCCL variables, compress-cpu.sbatch"
+# a: the CPU-only form, probe, relative VECANNEAL_OUT_DIR, NCCL settings of the environment (srun if any)
+ida=$(NCCL_NVLS_ENABLE=1 NCCL_IB_HCA=mlx5_0 hooked 20 "VECANNEAL=$W/env-probe,VECANNEAL_OUT_DIR=scratch" \
+      --ntasks-per-node=2 --cpus-per-task=1 --time=5 "$REPO/jobs/slurm/compress-cpu.sbatch" cpu.ini); ida=${ida%%;*}
+# b: the GPU form through mpirun with no NCCL variable in the environment: the ranks see none
+idb=$(unset NCCL_NVLS_ENABLE NCCL_IB_HCA; submit 20 "VECANNEAL=$W/env-probe,VECANNEAL_LAUNCHER=mpirun" \
+      --ntasks-per-node=2 --cpus-per-task=1 --time=5 "$(script compress.sbatch)" cpu.ini); idb=${idb%%;*}
+# c: the CPU-only form for real, with a config that asks for cuda (the form must run it on the CPU),
+#    outputs in an absolute VECANNEAL_OUT_DIR
+sed 's/^backend = cpu$/backend = cuda/' "$W/cpu.ini" > "$W/cuda.ini"
+idc=$(hooked 20 "VECANNEAL=$BIN,VECANNEAL_OUT_DIR=$TMP/scratch-abs" --ntasks-per-node=2 --cpus-per-task=1 --time=5 \
+      "$REPO/jobs/slurm/compress-cpu.sbatch" cuda.ini --set seed=5); idc=${idc%%;*}
+# d, e: a hook that fails ends the job with 2 before anything runs
+idd=$(submit 20 "VECANNEAL=$W/env-probe,VECANNEAL_ENV_SCRIPT=no-such-env.sh" --ntasks-per-node=1 --cpus-per-task=1 \
+      --time=5 "$REPO/jobs/slurm/compress-cpu.sbatch" cpu.ini); idd=${idd%%;*}
+ide=$(VECANNEAL_MODULES="vatest/1.0 broken" hooked 20 "VECANNEAL=$W/env-probe" --ntasks-per-node=1 --cpus-per-task=1 \
+      --time=5 "$REPO/jobs/slurm/compress-cpu.sbatch" cpu.ini); ide=${ide%%;*}
+for id in "$ida" "$idb" "$idc" "$idd" "$ide"; do
+  [ -n "$id" ] || fail "step 5: sbatch failed (jobs '$ida' '$idb' '$idc' '$idd' '$ide')"
+done
+for id in $ida $idb $idc $idd $ide; do wait_job "$id" "$(left 60)" || fail "step 5: job $id did not end"; done
+for id in $ida $idb $idc; do
+  [ "$(jobfield "$id" JobState)" = COMPLETED ] || fail "step 5: job $id $(jobfield "$id" JobState) $(jobfield "$id" ExitCode)"
+done
+probe() { sed -n 's/^env-probe: rank [0-9]* //p' "$1" | sort -u; }
+want="nvls=1 ncclib=mlx5_0 marker=sourced-after:vatest/1.0 other/2 modules=vatest/1.0 other/2 args=compress --config $W/cpu.ini --out $W/scratch/$ida/index.h5 --metrics $W/scratch/$ida/metrics.json --set backend=cpu --set threads=1"
+got=$(probe "$W/va-compress-cpu-$ida.out")
+[ "$(grep -c '^env-probe: rank' "$W/va-compress-cpu-$ida.out")" = 2 ] && [ "$got" = "$want" ] ||
+  { echo "got:  $got"; echo "want: $want"; fail "step 5a: the ranks of job $ida did not see the hook, the NCCL settings, the out folder or backend cpu"; }
+[ -d "$W/scratch/$ida" ] && [ ! -e "$W/out/$ida" ] || fail "step 5a: VECANNEAL_OUT_DIR=scratch: no $W/scratch/$ida, or $W/out/$ida made"
+got=$(probe "$W/va-compress-$idb.out")
+[ "$(grep -c '^env-probe: rank' "$W/va-compress-$idb.out")" = 2 ] || fail "step 5b: job $idb: not 2 ranks"
+case $got in "nvls=unset ncclib=unset marker=unset modules=unset args=compress "*) ;;
+  *) echo "got: $got"; fail "step 5b: job $idb's ranks saw an NCCL variable the environment did not hold (or a hook ran)" ;; esac
+grep -q "TresPerTask=.*gpu" <(scontrol show job "$idc") && fail "step 5c: compress-cpu.sbatch asked for GPUs"
+idx=$TMP/scratch-abs/$idc/index.h5
+info=$("$BIN" info "$idx" 2>&1) || { echo "$info"; fail "step 5c: no index at $idx"; }
+for w in "n  *2000" "ranks  *2" "seed  *5" "backend  *cpu"; do
+  echo "$info" | grep -q "^ *$w\$" || { echo "$info" | head -n 30; fail "step 5c: vecanneal info: no line '$w'"; }
+done
+[ -s "$TMP/scratch-abs/$idc/metrics.json" ] && [ ! -e "$W/out/$idc" ] || fail "step 5c: metrics not in VECANNEAL_OUT_DIR, or out/$idc made"
+for id in $idd $ide; do
+  [ "$(jobfield "$id" JobState)" = FAILED ] && [ "$(jobfield "$id" ExitCode)" = 2:0 ] ||
+    fail "step 5: failing hook, job $id: $(jobfield "$id" JobState) $(jobfield "$id" ExitCode), want FAILED 2:0"
+  grep -q '^env-probe' "$W/va-compress-cpu-$id.out" && fail "step 5: job $id ran vecanneal after its hook failed"
+done
+grep -q "VECANNEAL_ENV_SCRIPT .*no-such-env.sh' not readable" "$W/va-compress-cpu-$idd.out" || fail "step 5d: no message for the missing env script"
+grep -q "module load vatest/1.0 broken failed" "$W/va-compress-cpu-$ide.out" || fail "step 5e: no message for the failed module load"
+say "  ok: hook (modules, then env script) and NCCL settings reach every rank (job $ida); none set when the environment has none (job $idb); compress-cpu.sbatch runs a cuda config on the CPU into VECANNEAL_OUT_DIR (job $idc); a failing hook ends the job with 2 (jobs $idd, $ide)"
+
+# --- 6. embed.sbatch and pipeline.sbatch (when the model is installed) ----------------------------
 MODEL=$REPO/models/all-MiniLM-L6-v2
 if [ -f "$MODEL/model.safetensors" ] && [ -f "$REPO/tests/data/embed_small.jsonl" ]; then
   cp "$REPO/tests/data/embed_small.jsonl" "$W/corpus.jsonl"
@@ -377,11 +458,11 @@ if [ -f "$MODEL/model.safetensors" ] && [ -f "$REPO/tests/data/embed_small.jsonl
   for want in "n  *20" "d  *384" "metric  *cosine" "k_final  *4"; do
     echo "$info" | grep -q "^ *$want\$" || fail "pipeline index: no line '$want'"
   done
-  say "5. embed.sbatch (job $ide) and pipeline.sbatch (job $idp, embed + compress): 20 x 384, cosine, k 4"
+  say "6. embed.sbatch (job $ide) and pipeline.sbatch (job $idp, embed + compress): 20 x 384, cosine, k 4"
   DONE_EXTRA="$DONE_EXTRA, embed, pipeline"
 else
-  say "5. embed/pipeline not run: no model in $MODEL (scripts/fetch-model installs it)"
+  say "6. embed/pipeline not run: no model in $MODEL (scripts/fetch-model installs it)"
 fi
 
-say "PASS (scripts parse, compress, scaling array, requeue flow$DONE_EXTRA) in $((SECONDS - T0)) s"
+say "PASS (scripts parse, compress, scaling array, requeue flow$DONE_EXTRA, hook, out dir, CPU form) in $((SECONDS - T0)) s"
 exit 0
