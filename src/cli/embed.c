@@ -11,12 +11,17 @@
 static void embed_usage(void) {
   va_log0(
       "usage: vecanneal embed --input CORPUS.txt|CORPUS.jsonl --out FILE.h5[:/DATASET] [options]\n"
+      "       vecanneal embed --input CORPUS --token-ids-out IDS.h5[:/DATASET] [options]   (tokenize only)\n"
       "Embeds one text per line with all-MiniLM-L6-v2 (384-d, mean pooling, unit length) into FILE.h5:/train\n"
       "(float32, attributes distance = angular and dimension = 384), ready for 'vecanneal compress --input'.\n"
       "Lines are split over the MPI ranks in contiguous blocks; row i of the output is line i of the input.\n"
       "  --input FILE           text, one per line ('\\n'; a final line without '\\n' counts); '.jsonl' files hold\n"
       "                         one JSON object per line with a string field \"text\"\n"
       "  --out FILE.h5[:DSET]   output file (replaced; written to FILE.h5.partial first) and dataset [/train]\n"
+      "  --token-ids-out IDS.h5[:DSET]  also write the token ids encoded ([CLS] ... [SEP], after truncation):\n"
+      "                         DSET [/ids] int32, every line's ids back to back; beside it 'lengths' (int32)\n"
+      "                         and 'offsets' (int64, each line's first id) per line. Without --out: only\n"
+      "                         tokenize (no weights read, no encoder)\n"
       "  --model DIR            model directory from scripts/fetch-model [$VECANNEAL_MODEL, else\n"
       "                         ./models/all-MiniLM-L6-v2, else the source tree's models/all-MiniLM-L6-v2]\n"
       "  --weights fp32|fp16    model.safetensors or model-fp16.safetensors (read as fp32 either way) [fp32]\n"
@@ -51,6 +56,7 @@ static int parse_args(int argc, char **argv, va_embed_options_t *a, char *err, s
       return 0;
     } else if ((v = va_opt(argc, argv, &i, "--input"))) a->input = v;
     else if ((v = va_opt(argc, argv, &i, "--out"))) a->out_spec = v;
+    else if ((v = va_opt(argc, argv, &i, "--token-ids-out"))) a->token_ids_out = v;
     else if ((v = va_opt(argc, argv, &i, "--metrics"))) a->metrics = v;
     else if ((v = va_opt(argc, argv, &i, "--model"))) a->model = v;
     else if ((v = va_opt(argc, argv, &i, "--weights"))) a->weights = v;

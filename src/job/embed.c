@@ -63,13 +63,32 @@ int va_embed_options_resolve(va_embed_options_t *a, char *err, size_t elen) {
     snprintf(err, elen, "embed: --input CORPUS is required");
     return 1;
   }
-  if (!a->out_spec) {
-    snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required");
+  if (!a->out_spec && !a->token_ids_out) {
+    snprintf(err, elen, "embed: --out FILE.h5[:/DATASET] is required (or --token-ids-out alone, to only tokenize)");
     return 1;
   }
-  if (va_split_spec(a->out_spec, a->out_file, sizeof a->out_file, a->dataset, sizeof a->dataset)) {
+  if (a->out_spec && va_split_spec(a->out_spec, a->out_file, sizeof a->out_file, a->dataset, sizeof a->dataset)) {
     snprintf(err, elen, "embed: --out: expected FILE.h5[:/DATASET], got '%s'", a->out_spec);
     return 1;
+  }
+  if (a->token_ids_out) {
+    /* FILE.h5[:DATASET], the dataset /ids when none is named; lengths and offsets lie beside it. */
+    if (va_split_spec(a->token_ids_out, a->ids_file, sizeof a->ids_file, a->ids_dataset, sizeof a->ids_dataset)) {
+      snprintf(err, elen, "embed: --token-ids-out: expected FILE.h5[:/DATASET], got '%s'", a->token_ids_out);
+      return 1;
+    }
+    if (!strchr(a->token_ids_out, ':')) snprintf(a->ids_dataset, sizeof a->ids_dataset, "/ids");
+    const char *slash = strrchr(a->ids_dataset, '/'), *base = slash ? slash + 1 : a->ids_dataset;
+    const int group = (int)(base - a->ids_dataset);
+    if (!*base || !strcmp(base, "lengths") || !strcmp(base, "offsets")) {
+      snprintf(err, elen,
+               "embed: --token-ids-out: the dataset '%s' needs a name other than 'lengths' and 'offsets', which are "
+               "written beside it",
+               a->ids_dataset);
+      return 1;
+    }
+    snprintf(a->ids_lengths, sizeof a->ids_lengths, "%.*slengths", group, a->ids_dataset);
+    snprintf(a->ids_offsets, sizeof a->ids_offsets, "%.*soffsets", group, a->ids_dataset);
   }
   if (strcmp(a->weights, "fp32") && strcmp(a->weights, "fp16")) {
     snprintf(err, elen, "embed: --weights must be fp32 or fp16, got '%s'", a->weights);
@@ -270,6 +289,64 @@ static void embed_rows(hid_t file, void *ctx) {
   VA_H5(H5Dclose(ds));
 }
 
+/* The token ids file (--token-ids-out): every line's ids back to back in line order (int32), and per
+ * line its length (int32) and the index of its first id (int64: a corpus may hold more than 2^31
+ * tokens). Each rank writes its own lines' ids, lengths and offsets. */
+typedef struct {
+  const va_embed_options_t *a;
+  int64_t n, row0, n_local, tokens, tok0, used; /* tok0: this rank's first id in the file */
+  const int32_t *ids;
+  const int *lens;
+  const int64_t *offsets; /* n_local, already global (tok0 added) */
+  int64_t truncated, invalid, empty;
+} ids_out_t;
+
+static void ids_setup(hid_t file, void *ctx) {
+  const ids_out_t *o = ctx;
+  hid_t lcpl = VA_H5(H5Pcreate(H5P_LINK_CREATE));
+  VA_H5(H5Pset_create_intermediate_group(lcpl, 1)); /* --token-ids-out f.h5:/group/ids */
+  const struct {
+    const char *name;
+    hid_t type;
+    hsize_t len;
+  } sets[3] = {{o->a->ids_dataset, H5T_STD_I32LE, (hsize_t)o->tokens},
+               {o->a->ids_lengths, H5T_STD_I32LE, (hsize_t)o->n},
+               {o->a->ids_offsets, H5T_STD_I64LE, (hsize_t)o->n}};
+  for (int k = 0; k < 3; k++) {
+    hid_t space = VA_H5(H5Screate_simple(1, &sets[k].len, NULL));
+    hid_t ds = VA_H5(H5Dcreate2(file, sets[k].name, sets[k].type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT));
+    VA_H5(H5Dclose(ds));
+    VA_H5(H5Sclose(space));
+  }
+  VA_H5(H5Pclose(lcpl));
+  va_h5_attr_str(file, "generator", "vecanneal embed --token-ids-out");
+  va_h5_attr_str(file, "model", "sentence-transformers/all-MiniLM-L6-v2");
+  va_h5_attr_str(file, "tokenizer", "BERT uncased WordPiece (vocab.txt), [CLS] ... [SEP]");
+  va_h5_attr_str(file, "source", o->a->input);
+  va_h5_attr_str(file, "ids", o->a->ids_dataset);
+  va_h5_attr_str(file, "lengths", o->a->ids_lengths);
+  va_h5_attr_str(file, "offsets", o->a->ids_offsets);
+  va_h5_attr_i64(file, "lines", o->n);
+  va_h5_attr_i64(file, "max_tokens", o->a->max_tokens);
+  va_h5_attr_i64(file, "tokens", o->tokens);
+  va_h5_attr_i64(file, "truncated_lines", o->truncated);
+  va_h5_attr_i64(file, "invalid_utf8", o->invalid);
+  va_h5_attr_i64(file, "empty_lines", o->empty);
+}
+
+static void ids_rows(hid_t file, void *ctx) {
+  const ids_out_t *o = ctx;
+  hid_t ds = VA_H5(H5Dopen2(file, o->a->ids_dataset, H5P_DEFAULT));
+  va_h5_write_block(ds, H5T_NATIVE_INT32, o->tok0, o->used, 1, sizeof(int32_t), o->ids);
+  VA_H5(H5Dclose(ds));
+  ds = VA_H5(H5Dopen2(file, o->a->ids_lengths, H5P_DEFAULT));
+  va_h5_write_block(ds, H5T_NATIVE_INT, o->row0, o->n_local, 1, sizeof(int), o->lens);
+  VA_H5(H5Dclose(ds));
+  ds = VA_H5(H5Dopen2(file, o->a->ids_offsets, H5P_DEFAULT));
+  va_h5_write_block(ds, H5T_NATIVE_INT64, o->row0, o->n_local, 1, sizeof(int64_t), o->offsets);
+  VA_H5(H5Dclose(ds));
+}
+
 /* --- metrics ------------------------------------------------------------------------------------- */
 static void json_escaped(FILE *f, const char *s) {
   fputc('"', f);
@@ -314,7 +391,11 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   fprintf(f, ",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ", weights_dtype);
   json_escaped(f, a->input);
   fprintf(f, ",\n  \"output\": ");
-  json_escaped(f, a->out_spec);
+  if (a->out_spec) json_escaped(f, a->out_spec);
+  else fprintf(f, "null");
+  fprintf(f, ",\n  \"token_ids_output\": ");
+  if (a->token_ids_out) json_escaped(f, a->token_ids_out);
+  else fprintf(f, "null");
   fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n",
           va_proc.nranks, threads, batch, a->max_tokens);
   fprintf(f,
@@ -421,10 +502,14 @@ static void tokenize_slice(va_tokenizer_t *tok, const va_embed_options_t *a, con
   }
 }
 
-/* The whole embed job. write_out: check and write --out (the embed command); keep: hand this rank's
- * rows to the caller instead of freeing them (compress --embed). */
+/* The whole embed job. write_out: check and write the command's outputs (the embed command); keep:
+ * hand this rank's rows to the caller instead of freeing them (compress --embed). The embed command
+ * with --token-ids-out and no --out only tokenizes: no weights are read and no encoder runs. */
 static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_t *keep) {
   va_embed_options_t a = *opts;
+  if (keep) a.token_ids_out = NULL; /* compress --embed checks and writes only outputs of its own */
+  const int encode = keep || a.out_spec;
+  const int write_vectors = write_out && a.out_spec, write_ids = write_out && a.token_ids_out;
   char err[1024] = "";
   double ph[NPH] = {0}, t_start = va_now(), t0;
 
@@ -439,10 +524,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   if (write_out && !keep) { /* the embed command (compress --embed checks its own files) */
     const va_file_use_t inputs[] = {{"corpus", a.input, 0},
                                     {"vocabulary", vocab_path, 0},
-                                    {"model configuration", config_path, 0},
-                                    {"model weights", weights_path, 0}};
-    const va_file_use_t outputs[] = {{"vectors file", a.out_file, 1}, {"metrics file", a.metrics ? a.metrics : "", 1}};
-    if ((rc = va_files_prepare(inputs, 4, outputs, 2))) return rc;
+                                    {"model configuration", encode ? config_path : "", 0},
+                                    {"model weights", encode ? weights_path : "", 0}};
+    const va_file_use_t outputs[] = {{"vectors file", write_vectors ? a.out_file : "", 1},
+                                     {"token ids file", write_ids ? a.ids_file : "", 1},
+                                     {"metrics file", a.metrics ? a.metrics : "", 1}};
+    if ((rc = va_files_prepare(inputs, 4, outputs, 3))) return rc;
     va_stop_advice("nothing was written: run the command again");
   }
   char merr[768] = "";
@@ -454,14 +541,14 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     rc = VA_EXIT_INPUT;
   }
   if (!rc && !(tok = va_tok_load(vocab_path, merr, sizeof merr))) rc = VA_EXIT_INPUT;
-  if (!rc && va_bert_load(config_path, weights_path, &model, merr, sizeof merr)) rc = VA_EXIT_INPUT;
-  if (!rc && va_tok_vocab_size(tok) != model.vocab) {
+  if (!rc && encode && va_bert_load(config_path, weights_path, &model, merr, sizeof merr)) rc = VA_EXIT_INPUT;
+  if (!rc && encode && va_tok_vocab_size(tok) != model.vocab) {
     snprintf(merr, sizeof merr, "'%s' has %d entries but the model's vocabulary is %d", vocab_path,
              va_tok_vocab_size(tok), model.vocab);
     rc = VA_EXIT_INPUT;
   }
   if (rc) snprintf(err, sizeof err, "embed: model: %s (run scripts/fetch-model, or pass --model DIR)", merr);
-  if (!rc && a.max_tokens > model.max_pos) {
+  if (!rc && encode && a.max_tokens > model.max_pos) {
     snprintf(err, sizeof err, "embed: --max-tokens %d exceeds the model's %d positions", a.max_tokens, model.max_pos);
     rc = VA_EXIT_USAGE;
   }
@@ -472,11 +559,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     return rc;
   }
 
-  /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on). */
-  int device = va_encoder_pick_device(a.backend);
+  /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on);
+   * none when only tokenizing. */
+  int device = encode ? va_encoder_pick_device(a.backend) : -1;
   int all_have = device >= 0;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (!strcmp(a.backend, "cuda") && !all_have) {
+  if (encode && !strcmp(a.backend, "cuda") && !all_have) {
     snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank,
              va_proc.host);
     rc = va_agree(device < 0 ? VA_EXIT_USAGE : 0, err);
@@ -485,7 +573,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     return rc;
   }
   if (!all_have) device = -1;
-  if (device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
+  if (encode && device < 0 && strcmp(a.precision, "auto") && strcmp(a.precision, "fp32"))
     va_log0(
         "embed: --precision %s applies to the GPU encoder; no GPU on every rank, so the CPU encoder computes in fp32\n",
         a.precision);
@@ -494,7 +582,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   if (threads < 1) threads = 1;
   /* The GPU encoder sets itself up while this thread reads and tokenizes (docs/performance.md). */
   va_encoder_t *enc =
-      va_encoder_start(&model, device, strcmp(a.precision, "auto") ? a.precision : "fp16", batch, threads);
+      encode ? va_encoder_start(&model, device, strcmp(a.precision, "auto") ? a.precision : "fp16", batch, threads)
+             : NULL;
   ph[PH_LOAD] = va_now() - t0;
 
   /* Input block. */
@@ -585,118 +674,140 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
   VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   va_blas_threads(threads);
-  va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from %s "
-          "on %d rank(s) x %d thread(s); model %s (%s)\n",
-          (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
-          a.input, va_proc.nranks, threads, a.model_dir, model.weights_dtype);
+  if (encode)
+    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
+            "%s on %d rank(s) x %d thread(s); model %s (%s)\n",
+            (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
+            a.input, va_proc.nranks, threads, a.model_dir, model.weights_dtype);
+  else
+    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
+            "%s on %d rank(s) x %d thread(s); vocabulary %s; tokenizing only (no --out)\n",
+            (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
+            a.input, va_proc.nranks, threads, vocab_path);
 
   /* Encode: longest first, in batches of up to --batch similar lengths. */
   t0 = va_now();
-  const int d = model.hidden;
-  /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
-   * CUDA backend, or copied to the host only if that does not take them). */
-  const int on_device = device >= 0 && keep && !write_out;
-  float *emb = on_device ? NULL : malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float)), *demb = NULL;
-  int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
-  int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
-  int *blens = malloc((size_t)batch * sizeof *blens);
-  float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
-  if ((!emb && !on_device) || !order || !bids || !blens || !bout)
-    VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
-  for (int64_t i = 0; i < n_local; i++) order[i] = i;
-  sort_lens = lens;
-  qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
-  /* Longest first: the first batch holds the most tokens of any. */
-  int64_t first_tokens = 0;
-  for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
-  rc = va_agree(va_encoder_ready(enc, first_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
-  if (rc) {
+  const int d = model.hidden; /* 0 when only tokenizing */
+  float *emb = NULL, *demb = NULL;
+  va_encoder_info_t info = {.backend = "none", .precision = "none"};
+  if (encode) {
+    /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
+     * CUDA backend, or copied to the host only if that does not take them). */
+    const int on_device = device >= 0 && keep && !write_out;
+    emb = on_device ? NULL : malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float));
+    int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
+    int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
+    int *blens = malloc((size_t)batch * sizeof *blens);
+    float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
+    if ((!emb && !on_device) || !order || !bids || !blens || !bout)
+      VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+    for (int64_t i = 0; i < n_local; i++) order[i] = i;
+    sort_lens = lens;
+    qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
+    /* Longest first: the first batch holds the most tokens of any. */
+    int64_t first_tokens = 0;
+    for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
+    rc = va_agree(va_encoder_ready(enc, first_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
+    if (rc) {
+      va_encoder_free(enc);
+      free(emb);
+      free(order);
+      free(bids);
+      free(blens);
+      free(bout);
+      free(ids);
+      free(off);
+      free(lens);
+      va_tok_free(tok);
+      va_bert_free(&model);
+      return rc;
+    }
+    if (on_device) demb = va_encoder_output_to_device(enc, order, n_local);
+    va_encoder_describe(enc, &info);
+    if (device >= 0)
+      va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
+    else va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
+    int64_t done = 0, tok_done = 0;
+    int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */
+    double last = va_now();
+    int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
+    for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
+      stopping = stopping || va_stop_requested();
+      int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
+      int64_t p = 0;
+      for (int b = 0; b < nb; b++) {
+        int64_t i = order[s + b];
+        memcpy(bids + p, ids + off[i], (size_t)lens[i] * sizeof *ids);
+        blens[b] = lens[i];
+        p += lens[i];
+      }
+      if (nb) {
+        va_encoder_submit(enc, bids, blens, nb, s);
+        outstanding++;
+      }
+      if (outstanding == 2 || (!nb && outstanding)) {
+        int64_t out_s = 0;
+        int out_nb = va_encoder_collect(enc, emb ? bout : NULL, &out_s);
+        outstanding--;
+        if (emb)
+          for (int b = 0; b < out_nb; b++)
+            memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+      }
+      done += nb;
+      tok_done += p;
+      double now = va_now();
+      if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
+        double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
+        char es[32];
+        fmt_secs(eta, es, sizeof es);
+        va_log0("embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), "
+                "ETA %s\n",
+                (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate,
+                rate * va_proc.nranks, va_proc.nranks, es);
+        last = now;
+      }
+    }
+    va_encoder_describe(enc, &info);
     va_encoder_free(enc);
-    free(emb);
-    free(order);
     free(bids);
     free(blens);
     free(bout);
-    free(ids);
-    free(off);
-    free(lens);
-    va_tok_free(tok);
-    va_bert_free(&model);
-    return rc;
+    free(order);
   }
-  if (on_device) demb = va_encoder_output_to_device(enc, order, n_local);
-  va_encoder_info_t info;
-  va_encoder_describe(enc, &info);
-  if (device >= 0)
-    va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
-  else va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
-  int64_t done = 0, tok_done = 0;
-  int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */
-  double last = va_now();
-  int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
-  for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
-    stopping = stopping || va_stop_requested();
-    int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
-    int64_t p = 0;
-    for (int b = 0; b < nb; b++) {
-      int64_t i = order[s + b];
-      memcpy(bids + p, ids + off[i], (size_t)lens[i] * sizeof *ids);
-      blens[b] = lens[i];
-      p += lens[i];
-    }
-    if (nb) {
-      va_encoder_submit(enc, bids, blens, nb, s);
-      outstanding++;
-    }
-    if (outstanding == 2 || (!nb && outstanding)) {
-      int64_t out_s = 0;
-      int out_nb = va_encoder_collect(enc, emb ? bout : NULL, &out_s);
-      outstanding--;
-      if (emb)
-        for (int b = 0; b < out_nb; b++)
-          memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
-    }
-    done += nb;
-    tok_done += p;
-    double now = va_now();
-    if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
-      double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
-      char es[32];
-      fmt_secs(eta, es, sizeof es);
-      va_log0(
-          "embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
-          (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate, rate * va_proc.nranks,
-          va_proc.nranks, es);
-      last = now;
-    }
-  }
-  va_encoder_describe(enc, &info);
-  va_encoder_free(enc);
-  free(bids);
-  free(blens);
-  free(bout);
-  free(order);
-  free(ids);
-  free(off);
-  free(lens);
   va_tok_free(tok);
   ph[PH_ENCODE] = va_now() - t0;
   double cpu_used = cpu_seconds() - cpu0;
-  va_stop_point("embedding");
+  va_stop_point(encode ? "embedding" : "tokenizing");
 
-  /* Write: each rank its own rows, in input order. */
+  /* Write: the token ids, then the vectors; each rank its own lines, in input order. Each file is
+   * renamed into place only when complete. */
   t0 = va_now();
+  if (write_ids) {
+    int64_t tok0 = 0;
+    VA_MPI(MPI_Exscan(&used, &tok0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+    if (va_proc.rank == 0) tok0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
+    for (int64_t i = 0; i < n_local; i++) off[i] += tok0;
+    ids_out_t io = {&a, n, row0, n_local, glob[0], tok0, used, ids, lens, off, glob[1], glob[2], glob[3]};
+    rc = va_h5_write_file("token ids file", a.ids_file, 4.0 * (double)glob[0] + 12.0 * (double)n, a.io_mode, ids_setup,
+                          ids_rows, &io);
+    if (!rc)
+      va_log0("embed: wrote the token ids to %s:%s (%lld ids, int32) with %s and %s\n", a.ids_file, a.ids_dataset,
+              (long long)glob[0], a.ids_lengths, a.ids_offsets);
+  }
+  free(ids);
+  free(off);
+  free(lens);
   embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
-  rc = write_out ? va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup,
-                                    embed_rows, &o)
-                 : 0;
+  if (!rc && write_vectors)
+    rc = va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows,
+                          &o);
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);
     va_encoder_free_device_rows(demb);
   }
   char wdt[8];
-  snprintf(wdt, sizeof wdt, "%s", model.weights_dtype);
+  snprintf(wdt, sizeof wdt, "%s", encode ? model.weights_dtype : "none");
   va_bert_free(&model);
   if (rc) return rc;
   ph[PH_WRITE] = va_now() - t0;
@@ -708,11 +819,15 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
             ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
-  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &info, batch))) return rc;
-  va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f lines/s "
-          "encoding (%d rank(s))\n",
-          a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL],
-          (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &info, encode ? batch : 0))) return rc;
+  if (write_vectors)
+    va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f "
+            "lines/s encoding (%d rank(s))\n",
+            a.out_file, a.dataset, (long long)n, d, ph[PH_TOTAL], (double)n / ph[PH_TOTAL],
+            (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
+  else
+    va_log0("embed: tokenized %lld lines in %.2f s: %.1f lines/s overall (%d rank(s))\n", (long long)n, ph[PH_TOTAL],
+            (double)n / ph[PH_TOTAL], va_proc.nranks);
   return 0;
 }
 
