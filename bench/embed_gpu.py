@@ -11,7 +11,6 @@
                                    each batch and summed; 'encode': SentenceTransformer.encode(batch_size=
                                    BATCH) wall time (tokenisation, forward, copy to the host). One warm-up,
                                    REPS timed runs, medians. Saves encode()'s embeddings as OUT_DIR/st_<name>.f32.
-  compare A.f32 B.h5[:/train]      min and mean cosine between two embedding sets, row by row
   report OUT_DIR                   the table (markdown) and OUT_DIR/results.csv from OUT_DIR's va_forward.jsonl
                                    (embed_gpu_bench), st.jsonl (above) and cmd.jsonl (whole vecanneal embed runs)
 Each result is one JSON line."""
@@ -94,18 +93,6 @@ def st(model_dir, batch, reps, out_dir, *corpora):
                           "encode_s_median": round(wall, 4), "encode_sentences_per_s": round(n / wall, 1)}), flush=True)
 
 
-def compare(a, b):
-    import numpy as np
-    import h5py
-
-    x = np.fromfile(a, dtype="<f4").reshape(-1, 384).astype(np.float64)
-    f, _, d = b.partition(":")
-    y = h5py.File(f, "r")[d or "/train"][...].astype(np.float64)
-    c = (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
-    print(json.dumps({"compare": [a, b], "rows": len(c), "min_cosine": float(c.min()), "mean_cosine": float(c.mean()),
-                      "argmin": int(c.argmin())}))
-
-
 def report(out_dir):
     def load(name):
         p = os.path.join(out_dir, name)
@@ -144,4 +131,4 @@ def report(out_dir):
 
 
 if __name__ == "__main__":
-    {"synth": synth, "st": st, "compare": compare, "report": report}[sys.argv[1]](*sys.argv[2:])
+    {"synth": synth, "st": st, "report": report}[sys.argv[1]](*sys.argv[2:])

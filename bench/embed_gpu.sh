@@ -12,6 +12,10 @@
 #            SentenceTransformer.encode() (tokenize, forward, copy back; model already loaded and warm).
 # The model directory needs vocab.txt, config.json, model-fp16.safetensors, the sentence-transformers
 # configs and model.safetensors (the fp16 file or a link to it: sentence-transformers loads that name).
+# Check (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): on every corpus the
+# rows of `vecanneal embed` (fp16) against sentence-transformers' fp16 rows of the same lines: cosine >=
+# 0.999 on every row (EMBED_FP16, the fp16 tolerance of the embed tests), min and mean printed; a run
+# that fails, or a peer that writes no rows, fails the check. The tests are reported, not counted.
 # Writes OUT (default ./out-embed-gpu): log.txt, summary.md, results.csv, ctest.log, details.tar.gz.
 # usage: bench/embed_gpu.sh [MODEL_DIR] [BATCH] [REPS]     (SKIP_TESTS=1 to skip the tests)
 set -u
@@ -24,17 +28,20 @@ W=${WORK:-/tmp/embed-gpu}
 B=${BUILD_DIR:-build-gpu}
 mkdir -p "$OUT" "$W"
 exec > >(tee "$OUT/log.txt") 2>&1
+export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
+V="python3 bench/verify.py"
+rm -f "$W"/st_*.f32 "$W"/va_*.h5 # rows of an earlier run must not stand in for this one's
 echo "== $(date -u +%FT%TZ) $(hostname): $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader), $(nproc) cores"
 echo "command: bench/embed_gpu.sh $* (model $MODEL, batch $BATCH, reps $REPS)"
 T0=$(date +%s)
 
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$W/cmake.log" 2>&1 &&
   make -C "$B" -j"$(nproc)" vecanneal test_embed_encoder_cuda test_embed_h5check embed_gpu_bench > "$W/build.log" 2>&1 ||
-  { tail -40 "$W/cmake.log" "$W/build.log"; exit 1; }
+  { tail -40 "$W/cmake.log" "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 echo "== built in $(($(date +%s) - T0)) s"
 
 if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
-  (cd "$B" && ctest -V -R 'embed_(encoder|e2e)_cuda' --timeout 300) > "$OUT/ctest.log" 2>&1
+  (cd "$B" && ctest -V -R 'embed_(encoder|e2e)_cuda') > "$OUT/ctest.log" 2>&1
   grep -E ": (fp32|fp16|bf16)|:   (vs|alone)|CPU encoder|h5check|: ok:|FAIL|SKIP|embed e2e|tests passed|tests failed|Test +#" "$OUT/ctest.log" | cut -c1-400
   echo "== tests done at $(($(date +%s) - T0)) s"
 fi
@@ -63,7 +70,7 @@ for c in "${CORPORA[@]}"; do
   for rep in 1 2; do
     s=$(date +%s.%N)
     "$B/vecanneal" embed --input "$c" --out "$W/va_$name.h5" --model "$MODEL" --weights fp16 --backend cuda --precision fp16 --batch "$BATCH" \
-      --progress 0 --metrics "$W/va_$name.json" > "$W/va_$name.log" 2>&1 || { cat "$W/va_$name.log"; break; }
+      --progress 0 --metrics "$W/va_$name.json" > "$W/va_$name.log" 2>&1 || { cat "$W/va_$name.log"; $V fail "$name: vecanneal embed failed"; break; }
     e=$(date +%s.%N)
     wall=$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", b - a }')
     if [[ -z "$best" ]] || awk -v w="$wall" -v b="$best" 'BEGIN { exit !(w < b) }'; then best=$wall; cp "$W/va_$name.json" "$W/va_${name}_best.json"; fi
@@ -78,7 +85,7 @@ print(json.dumps({"impl": "vecanneal embed", "corpus": sys.argv[1], "precision":
                   "encode_s": p["encode"]["max"], "write_s": p["write"]["max"], "gpu_setup_s": m["gpu_setup_seconds_max"],
                   "gpu_forward_s": m["gpu_forward_seconds"]["max"]}))
 PYEOF
-  python3 bench/embed_gpu.py compare "$W/st_$name.f32" "$W/va_$name.h5:/train" | tee -a "$W/agreement.jsonl"
+  $V cosine "$W/va_$name.h5:/train" "$W/st_$name.f32" fp16 --label "$name, vecanneal fp16 against sentence-transformers fp16"
 done
 echo "== whole commands timed at $(($(date +%s) - T0)) s"
 
@@ -87,3 +94,4 @@ cp "$W/results.csv" "$OUT/results.csv"
 (cd "$W" && tar czf "$OUT/details.tar.gz" ./*.jsonl ./*.json ./*.log ./st.err 2> /dev/null)
 cat "$OUT/summary.md"
 echo "== done in $(($(date +%s) - T0)) s"
+$V verdict

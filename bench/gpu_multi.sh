@@ -7,26 +7,34 @@
 # has the node's cores (mpirun binds 2 ranks to a core each by default). The model directory (MODEL,
 # default .gpu-model) is copied along with the run. Output under $OUT.
 #   bench/gpu_multi.sh [strong_n=8000000] [rows_per_gpu=2000000] [iterations=20]
+# Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): run.py's (every
+# run finishes with a usable index; strong runs on P GPUs against the 1-GPU run: anchors within 1e-4
+# relative, RANK_RULES["cuda"]); every embed run finishes, and its rows on P GPUs against those on 1
+# GPU: cosine >= 0.9999 on every row (EMBED_BATCHING: the fp16 encoder's tolerance for a line in
+# another batch, tests/embed/test_encoder_cuda.c). The gpu-labelled tests are reported, not counted.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out-gpu}; mkdir -p "$OUT"
+export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
+V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu}
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
 nvidia-smi topo -m 2>/dev/null | head -8
 MODEL=$(realpath "${MODEL:-.gpu-model}") EMBED_REPEAT=${EMBED_REPEAT:-128}
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
-(cd "$B" && ctest -L gpu --output-on-failure --timeout 600) > "$OUT/ctest_gpu.log" 2>&1
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; $V fail "the build failed"; exec $V verdict; }
+(cd "$B" && ctest -L gpu --output-on-failure) > "$OUT/ctest_gpu.log" 2>&1
 grep -E "Test +#|tests passed|tests failed|GPUs|differs|worst" "$OUT/ctest_gpu.log" | head -30
 ranks=1; p=2; while [ $p -le "$NGPU" ]; do ranks="$ranks,$p"; p=$((p * 2)); done
 python3 bench/scaling/run.py --vecanneal "$PWD/$B/vecanneal" --backend cuda --precision fp16 --ranks "$ranks" \
   --n "${1:-8000000}" --rows-per-rank "${2:-2000000}" --d 128 --k 1024 --iterations "${3:-20}" --repeats 1 --threads 4 \
-  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --no-install --timeout 200 --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
-  --out "$OUT/scaling" --tag "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')x$NGPU" > "$OUT/scaling.log" 2>&1
+  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --no-install --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
+  --out "$OUT/scaling" --tag "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')x$NGPU" > "$OUT/scaling.log" 2>&1 \
+  || $V fail "bench/scaling/run.py exited non-zero (see $OUT/scaling.log)"
 tail -25 "$OUT/scaling/REPORT.md" 2>/dev/null || tail -30 "$OUT/scaling.log"
 
-W=/tmp/embed-scaling; mkdir -p "$W"
+W=/tmp/embed-scaling; mkdir -p "$W"; rm -f "$W"/e*.h5
 zcat tests/data/embed_corpus.txt.gz > "$W/c1.txt"
 for _ in $(seq "$EMBED_REPEAT"); do cat "$W/c1.txt"; done > "$W/corpus.txt"
 echo "gpus,lines,encode_lines_per_s,gpu_forward_lines_per_s,setup_wait_s,wall_s,lines_per_s_whole" > "$OUT/embed_scaling.csv"
@@ -34,7 +42,8 @@ for p in ${ranks//,/ }; do
   for rep in 1 2; do
     s=$(date +%s.%N)
     mpirun -n "$p" --bind-to none -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda --model "$MODEL" --weights fp16 --input "$W/corpus.txt" \
-      --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" --progress 0 > "$W/embed$p.log" 2>&1 || { tail -5 "$W/embed$p.log"; break; }
+      --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" --progress 0 > "$W/embed$p.log" 2>&1 \
+      || { tail -5 "$W/embed$p.log"; $V fail "embed on $p GPU(s), run $rep: the run failed"; break; }
     e=$(date +%s.%N)
     python3 - "$W/e$p.json" "$p" "$s" "$e" >> "$OUT/embed_scaling.csv" <<'PY'
 import json, sys
@@ -43,5 +52,7 @@ print(f"{sys.argv[2]},{m['lines']},{m['encode_lines_per_second']:.0f},{m['gpu_fo
       f"{m['gpu_setup_wait_seconds_max']:.3f},{wall:.2f},{m['lines'] / wall:.0f}")
 PY
   done
+  [ "$p" = 1 ] || $V cosine "$W/e$p.h5:/train" "$W/e1.h5:/train" batching --label "embed, $p GPUs against 1"
 done
-cat "$OUT/embed_scaling.csv"
+cat "$OUT/embed_scaling.csv" "$VERIFY_LOG"
+$V verdict

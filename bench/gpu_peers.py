@@ -7,8 +7,11 @@ tf32 and fp16, and flash-kmeans (Triton). Reports ms/iteration, final energy (me
 to the nearest anchor, computed the same way for all, in fp32 on the GPU), the distance product's
 FLOP (2 n k d) per iteration time as a fraction of the dense peak, and ratios against the fastest peer.
 Each vecanneal configuration and flash-kmeans runs --reps times (default 3) and the median time is
-reported: one 20-iteration run moved by up to 5% between runs on an H100. vecanneal's anchors must be
-the same bit for bit in every run (its reductions are deterministic); the script exits 1 when not.
+reported: one 20-iteration run moved by up to 5% between runs on an H100.
+
+Check (bench/verify.py): every vecanneal run finishes and its index is bitwise identical to the first
+run of the same configuration (its reductions are deterministic); the script ends with the
+verification line and exits 1 when a check fails.
 
 usage: gpu_peers.py --vecanneal BIN --data F.h5 --k K --iters B [--reps R] [--out DIR]
 """
@@ -17,6 +20,8 @@ import argparse, json, os, subprocess, sys, time
 import h5py
 import numpy as np
 import torch
+
+import verify
 
 # Dense tensor-core peaks of one H200/H100 SXM (NVIDIA datasheet, no sparsity), TFLOP/s.
 PEAK = {"tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp32": 66.9}
@@ -100,6 +105,7 @@ def main():
         f["anchors"] = X[idx.numpy()]
     flops = 2.0 * n * a.k * d
     rows = []
+    checks = verify.Checks()
     for label in a.precisions.split(","):
         p = label.split("+")[0]
         out = os.path.join(a.out, f"va_{label}.h5")
@@ -109,18 +115,21 @@ def main():
                "--set", "min_changes=0", "--set", "progress_every=0", "--metrics", met]
         if not label.endswith("+default"):
             cmd += ["--set", "lr=1", "--set", "T0=1e9", "--set", "cooling_rate=0"]
-        times, first = [], None
-        for _ in range(a.reps):
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        times, first = [], os.path.join(a.out, f"va_{label}_first.h5")
+        for rep in range(a.reps):
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+                checks.add((False, "the run failed: " + " ".join(cmd)), f"vecanneal {label}")
+                break
             times.append(json.load(open(met))["ms_per_iteration"])
-            with h5py.File(out) as f:
-                anchors = f["anchors"][:]
-            if first is None:
-                first = anchors
-            elif not np.array_equal(first, anchors):
-                print(f"vecanneal {label}: the anchors differ between runs of the same job", file=sys.stderr)
-                sys.exit(1)
-        E = energy(x, torch.from_numpy(first).cuda())
+            if rep == 0:
+                os.replace(out, first)
+                checks.attempt(verify.run, first, met, n, label=f"vecanneal {label}")
+            else:
+                checks.attempt(verify.same, out, first, label=f"vecanneal {label}, run {rep + 1} against run 1")
+        if not times:
+            continue
+        with h5py.File(first) as f:
+            E = energy(x, torch.from_numpy(f["anchors"][:]).cuda())
         rows.append((f"vecanneal {p} ({'default schedule' if label.endswith('+default') else 'Lloyd step'})", float(np.median(times)), E, PEAK.get(p, 1)))
     for peer in a.peers.split(","):
         try:
@@ -149,7 +158,8 @@ def main():
         f.write("method,n,d,k,iters,ms_per_iter,energy,product_tflops_per_iteration\n")
         for r in rows:
             f.write(f"{r[0]},{n},{d},{a.k},{a.iters},{r[1]:.4f},{r[2]:.8g},{flops / (r[1] * 1e-3) / 1e12:.1f}\n")
+    return checks.verdict()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

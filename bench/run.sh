@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # run.sh FAMILY [ARGS...]: the one entry point of the benchmarks, from the repository root. Each family
-# measures vecanneal against a peer in the same run where one exists and prints the ratios. Checks of
-# the results: gpu exits 1 when vecanneal's anchors differ between repeated runs; stream when the
-# streamed and the resident passes disagree; gpu-ab when they do end to end, or (REQUIRE_SAME=1) when
-# the two builds' indexes differ; gpu-scaling and kernels print their comparisons (against 1 GPU, fused
-# against GEMM). Results and their commands: docs/performance.md.
-#   cpu          vecanneal vs scikit-learn (Lloyd) and faiss-cpu, and the memory check (run_cpu_compare.sh)
-#   cpu-scaling  strong and weak scaling over MPI ranks on one node (scaling/run.py)
+# measures vecanneal against a peer in the same run where one exists, prints the ratios, checks its own
+# result and ends with one line, "verification: passed (N checks)" or "verification: FAILED (...)",
+# exiting 1 on a failure (the rules: bench/verify.py). Sizes are the benchmarks' own, never a machine's
+# time limit. Results and their commands: docs/performance.md; the checks: bench/README.md.
+#   cpu          vecanneal vs scikit-learn (Lloyd) and faiss-cpu, and the memory check (run_cpu_compare.sh).
+#                Checks: vecanneal's plain Lloyd ends at scikit-learn's energy (1e-4 relative), every
+#                vecanneal energy <= 1.01 x scikit-learn's, repeats alike, peak RSS within 5% of the formula
+#   cpu-scaling  strong and weak scaling over MPI ranks on one node (scaling/run.py). Checks: every index
+#                usable, repeats bitwise identical, P ranks vs 1: same assignments, anchors within 1e-5
 #   gpu          one GPU: vecanneal vs PyTorch Lloyd and flash-kmeans at 1M and 8M x 128 x 1024, the
-#                prototype's large case, the CPU/GPU crossover (gpu_bench.sh; peer wheels in .whl/peers)
-#   gpu-ab       one GPU: the loop before and after a change, the indexes compared (gpu_loop.sh)
-#   gpu-scaling  several GPUs: the loop on 1, 2, 4, ... GPUs, weak and strong (gpu_loop_scaling.sh)
+#                prototype's large case, the CPU/GPU crossover (gpu_bench.sh; peer wheels in .whl/peers).
+#                Checks: each configuration's repeated runs bitwise identical, the large case's GPU index
+#                the CPU's, every crossover index usable
+#   gpu-ab       one GPU: the loop before and after a change, the indexes compared (gpu_loop.sh). Checks:
+#                streamed = resident (anchors 1e-5, same assignments), gpu_stream_bench, every run
+#                finished; REQUIRE_SAME=1: the two builds' indexes bitwise identical
+#   gpu-scaling  several GPUs: the loop on 1, 2, 4, ... GPUs, weak and strong (gpu_loop_scaling.sh).
+#                Checks: every index usable, strong on P GPUs vs 1: anchors within 1e-4
 #   gpu-multi    several GPUs: compress scaling through scaling/run.py and embed on 1, 2, 4, ... GPUs
-#                (gpu_multi.sh)
-#   kernels      one GPU: each kernel against its CPU reference, then timed (gpu_kernels_bench N D K REPS)
-#   stream       one GPU: rows streamed from pinned host memory (gpu_stream_bench N D K CHUNK_MB REPS)
-#   embed-cpu    vecanneal embed vs sentence-transformers on the CPU (embed_cpu.sh)
-#   embed-gpu    vecanneal embed vs sentence-transformers fp16 on one GPU (embed_gpu.sh)
+#                (gpu_multi.sh). Checks: run.py's (P GPUs vs 1: anchors within 1e-4), embed rows on P
+#                GPUs vs 1: cosine >= 0.9999 each
+#   kernels      one GPU: each kernel timed (gpu_kernels_bench N D K REPS); the binary's own checks
+#                (bench/gpu_kernels.c)
+#   stream       one GPU: rows streamed from pinned host memory (gpu_stream_bench N D K CHUNK_MB REPS);
+#                the binary checks streamed against resident passes, exit 1 on a disagreement
+#   embed-cpu    vecanneal embed vs sentence-transformers on the CPU (embed_cpu.sh). Checks: every row's
+#                cosine to sentence-transformers' >= 0.9999 (without the peer: to tests/data/embed_ref.f32)
+#   embed-gpu    vecanneal embed vs sentence-transformers fp16 on one GPU (embed_gpu.sh). Checks: every
+#                row's cosine to sentence-transformers' >= 0.999
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}

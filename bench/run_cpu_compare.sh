@@ -11,10 +11,14 @@
 # Environment: VA_BENCH_DATA (datasets and scratch, default build/bench-data), VECANNEAL (binary,
 # default build/vecanneal) and VECANNEAL_REV (what it was built from, for the record), PYTHON
 # (default python3), CLUSTERS / SPREAD (generator, default 1000 / 1.0).
+# Checks: cpu_compare.py's (its docstring: vecanneal's plain-Lloyd energy equals scikit-learn's, every
+# vecanneal energy within 1.01 x scikit-learn's, repeats alike, memory within 5% of the formula); the
+# last line says passed or FAILED (bench/verify.py), exit 1 on a failure or a step that failed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-python3}"
+V="$PY $ROOT/bench/verify.py"
 VECANNEAL="${VECANNEAL:-$ROOT/build/vecanneal}"
 DATA="${VA_BENCH_DATA:-$ROOT/build/bench-data}"
 CLUSTERS="${CLUSTERS:-1000}"
@@ -30,6 +34,10 @@ for arg in "$@"; do
     *) pass+=("$arg") ;;
   esac
 done
+
+mkdir -p "$DATA"
+export VERIFY_LOG=$DATA/verification.log; : > "$VERIFY_LOG"
+trap 'rc=$?; [ $rc -eq 0 ] || { $V fail "bench/run_cpu_compare.sh stopped at a failed step (exit $rc)"; $V verdict; }' EXIT
 
 # 1. Python packages (only the missing ones).
 missing=()
@@ -51,7 +59,6 @@ fi
 # 3. Datasets: a Gaussian mixture with more components than anchors at k = 256 and about as many as
 #    at k = 1024 (no small "true" k, as with real embeddings), components N(0,1)^128 with
 #    per-coordinate noise std SPREAD. Made once, kept in $DATA.
-mkdir -p "$DATA"
 gen() { # n d [dtype]
   local dt="${3:-float32}" sfx=""
   [ "$dt" = float32 ] || sfx="_$dt"
@@ -75,5 +82,8 @@ flags=()
 export VA_BENCH_OUTER_CMD="bench/run_cpu_compare.sh $*"
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the timings)"
 [ -n "${VECANNEAL_REV:-}" ] && flags+=(--vecanneal-rev "$VECANNEAL_REV")
-exec "$PY" "$ROOT/bench/cpu_compare.py" --vecanneal "$VECANNEAL" --data-dir "$DATA" \
-  --gen-info "vecanneal gen --clusters $CLUSTERS --spread $SPREAD --seed $SEED (d 128)" "${flags[@]}" "${pass[@]}"
+"$PY" "$ROOT/bench/cpu_compare.py" --vecanneal "$VECANNEAL" --data-dir "$DATA" \
+  --gen-info "vecanneal gen --clusters $CLUSTERS --spread $SPREAD --seed $SEED (d 128)" "${flags[@]}" "${pass[@]}" \
+  || $V fail "bench/cpu_compare.py exited non-zero"
+trap - EXIT
+exec $V verdict

@@ -21,9 +21,16 @@ Examples:
   python3 bench/scaling/run.py --launcher srun --backend cuda --precision fp16 --ranks 1,2,4 \\
       --n 32000000 --rows-per-rank 8000000 --d 128 --k 1024 --threads 8
 
-Only the Python standard library is needed; matplotlib draws the plots (installed with pip when
-missing; without it the CSV and the report are still written). Exit status: 0 all runs done,
-1 some run failed (the others are still reported), 2 bad arguments or no vecanneal binary.
+Checks (bench/verify.py; REPORT.md lists them, the last line says passed or FAILED): every run
+finishes with a usable index (anchors non-empty and finite, one assignment per row, finite energy);
+the repeats of a point write the same index bit for bit (same ranks, threads and backend); each strong
+run on P ranks agrees with the one on the fewest ranks (1): on the CPU identical assignments and anchors
+within 1e-5 relative, with CUDA anchors within 1e-4 relative (verify.py, RANK_RULES).
+
+The runs need only the Python standard library; the checks numpy and h5py; matplotlib draws the plots
+(installed with pip when missing; without it the CSV and the report are still written). Exit status:
+0 all runs done and every check passed, 1 a run or a check failed (the others are still reported),
+2 bad arguments or no vecanneal binary.
 """
 import argparse
 import csv
@@ -42,6 +49,8 @@ import sys
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import verify  # noqa: E402
 PHASES = ["read", "init", "assign", "reduce", "allreduce", "update", "maintenance", "write"]
 LOOP_PHASES = ["assign", "reduce", "allreduce", "update", "maintenance"]
 STATS = ["min", "mean", "max"]
@@ -231,7 +240,9 @@ def compress_argv(args, data, out_index, metrics, iterations=None):
     return argv
 
 
-def run_point(args, launcher, mode, ranks, n, data, workdir, rawdir, iterations, label):
+def run_point(args, launcher, mode, ranks, n, data, workdir, rawdir, iterations, label, checks, kept):
+    """Runs one point --repeats times; checks every index, and the repeats' against the first, whose
+    index stays in kept[(mode, ranks)] for the comparison across rank counts."""
     runs = []
     for rep in range(args.repeats):
         tag = "%s_p%d_%s_r%d" % (mode, ranks, label, rep)
@@ -254,7 +265,12 @@ def run_point(args, launcher, mode, ranks, n, data, workdir, rawdir, iterations,
         m["_wall_seconds"], m["_loadavg_before"], m["_busy_before"], m["_command"] = secs, load0, busy0, cmd
         with open(os.path.join(rawdir, tag + ".json"), "w") as f:
             json.dump({k: v for k, v in m.items() if k != "config"}, f, indent=1)
-        if not args.keep_index and os.path.exists(index):
+        what = "%s, %d ranks, n %d, %s, repeat %d" % (mode, ranks, n, label, rep)
+        checks.attempt(verify.run, index, metrics, n, label=what)
+        first = kept.setdefault((mode, ranks), index) if label == "i%d" % args.iterations else None
+        if first and first != index:
+            checks.attempt(verify.same, index, first, label=what + " against the first repeat")
+        if not args.keep_index and index != first and os.path.exists(index):
             os.remove(index)
         runs.append(m)
         log("%s ranks=%d n=%d %s repeat %d: %.2f ms/iter, %.0f rows/s (wall %.1f s, %.1f cores busy before)"
@@ -500,7 +516,7 @@ def plots(outdir, rows, cores, title):
 
 
 # ----------------------------------------------------------------------------- report
-def report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, failures, started, elapsed, launcher):
+def report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, started, elapsed, launcher, checks):
     L = []
     L.append("# vecanneal scaling: %s, %s" % (hw_tag(args.backend, gpus), started.strftime("%Y-%m-%d")))
     L.append("")
@@ -604,12 +620,12 @@ def report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, failures, s
         for f in plot_files:
             L.append("![%s](%s)" % (os.path.basename(f), os.path.basename(f)))
         L.append("")
-    if failures:
-        L.append("## Failed runs")
-        L.append("")
-        for f in failures:
-            L.append("- " + f)
-        L.append("")
+    L.append("## Verification")
+    L.append("")
+    L.extend("- " + line for _, line in checks.items)
+    L.append("")
+    L.append(verify.verdict_line(checks.items)[0])
+    L.append("")
     with open(os.path.join(outdir, "REPORT.md"), "w") as f:
         f.write("\n".join(L))
 
@@ -753,6 +769,7 @@ def main(argv):
                                         ", run from the copy " + args.vecanneal if not args.no_snapshot else ""))
     gen_ranks = max(1, min(max(args.ranks_list), hw["cores"]))
     rows, failures = [], []
+    checks, kept = verify.Checks(), {}
     datasets = {}
     for m, p, n in points:
         try:
@@ -762,19 +779,31 @@ def main(argv):
             failures.append("%s P=%d: %s" % (m, p, e))
             log(str(e))
             continue
-        runs = run_point(args, launcher, m, p, n, datasets[n], workdir, rawdir, args.iterations, "i%d" % args.iterations)
+        runs = run_point(args, launcher, m, p, n, datasets[n], workdir, rawdir, args.iterations, "i%d" % args.iterations,
+                         checks, kept)
         base = []
         if runs and 0 < args.baseline_iterations < args.iterations:
             base = run_point(args, launcher, m, p, n, datasets[n], workdir, rawdir, args.baseline_iterations,
-                             "i%d" % args.baseline_iterations)
+                             "i%d" % args.baseline_iterations, checks, kept)
         for what, got in (("", runs), ("baseline ", base if runs and 0 < args.baseline_iterations < args.iterations else None)):
             if got is not None and len(got) < args.repeats:
                 failures.append("%s P=%d: %d of %d %sruns failed (logs in %s)" % (m, p, args.repeats - len(got), args.repeats, what, workdir))
         if runs:
             rows.append(median_row(m, p, n, args, runs, base))
+    for f in failures:
+        checks.add((False, f))
+    strong = sorted(p for (m, p) in kept if m == "strong")
+    backend = next((r["backend"] for r in rows), args.backend)
+    for p in strong[1:]:
+        checks.attempt(verify.ranks, kept[("strong", p)], kept[("strong", strong[0])], backend,
+                       label="strong, %d ranks against %d (%s rule)" % (p, strong[0], backend))
+    if not args.keep_index:
+        for index in kept.values():
+            if os.path.exists(index):
+                os.remove(index)
     if not rows:
         log("no run succeeded")
-        return 1
+        return checks.verdict()
     add_efficiency(rows)
     write_csv(os.path.join(outdir, "scaling.csv"), rows)
     calib = None if args.no_calibrate else calibrate(args, launcher, outdir, workdir, args.ranks_list)
@@ -787,9 +816,9 @@ def main(argv):
             plot_files = plots(outdir, rows, hw["cores"] // max(args.threads, 1), title)
         except Exception as e:  # plots are a convenience: never lose the CSV for them
             log("plotting failed: %r" % (e,))
-    report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, failures, started, time.time() - t_start, launcher)
+    report(outdir, args, rows, hw, gpus, cmdline, calib, plot_files, started, time.time() - t_start, launcher, checks)
     log("wrote %s (scaling.csv, REPORT.md%s)" % (outdir, ", " + ", ".join(os.path.basename(f) for f in plot_files) if plot_files else ""))
-    return 1 if failures else 0
+    return checks.verdict()
 
 
 if __name__ == "__main__":
