@@ -25,7 +25,7 @@ void va_metrics_add_bytes(double bytes) { comm_bytes += bytes; }
 
 /* One config key as a typed member: numbers as numbers (their text reads back exactly), the rest as text. */
 static void json_cfg(const char *key, const char *value, void *ctx) {
-  va_json_t *j = ctx;
+  va_json_writer_t *j = ctx;
   int kind = va_config_key_kind(key);
   errno = 0;
   char *end = NULL;
@@ -45,7 +45,7 @@ static void json_cfg(const char *key, const char *value, void *ctx) {
   va_json_string(j, key, value);
 }
 
-static void json_min_mean_max(va_json_t *j, const char *key, double mn, double mean, double mx) {
+static void json_min_mean_max(va_json_writer_t *j, const char *key, double mn, double mean, double mx) {
   va_json_object(j, key);
   va_json_number(j, "min", mn);
   va_json_number(j, "mean", mean);
@@ -88,7 +88,7 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
     if (all_rss[i] < rmin) rmin = all_rss[i];
     if (all_rss[i] > rmax) rmax = all_rss[i];
   }
-  va_json_t j;
+  va_json_writer_t j;
   va_json_start(&j, f);
   va_json_run_header(&j, "compress", layout);
   va_json_string(&j, "backend", s->backend);

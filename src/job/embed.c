@@ -27,6 +27,8 @@
 #include "embed/json.h"
 #include "cpu/assign.h"
 #include "embed/tokenizer.h"
+#include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
+#include "util/json.h"      /* va_json_*: the metrics file */
 #include "util/util.h"
 
 #ifndef VA_EMBED_SOURCE_MODEL_DIR
@@ -348,17 +350,6 @@ static void ids_rows(hid_t file, void *ctx) {
 }
 
 /* --- metrics ------------------------------------------------------------------------------------- */
-static void json_escaped(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 enum { PH_LOAD, PH_READ, PH_TOKENIZE, PH_ENCODE, PH_WRITE, PH_TOTAL, NPH };
 
 /* CPU seconds of this process (all its threads): throughput per CPU second is what survives a busy
@@ -380,44 +371,57 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-  if (!a->metrics) return 0;
-  FILE *f = va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
-  if (!f) return va_text_commit(NULL, "metrics file", a->metrics);
-  fprintf(f,
-          "{\n  \"command\": \"embed\",\n  \"version\": \"%s\",\n  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n  "
-          "\"device\": ",
-          VECANNEAL_VERSION, ei->backend, ei->precision);
-  json_escaped(f, ei->device);
-  fprintf(f, ",\n  \"model\": \"all-MiniLM-L6-v2\",\n  \"weights\": \"%s\",\n  \"input\": ", weights_dtype);
-  json_escaped(f, a->input);
-  fprintf(f, ",\n  \"output\": ");
-  if (a->out_spec) json_escaped(f, a->out_spec);
-  else fprintf(f, "null");
-  fprintf(f, ",\n  \"token_ids_output\": ");
-  if (a->token_ids_out) json_escaped(f, a->token_ids_out);
-  else fprintf(f, "null");
-  fprintf(f, ",\n  \"ranks\": %d,\n  \"threads_per_rank\": %d,\n  \"batch\": %d,\n  \"max_tokens\": %d,\n",
-          va_proc.nranks, threads, batch, a->max_tokens);
-  fprintf(f,
-          "  \"lines\": %lld,\n  \"tokens\": %lld,\n  \"truncated_lines\": %lld,\n  \"invalid_utf8\": %lld,\n  "
-          "\"empty_lines\": %lld,\n",
-          (long long)o->n, (long long)o->tokens, (long long)o->truncated, (long long)o->invalid, (long long)o->empty);
+  char *layout = va_json_gather_layout(!strcmp(ei->backend, "cuda") ? ei->device : "cpu");
+  FILE *f = a->metrics && va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
+  if (!a->metrics || !f) {
+    free(layout);
+    return a->metrics ? va_text_commit(NULL, "metrics file", a->metrics) : 0;
+  }
+  va_json_writer_t j;
+  va_json_start(&j, f);
+  va_json_run_header(&j, "embed", layout);
+  free(layout);
+  va_json_string(&j, "backend", ei->backend);
+  va_json_string(&j, "precision", ei->precision);
+  va_json_string(&j, "device", ei->device);
+  va_json_string(&j, "model", "all-MiniLM-L6-v2");
+  va_json_string(&j, "weights", weights_dtype);
+  va_json_string(&j, "input", a->input);
+  va_json_string(&j, "output", a->out_spec);
+  va_json_string(&j, "token_ids_output", a->token_ids_out);
+  va_json_int(&j, "threads_per_rank", threads);
+  va_json_int(&j, "batch", batch);
+  va_json_int(&j, "max_tokens", a->max_tokens);
+  va_json_int(&j, "lines", o->n);
+  va_json_int(&j, "tokens", o->tokens);
+  va_json_int(&j, "truncated_lines", o->truncated);
+  va_json_int(&j, "invalid_utf8", o->invalid);
+  va_json_int(&j, "empty_lines", o->empty);
   double total = mx[PH_TOTAL] > 0 ? mx[PH_TOTAL] : 1e-9, enc = mx[PH_ENCODE] > 0 ? mx[PH_ENCODE] : 1e-9;
-  fprintf(
-      f, "  \"lines_per_second\": %.2f,\n  \"encode_lines_per_second\": %.2f,\n  \"encode_tokens_per_second\": %.1f,\n",
-      (double)o->n / total, (double)o->n / enc, (double)o->tokens / enc);
-  fprintf(f, "  \"tokenize_encode_cpu_seconds\": %.3f,\n  \"lines_per_cpu_second\": %.2f,\n", cpu_sum,
-          cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
-  if (!strcmp(ei->backend, "cuda")) /* the GPU's own time for the forward passes, without the host's share */
-    fprintf(f,
-            "  \"gpu_setup_seconds_max\": %.6f,\n  \"gpu_setup_wait_seconds_max\": %.6f,\n  \"gpu_forward_seconds\": "
-            "{\"min\": %.6f, \"max\": %.6f},\n"
-            "  \"gpu_forward_lines_per_second\": %.2f,\n",
-            fwd_mx[2], fwd_mx[3], -fwd_mx[1], fwd_mx[0], fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
-  fprintf(f, "  \"phases_seconds\": {\n");
-  for (int p = 0; p < NPH; p++)
-    fprintf(f, "    \"%s\": {\"min\": %.6f, \"max\": %.6f}%s\n", ph_names[p], mn[p], mx[p], p + 1 < NPH ? "," : "");
-  fprintf(f, "  },\n  \"peak_rss_bytes_max\": %.0f\n}\n", rss_max);
+  va_json_number(&j, "lines_per_second", (double)o->n / total);
+  va_json_number(&j, "encode_lines_per_second", (double)o->n / enc);
+  va_json_number(&j, "encode_tokens_per_second", (double)o->tokens / enc);
+  va_json_number(&j, "tokenize_encode_cpu_seconds", cpu_sum);
+  va_json_number(&j, "lines_per_cpu_second", cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
+  if (!strcmp(ei->backend, "cuda")) { /* the GPU's own time for the forward passes, without the host's share */
+    va_json_number(&j, "gpu_setup_seconds_max", fwd_mx[2]);
+    va_json_number(&j, "gpu_setup_wait_seconds_max", fwd_mx[3]);
+    va_json_object(&j, "gpu_forward_seconds");
+    va_json_number(&j, "min", -fwd_mx[1]);
+    va_json_number(&j, "max", fwd_mx[0]);
+    va_json_end(&j);
+    va_json_number(&j, "gpu_forward_lines_per_second", fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
+  }
+  va_json_object(&j, "phases_seconds");
+  for (int p = 0; p < NPH; p++) {
+    va_json_object(&j, ph_names[p]);
+    va_json_number(&j, "min", mn[p]);
+    va_json_number(&j, "max", mx[p]);
+    va_json_end(&j);
+  }
+  va_json_end(&j);
+  va_json_number(&j, "peak_rss_bytes_max", rss_max);
+  va_json_finish(&j);
   return va_text_commit(f, "metrics file", a->metrics);
 }
 
@@ -427,13 +431,6 @@ static int by_len_desc(const void *x, const void *y) {
   int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
   if (sort_lens[i] != sort_lens[j]) return sort_lens[i] > sort_lens[j] ? -1 : 1;
   return (i > j) - (i < j); /* stable: input order among equal lengths */
-}
-
-static void fmt_secs(double s, char *out, size_t len) {
-  if (!(s >= 0) || s > 1e8) snprintf(out, len, "?");
-  else if (s < 60) snprintf(out, len, "%.0fs", s);
-  else if (s < 3600) snprintf(out, len, "%dm%02ds", (int)s / 60, (int)s % 60);
-  else snprintf(out, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
 /* One slice of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
@@ -759,7 +756,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
         double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
         char es[32];
-        fmt_secs(eta, es, sizeof es);
+        va_format_seconds(eta, es, sizeof es);
         va_log0("embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), "
                 "ETA %s\n",
                 (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate,
@@ -831,7 +828,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   return 0;
 }
 
-int va_embed_job(const va_embed_options_t *o) { return embed_job(o, 1, NULL); }
+int va_embed_job(const va_embed_options_t *o) {
+  if (o->progress > 0) va_heartbeat_start(); /* no quiet stretch on rank 0 (heartbeat.h) */
+  int rc = embed_job(o, 1, NULL);
+  va_heartbeat_stop();
+  return rc;
+}
 
 int va_embed_rows(const va_embed_options_t *o, int write_out, va_embedded_t *out) {
   return embed_job(o, write_out, out);

@@ -13,7 +13,7 @@
 /* The width of one rank's entry in the gathered layout: host, NUL, device, NUL. */
 #define LAYOUT_ENTRY 320
 
-static void indent(va_json_t *j) {
+static void indent(va_json_writer_t *j) {
   fputc('\n', j->f);
   for (int d = 0; d < j->depth; d++) fputs("  ", j->f);
 }
@@ -58,7 +58,7 @@ static void escaped(FILE *f, const char *s) {
 }
 
 /* Starts a member: separator, new line, key. */
-static void member(va_json_t *j, const char *key) {
+static void member(va_json_writer_t *j, const char *key) {
   if (j->depth < 1) VA_FATAL("JSON writer: a member outside the top-level object");
   if (j->members[j->depth - 1]++) fputc(',', j->f);
   indent(j);
@@ -68,7 +68,7 @@ static void member(va_json_t *j, const char *key) {
   }
 }
 
-static void open_level(va_json_t *j, char opener, char closer) {
+static void open_level(va_json_writer_t *j, char opener, char closer) {
   if (j->depth >= VA_JSON_MAX_DEPTH) VA_FATAL("JSON writer: nesting deeper than %d", VA_JSON_MAX_DEPTH);
   fputc(opener, j->f);
   j->members[j->depth] = 0;
@@ -76,46 +76,46 @@ static void open_level(va_json_t *j, char opener, char closer) {
   j->depth++;
 }
 
-void va_json_start(va_json_t *j, FILE *f) {
+void va_json_start(va_json_writer_t *j, FILE *f) {
   memset(j, 0, sizeof *j);
   j->f = f;
   open_level(j, '{', '}');
 }
 
-void va_json_object(va_json_t *j, const char *key) {
+void va_json_object(va_json_writer_t *j, const char *key) {
   member(j, key);
   open_level(j, '{', '}');
 }
 
-void va_json_array(va_json_t *j, const char *key) {
+void va_json_array(va_json_writer_t *j, const char *key) {
   member(j, key);
   open_level(j, '[', ']');
 }
 
-void va_json_end(va_json_t *j) {
+void va_json_end(va_json_writer_t *j) {
   if (j->depth < 1) VA_FATAL("JSON writer: nothing open to close");
   j->depth--;
   if (j->members[j->depth]) indent(j);
   fputc(j->closer[j->depth], j->f);
 }
 
-void va_json_finish(va_json_t *j) {
+void va_json_finish(va_json_writer_t *j) {
   while (j->depth > 0) va_json_end(j);
   fputc('\n', j->f);
 }
 
-void va_json_string(va_json_t *j, const char *key, const char *value) {
+void va_json_string(va_json_writer_t *j, const char *key, const char *value) {
   member(j, key);
   if (value) escaped(j->f, value);
   else fputs("null", j->f);
 }
 
-void va_json_int(va_json_t *j, const char *key, int64_t value) {
+void va_json_int(va_json_writer_t *j, const char *key, int64_t value) {
   member(j, key);
   fprintf(j->f, "%lld", (long long)value);
 }
 
-void va_json_number(va_json_t *j, const char *key, double value) {
+void va_json_number(va_json_writer_t *j, const char *key, double value) {
   member(j, key);
   if (!isfinite(value)) {
     fputs("null", j->f);
@@ -126,7 +126,7 @@ void va_json_number(va_json_t *j, const char *key, double value) {
   fputs(buf, j->f);
 }
 
-void va_json_bool(va_json_t *j, const char *key, int value) {
+void va_json_bool(va_json_writer_t *j, const char *key, int value) {
   member(j, key);
   fputs(value ? "true" : "false", j->f);
 }
@@ -140,7 +140,7 @@ char *va_json_gather_layout(const char *device) {
   return all;
 }
 
-void va_json_run_header(va_json_t *j, const char *command, const char *layout) {
+void va_json_run_header(va_json_writer_t *j, const char *command, const char *layout) {
   va_json_string(j, "schema", "vecanneal-metrics/2");
   va_json_string(j, "command", command);
   va_json_string(j, "version", VECANNEAL_VERSION);

@@ -18,22 +18,22 @@ typedef struct {
   int depth;                      /* open objects and arrays; 0 before start and after finish */
   int members[VA_JSON_MAX_DEPTH]; /* members written so far at each depth */
   char closer[VA_JSON_MAX_DEPTH]; /* '}' or ']' */
-} va_json_t;
+} va_json_writer_t;
 
 /* Opens the top-level object on f. */
-void va_json_start(va_json_t *j, FILE *f);
+void va_json_start(va_json_writer_t *j, FILE *f);
 /* Closes every open object and array and ends the line. */
-void va_json_finish(va_json_t *j);
+void va_json_finish(va_json_writer_t *j);
 
 /* Opens a member object or array (key NULL inside an array); va_json_end closes the innermost. */
-void va_json_object(va_json_t *j, const char *key);
-void va_json_array(va_json_t *j, const char *key);
-void va_json_end(va_json_t *j);
+void va_json_object(va_json_writer_t *j, const char *key);
+void va_json_array(va_json_writer_t *j, const char *key);
+void va_json_end(va_json_writer_t *j);
 
-void va_json_string(va_json_t *j, const char *key, const char *value); /* NULL value: null */
-void va_json_int(va_json_t *j, const char *key, int64_t value);
-void va_json_number(va_json_t *j, const char *key, double value);
-void va_json_bool(va_json_t *j, const char *key, int value);
+void va_json_string(va_json_writer_t *j, const char *key, const char *value); /* NULL value: null */
+void va_json_int(va_json_writer_t *j, const char *key, int64_t value);
+void va_json_number(va_json_writer_t *j, const char *key, double value);
+void va_json_bool(va_json_writer_t *j, const char *key, int value);
 
 /* Collective: every rank's host and device (`device`: this rank's, "cpu" or a GPU's name and bus id),
  * gathered to rank 0 for va_json_run_header; NULL on the other ranks. Free with free(). */
@@ -41,5 +41,5 @@ char *va_json_gather_layout(const char *device);
 /* Rank 0: the members every metrics file starts with, identifying the run: the format's schema name,
  * the program's version and git commit, the command and its command line, the host and start time
  * (UTC, ISO 8601), the ranks and, per rank, its host and device (layout: va_json_gather_layout's). */
-void va_json_run_header(va_json_t *j, const char *command, const char *layout);
+void va_json_run_header(va_json_writer_t *j, const char *command, const char *layout);
 #endif

@@ -31,3 +31,15 @@ assert type(m["final_energy"]) is float and m["iterations"] == 3 and len(m["peak
 print("metrics %d rank(s): valid, %d config keys typed, layout %s" % (P, len(c), [e["host"] for e in m["layout"]]))
 PY
 done
+# embed writes its metrics through the same writer (tokenize only: the vocabulary is all it needs).
+printf 'first line\nsecond "quoted" line\n\ttabbed é line\n' > "$dir/corpus.txt"
+run_np 2 embed --input "$dir/corpus.txt" --token-ids-out "$dir/ids.h5" --metrics "$dir/e.json" > /dev/null \
+  || fail "embed with its metrics on 2 ranks"
+python3 - "$dir/e.json" <<'PY' || fail "embed metrics not as documented (docs/metrics.md)"
+import json, sys
+with open(sys.argv[1], "rb") as f:
+    m = json.loads(f.read().decode("utf-8"))
+assert m["schema"] == "vecanneal-metrics/2" and m["command"] == "embed" and m["ranks"] == 2 and len(m["layout"]) == 2
+assert m["lines"] == 3 and type(m["tokens"]) is int and m["input"].endswith("corpus.txt") and m["output"] is None
+print("embed metrics: valid, %d lines, %d tokens" % (m["lines"], m["tokens"]))
+PY
