@@ -29,7 +29,7 @@ grep -E "Test +#|tests passed|tests failed|GPUs|differs|worst" "$OUT/ctest_gpu.l
 ranks=1; p=2; while [ $p -le "$NGPU" ]; do ranks="$ranks,$p"; p=$((p * 2)); done
 python3 bench/scaling/run.py --vecanneal "$PWD/$B/vecanneal" --backend cuda --precision fp16 --ranks "$ranks" \
   --n "${1:-8000000}" --rows-per-rank "${2:-2000000}" --d 128 --k 1024 --iterations "${3:-20}" --repeats 1 --threads 4 \
-  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --no-install --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
+  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
   --out "$OUT/scaling" --tag "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')x$NGPU" > "$OUT/scaling.log" 2>&1 \
   || $V fail "bench/scaling/run.py exited non-zero (see $OUT/scaling.log)"
 tail -25 "$OUT/scaling/REPORT.md" 2>/dev/null || tail -30 "$OUT/scaling.log"

@@ -28,7 +28,8 @@ run on P ranks agrees with the one on the fewest ranks (1): on the CPU identical
 within 1e-5 relative, with CUDA anchors within 1e-4 relative (verify.py, RANK_RULES).
 
 The runs need only the Python standard library; the checks numpy and h5py; matplotlib draws the plots
-(installed with pip when missing; without it the CSV and the report are still written). Exit status:
+(not installed by this script: without it the CSV and the report are still written, and the script
+says how to install it). Exit status:
 0 all runs done and every check passed, 1 a run or a check failed (the others are still reported),
 2 bad arguments or no vecanneal binary.
 """
@@ -386,29 +387,14 @@ def calibrate(args, launcher, outdir, workdir, ranks_list):
 
 
 # ----------------------------------------------------------------------------- plots
-def ensure_matplotlib(no_install):
+def have_matplotlib():
+    """The plots need matplotlib; this script installs nothing on its own."""
     try:
         import matplotlib  # noqa: F401
         return True
     except ImportError:
-        pass
-    if no_install:
-        log("matplotlib missing (--no-install): writing the CSV and the report only")
-        return False
-    log("matplotlib missing: trying pip install --user matplotlib")
-    for extra in ([], ["--user"], ["--break-system-packages"]):
-        p = subprocess.run([sys.executable, "-m", "pip", "install", "-q"] + extra + ["matplotlib"], capture_output=True, text=True)
-        if p.returncode == 0:
-            break
-    try:
-        import site, importlib
-        importlib.invalidate_caches()
-        if site.getusersitepackages() not in sys.path:
-            sys.path.append(site.getusersitepackages())
-        import matplotlib  # noqa: F401
-        return True
-    except ImportError:
-        log("matplotlib could not be installed: writing the CSV and the report only")
+        log("matplotlib missing: writing the CSV and the report only; for the plots install it "
+            "(Debian/Ubuntu: apt-get install python3-matplotlib; elsewhere: python3 -m pip install matplotlib)")
         return False
 
 
@@ -501,7 +487,7 @@ def plots(outdir, rows, cores, title):
         ax.set_ylim(0, 1.3 * max(max(bottom), max(loop)))
         ax.set_xticks(x)
         ax.set_xticklabels(["%d%s" % (r["ranks"], "*" if r["ranks"] > cores else "") for r in pts])
-        ax.set_xlabel("ranks (* oversubscribed)")
+        ax.set_xlabel("ranks (* oversubscribed)" if any(r["ranks"] > cores for r in pts) else "ranks")
         ax.set_ylabel("ms / iteration (mean over ranks)")
         ax.set_title("%s: phase breakdown" % m, fontsize=10)
         ax.legend(fontsize=7, ncol=3, loc="upper left", framealpha=0.9, markerscale=0.4)
@@ -675,7 +661,6 @@ def parse(argv):
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per launched command [1800]")
     ap.add_argument("--no-calibrate", action="store_true", help="skip calib.c (sgemm rate, allreduce sweep)")
     ap.add_argument("--no-plots", action="store_true", help="CSV and report only")
-    ap.add_argument("--no-install", action="store_true", help="never pip-install matplotlib")
     ap.add_argument("--keep-index", action="store_true", help="keep the index files of the runs")
     ap.add_argument("--no-snapshot", action="store_true", help="run --vecanneal in place instead of a copy in the work "
                     "folder (the copy keeps a rebuild during the study from mixing two binaries)")
@@ -729,7 +714,7 @@ def main(argv):
                     except ValueError:
                         pass
             r["ranks"], r["n"] = int(r["ranks"]), int(r["n"])
-        if not ensure_matplotlib(args.no_install):
+        if not have_matplotlib():
             return 1
         r0 = rows[0]
         title = "vecanneal %s, %s, d=%d k=%d %s, %d it, %s thr/rank" % (
@@ -808,7 +793,7 @@ def main(argv):
     write_csv(os.path.join(outdir, "scaling.csv"), rows)
     calib = None if args.no_calibrate else calibrate(args, launcher, outdir, workdir, args.ranks_list)
     plot_files = []
-    if not args.no_plots and ensure_matplotlib(args.no_install):
+    if not args.no_plots and have_matplotlib():
         try:
             title = "vecanneal %s, %s, d=%d k=%d %s, %d it, %s thr/rank" % (
                 args.backend, hw["model"] if args.backend == "cpu" or not gpus else gpus[0].split(",")[0], args.d, args.k,
