@@ -169,7 +169,8 @@ class Launcher:
         self.cores = cores
         self.threads = args.threads
         self.env = dict(os.environ)
-        self.env["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (see jobs/slurm/common.sh)
+        # The project's benchmark machines do not support NVLink multicast (NVLS); a benchmark run keeps it off.
+        self.env["NCCL_NVLS_ENABLE"] = "0"
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             self.env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             self.env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
