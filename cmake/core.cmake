@@ -8,12 +8,18 @@ add_library(vecanneal_core STATIC
   src/backend/cpu.c src/backend/plan.c src/backend/rows.c
   src/job/compress.c src/job/gen.c src/job/info.c
   src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
+# HDF5 through its imported target where FindHDF5 makes one (CMake 3.19+ does for the C component).
+if(TARGET hdf5::hdf5)
+  set(VA_HDF5 hdf5::hdf5)
+else()
+  set(VA_HDF5 ${HDF5_C_LIBRARIES})
+endif()
 target_include_directories(vecanneal_core PUBLIC src ${CBLAS_INCLUDE_DIR} ${HDF5_INCLUDE_DIRS})
 target_compile_definitions(vecanneal_core PUBLIC ${HDF5_DEFINITIONS}
   VECANNEAL_VERSION="${PROJECT_VERSION}"
   $<$<BOOL:${HDF5_IS_PARALLEL}>:VECANNEAL_PARALLEL_HDF5=1>
   $<$<BOOL:${OpenMP_C_FOUND}>:VECANNEAL_OPENMP=1>)
-target_link_libraries(vecanneal_core PUBLIC MPI::MPI_C ${HDF5_C_LIBRARIES} ${BLAS_LIBRARIES} Threads::Threads m)
+target_link_libraries(vecanneal_core PUBLIC MPI::MPI_C ${VA_HDF5} BLAS::BLAS Threads::Threads m)
 if(OpenMP_C_FOUND)
   target_link_libraries(vecanneal_core PUBLIC OpenMP::OpenMP_C)
 endif()

@@ -68,7 +68,10 @@ va_setup() {
     [ -r "$VA_CONFIG" ] || va_die "config file '$VA_CONFIG' not readable (give it as the first argument or in VECANNEAL_CONFIG)"
   fi
   VA_ARGS=("$@")
+  # The binary: $VECANNEAL, else the checkout's build/, else an install's bin/ (cmake --install puts these
+  # scripts in PREFIX/share/vecanneal/jobs/slurm), else PATH.
   VA_BIN=${VECANNEAL:-$VA_HOME/build/vecanneal}
+  [ -x "$VA_BIN" ] || VA_BIN=$VA_HOME/../../bin/vecanneal
   [ -x "$VA_BIN" ] || VA_BIN=$(command -v vecanneal) || va_die "no vecanneal binary (set VECANNEAL or build $VA_HOME/build)"
   # One folder per job under VECANNEAL_OUT_DIR (scratch, say), else under the submit directory; an
   # array's elements share the array's folder. A requeued job keeps its id, so its folder.

@@ -80,7 +80,19 @@ void va_assign_ref(const float *X, int64_t n, int64_t d, const float *A, int64_t
   }
 }
 
-void va_blas_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }
+/* The thread-count calls of the BLAS libraries a build may link (BLA_VENDOR): weak, so that whichever the
+ * linked library defines is called and the others resolve to NULL. A BLAS with none of them takes its
+ * threads from its own environment variable (docs/architecture.md). */
+#pragma weak openblas_set_num_threads /* declared by OpenBLAS's cblas.h */
+extern void flexiblas_set_num_threads(int) __attribute__((weak));
+extern void MKL_Set_Num_Threads(int) __attribute__((weak));
+
+void va_blas_threads(int threads) {
+  int t = threads > 0 ? threads : 1;
+  if (openblas_set_num_threads) openblas_set_num_threads(t);
+  else if (flexiblas_set_num_threads) flexiblas_set_num_threads(t);
+  else if (MKL_Set_Num_Threads) MKL_Set_Num_Threads(t);
+}
 
 /* Rows per tile such that the tile's distances (rows x k floats) stay within about 512 KiB of cache. */
 static int64_t auto_tile_rows(int64_t k) {

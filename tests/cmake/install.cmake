@@ -1,0 +1,4 @@
+# The install rules (cmake/install.cmake): install this build tree into a fresh prefix and run the
+# installed binary and Slurm script there, away from the source tree.
+add_test(NAME install_prefix COMMAND bash ${VA_TEST_DIR}/jobs/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/install_prefix)
+set_tests_properties(install_prefix PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
