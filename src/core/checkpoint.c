@@ -16,9 +16,10 @@ void va_checkpoint_path(const va_config_t *cfg, char *out, size_t len) {
 
 /* Keys that may change between the interrupted run and the resumed one. */
 static int resumable_key(const char *key) {
-  static const char *const free_keys[] = {"out",      "metrics", "checkpoint", "checkpoint_every", "progress_every",
-                                          "max_iter", "threads", "io",         "read_chunk_mb",    "tile_rows",
-                                          "backend",  "input"};
+  /* input and input_format may name another copy of the data: the rows' checksum decides. */
+  static const char *const free_keys[] = {"out",      "metrics", "checkpoint",  "checkpoint_every", "progress_every",
+                                          "max_iter", "threads", "io",          "read_chunk_mb",    "tile_rows",
+                                          "backend",  "input",   "input_format"};
   for (size_t i = 0; i < sizeof free_keys / sizeof *free_keys; i++)
     if (!strcmp(key, free_keys[i])) return 1;
   return 0;
@@ -209,7 +210,7 @@ static void compare_key(const char *key, const char *value, void *vctx) {
  * size and type, with this configuration. 0, or an exit code with err set; *f open on success. */
 static int open_checked(const char *path, const va_config_t *cfg, const va_input_t *in, hid_t *f, ckpt_scalars_t *sc,
                         uint64_t *config_hash, char *err, size_t errlen) {
-  char s[VA_PATH_MAX], src[VA_PATH_MAX + 300] = "", dtype[32] = "";
+  char s[VA_PATH_MAX], src[VA_PATH_MAX + 300] = "", dtype[32] = "", label[VA_PATH_MAX + 300];
   *f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (*f < 0) {
     snprintf(err, errlen,
@@ -235,7 +236,7 @@ static int open_checked(const char *path, const va_config_t *cfg, const va_input
   va_h5_attr_read_str(*f, "source_file", file, sizeof file);
   va_h5_attr_read_str(*f, "source_dataset", dset, sizeof dset);
   va_h5_attr_read_str(*f, "source_dtype", dtype, sizeof dtype);
-  snprintf(src, sizeof src, "'%s:%s'", file, dset);
+  snprintf(src, sizeof src, "'%s%s%s'", file, dset[0] ? ":" : "", dset); /* no dataset: a vector file */
   char why[2 * VA_PATH_MAX] = "";
   cmp_ctx_t c = {H5Gopen2(*f, "/config", H5P_DEFAULT), why, sizeof why, 0, 0};
   if (c.cg < 0) snprintf(why, sizeof why, "it has no /config group"), c.bad = VA_EXIT_INPUT;
@@ -252,10 +253,10 @@ static int open_checked(const char *path, const va_config_t *cfg, const va_input
   if (sc->n != in->n || sc->d != in->d || strcmp(dtype, va_dtype_name(in->dtype))) {
     snprintf(
         err, errlen,
-        "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s:%s' is %lld x %lld %s; "
+        "cannot resume from '%s': it was made from %s, %lld x %lld %s, but this job's input '%s' is %lld x %lld %s; "
         "resume with the input it was made from",
-        path, src, (long long)sc->n, (long long)sc->d, dtype, in->file, in->dataset, (long long)in->n, (long long)in->d,
-        va_dtype_name(in->dtype));
+        path, src, (long long)sc->n, (long long)sc->d, dtype, va_input_label(in, label, sizeof label), (long long)in->n,
+        (long long)in->d, va_dtype_name(in->dtype));
     return VA_EXIT_INPUT;
   }
   return 0;
@@ -287,7 +288,7 @@ static int all_finite_f64(const double *v, int64_t len) {
 }
 
 void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) {
-  char err[3 * VA_PATH_MAX] = "";
+  char err[3 * VA_PATH_MAX] = "", label[VA_PATH_MAX + 300];
   ckpt_scalars_t sc;
   uint64_t config_hash = 0;
   hid_t f = -1;
@@ -300,11 +301,10 @@ void va_checkpoint_read(const char *path, va_state_t *st, const va_input_t *in) 
     rc = VA_EXIT_INPUT;
   }
   if (!rc && (uint64_t)sc.input_checksum != in->checksum) {
-    snprintf(
-        err, sizeof err,
-        "cannot resume from '%s': it was made from other data than this job's input '%s:%s' (the same %lld x %lld, "
-        "but other values): resume with the input it was made from",
-        path, in->file, in->dataset, (long long)in->n, (long long)in->d);
+    snprintf(err, sizeof err,
+             "cannot resume from '%s': it was made from other data than this job's input '%s' (the same %lld x %lld, "
+             "but other values): resume with the input it was made from",
+             path, va_input_label(in, label, sizeof label), (long long)in->n, (long long)in->d);
     rc = VA_EXIT_INPUT;
   }
   if (va_agree(rc, err)) {

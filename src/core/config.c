@@ -32,8 +32,8 @@ static const key_def_t KEYS[] = {
      "input vectors as FILE.h5:DATASET (ann-benchmarks layout: FILE.h5:/train), or a .fvecs, .bvecs, .ivecs or .npy "
      "FILE (no DATASET part)"},
     {"input_format", K_ENUM, F(input_format), "auto", 0, 0, "auto|hdf5|fvecs|bvecs|ivecs|npy",
-     "format of the input; auto = by its extension (.h5/.hdf5, .fvecs, .bvecs, .ivecs, .npy; other names: HDF5 "
-     "when the file has HDF5's signature); ivecs' int32 are read as float vectors (docs/inputs.md)"},
+     "format of the input; auto = by its extension (.h5/.hdf5, .fvecs, .bvecs, .ivecs, .npy; another name: HDF5 "
+     "if the file has HDF5's signature); ivecs' int32 are read as floats (docs/inputs.md)"},
     {"out", K_STR, F(out), "", 0, 0, NULL, "output index file (written as OUT.partial and renamed when complete)"},
     {"metrics", K_STR, F(metrics), "", 0, 0, NULL, "optional JSON file for per-phase timings and memory (empty: none)"},
     {"preset", K_ENUM, F(preset), "default", 0, 0, "default|vlc",

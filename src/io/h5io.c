@@ -1,4 +1,5 @@
-/* h5io.c: input validation, sharded reads with on-load conversion, and sharded writes (see h5io.h). */
+/* h5io.c: input validation, sharded reads with on-load conversion (HDF5, and vector files through
+ * vecfile.h), and sharded writes (see h5io.h). */
 #define _GNU_SOURCE
 #include "io/h5io.h"
 
@@ -18,7 +19,7 @@
 #include "util/util.h"
 
 const char *va_dtype_name(va_dtype_t t) {
-  static const char *names[] = {"float32", "float64", "float16", "uint8", "int8"};
+  static const char *names[] = {"float32", "float64", "float16", "uint8", "int8", "int32"};
   return names[t];
 }
 
@@ -154,29 +155,123 @@ static int path_exists(hid_t file, const char *path) {
   }
 }
 
-static int probe_input(const char *spec, va_input_t *in, char *err, size_t errlen) {
+/* --- the input's format ------------------------------------------------------------------------------ */
+#define FORMATS_READ                                                                                                   \
+  "vecanneal reads HDF5 (.h5, .hdf5; FILE:DATASET), TEXMEX .fvecs, .bvecs and .ivecs, and NumPy .npy files"
+
+/* The names alone: file, dataset and format from spec and the input_format key; a name of no known
+ * extension stays VA_INPUT_AUTO (HDF5 if its signature says so: resolve_input). A ':' after a vector
+ * file's name is a DATASET part (usage error) unless the whole spec names an existing file. */
+static int split_input(const char *spec, int format, va_input_t *in, char *err, size_t errlen) {
   memset(in, 0, sizeof *in);
+  const char *colon = strrchr(spec, ':');
+  char head[VA_PATH_MAX];
+  snprintf(head, sizeof head, "%.*s", colon ? (int)(colon - spec) : 0, spec);
+  const int head_format = colon ? va_vecfile_format_of(head) : VA_INPUT_AUTO;
+  struct stat st;
+  if (format == VA_INPUT_AUTO) {
+    if (!colon) format = va_vecfile_format_of(spec);
+    else if (va_vecfile_is_vector_format(head_format)) format = head_format;
+    else if (head_format != VA_INPUT_HDF5 && va_vecfile_is_vector_format(va_vecfile_format_of(spec)))
+      format = va_vecfile_format_of(spec); /* a vector file whose path holds a ':' */
+  }
+  if (va_vecfile_is_vector_format(format)) {
+    if (colon && stat(spec, &st) != 0 && (va_vecfile_is_vector_format(head_format) || stat(head, &st) == 0)) {
+      snprintf(err, errlen,
+               "input '%s': a .%s file holds one array and has no datasets: give the file alone, without ':%s' (a "
+               "DATASET part is for HDF5 files)",
+               spec, va_input_format_name(format), colon + 1);
+      return VA_EXIT_USAGE;
+    }
+    snprintf(in->file, sizeof in->file, "%s", spec);
+    in->format = format;
+    return 0;
+  }
   if (va_split_spec(spec, in->file, sizeof in->file, in->dataset, sizeof in->dataset)) {
     snprintf(err, errlen, "input '%s': expected FILE.h5:DATASET", spec);
     return VA_EXIT_USAGE;
   }
+  in->format =
+      format == VA_INPUT_HDF5 || va_vecfile_format_of(in->file) == VA_INPUT_HDF5 ? VA_INPUT_HDF5 : VA_INPUT_AUTO;
+  return 0;
+}
+
+void va_input_file(const char *spec, int format, char *file, size_t len) {
+  va_input_t in;
+  char err[VA_PATH_MAX + 256];
+  if (split_input(spec, format, &in, err, sizeof err)) snprintf(file, len, "%s", spec);
+  else snprintf(file, len, "%s", in.file);
+}
+
+int va_input_resolve(const char *spec, int format, va_input_t *in, char *err, size_t errlen) {
+  int rc = split_input(spec, format, in, err, errlen);
+  if (rc || in->format != VA_INPUT_AUTO) return rc;
+  /* A name of no known extension: HDF5 when the file has its signature (a missing file is reported as
+   * such by the probe). */
   struct stat st;
-  if (stat(in->file, &st) != 0) {
-    snprintf(err, errlen, "input file '%s': %s", in->file, strerror(errno));
+  in->format = VA_INPUT_HDF5;
+  if (stat(in->file, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  const int seen = va_vecfile_sniff(in->file);
+  if (seen == VA_INPUT_HDF5) return 0;
+  const char *base = strrchr(in->file, '/'), *dot = strrchr(base ? base : in->file, '.');
+  snprintf(err, errlen,
+           "input file '%s': unknown format (%s%s%s, and no HDF5 signature%s): " FORMATS_READ
+           ", chosen by the extension; rename it, or set input_format (--input-format hdf5|fvecs|bvecs|ivecs|npy)",
+           in->file, dot ? "extension '" : "no extension", dot ? dot : "", dot ? "'" : "",
+           seen == VA_INPUT_NPY ? "; its content is a NumPy .npy file" : "");
+  return VA_EXIT_INPUT;
+}
+
+const char *va_input_label(const va_input_t *in, char *buf, size_t len) {
+  if (va_vecfile_is_vector_format(in->format) || !in->dataset[0]) snprintf(buf, len, "%s", in->file);
+  else snprintf(buf, len, "%s:%s", in->file, in->dataset);
+  return buf;
+}
+
+/* The file exists, is a regular file and is readable. */
+static int check_input_file(const char *file, struct stat *st, char *err, size_t errlen) {
+  if (stat(file, st) != 0) {
+    snprintf(err, errlen, "input file '%s': %s", file, strerror(errno));
     return VA_EXIT_INPUT;
   }
-  if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "input file '%s' is not a regular file", in->file);
+  if (!S_ISREG(st->st_mode)) {
+    snprintf(err, errlen, "input file '%s' is not a regular file", file);
     return VA_EXIT_INPUT;
   }
-  if (access(in->file, R_OK) != 0) {
-    snprintf(err, errlen, "input file '%s' is not readable: %s", in->file, strerror(errno));
+  if (access(file, R_OK) != 0) {
+    snprintf(err, errlen, "input file '%s' is not readable: %s", file, strerror(errno));
     return VA_EXIT_INPUT;
   }
+  return 0;
+}
+
+/* A vector file: its layout onto va_input_t. */
+static int probe_vector_file(va_input_t *in, char *err, size_t errlen) {
+  int rc = va_vecfile_probe(in->file, in->format, &in->vec, err, errlen);
+  if (rc) return rc;
+  const va_vecfile_t *v = &in->vec;
+  in->n = v->n;
+  in->d = v->d;
+  in->elem_size = v->elem;
+  in->dtype = v->kind == 'u'   ? VA_DT_U8
+              : v->kind == 'i' ? (v->elem == 1 ? VA_DT_I8 : VA_DT_I32)
+              : v->elem == 2   ? VA_DT_F16
+              : v->elem == 8   ? VA_DT_F64
+                               : VA_DT_F32;
+  in->metric_hint = VA_METRIC_AUTO; /* no attributes to say cosine */
+  return 0;
+}
+
+/* An HDF5 input: in->file and in->dataset set, st the file's. */
+static int probe_hdf5(va_input_t *in, const struct stat *stp, char *err, size_t errlen) {
+  const struct stat st = *stp;
   hid_t f = H5Fopen(in->file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) {
-    snprintf(err, errlen, "input file '%s' cannot be opened as HDF5 (truncated or not HDF5?): %s", in->file,
-             va_h5_last_error());
+    const int seen = va_vecfile_sniff(in->file);
+    snprintf(err, errlen, "input file '%s' cannot be opened as HDF5 (truncated or not HDF5?): %s%s", in->file,
+             va_h5_last_error(),
+             seen == VA_INPUT_NPY ? "; its content is a NumPy .npy file: name it .npy or set input_format = npy"
+                                  : "; " FORMATS_READ " (input_format, --input-format)");
     return VA_EXIT_INPUT;
   }
   int rc = 0;
@@ -270,16 +365,39 @@ done:
   return rc;
 }
 
-int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen) {
-  return probe_input(spec, in, err, errlen);
+int va_input_probe_as(const char *spec, int format, va_input_t *in, char *err, size_t errlen) {
+  int rc = va_input_resolve(spec, format, in, err, errlen);
+  struct stat st;
+  if (!rc) rc = check_input_file(in->file, &st, err, errlen);
+  if (!rc)
+    rc =
+        va_vecfile_is_vector_format(in->format) ? probe_vector_file(in, err, errlen) : probe_hdf5(in, &st, err, errlen);
+  return rc;
 }
 
-void va_input_open(const char *spec, va_input_t *in) {
-  char err[1024] = "";
+int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen) {
+  return va_input_probe_as(spec, VA_INPUT_AUTO, in, err, errlen);
+}
+
+void va_input_open_as(const char *spec, int format, va_input_t *in) {
+  char err[VA_PATH_MAX + 1024] = "";
   int rc = 0;
-  if (va_proc.rank == 0) rc = probe_input(spec, in, err, sizeof err);
+  if (va_proc.rank == 0) rc = va_input_probe_as(spec, format, in, err, sizeof err);
   VA_AGREE_OR_EXIT(rc, err);
   VA_MPI(MPI_Bcast(in, (int)sizeof *in, MPI_BYTE, 0, MPI_COMM_WORLD));
+  if (in->format == VA_INPUT_IVECS)
+    va_log0("note: '%s' is read as vectors of int32 components converted to float (exact up to 2^24); .ivecs "
+            "files usually hold ground-truth neighbour ids, not vectors to compress\n",
+            in->file);
+}
+
+void va_input_open(const char *spec, va_input_t *in) { va_input_open_as(spec, VA_INPUT_AUTO, in); }
+
+double va_input_staging_bytes(const va_input_t *in, double chunk_bytes, int64_t rows) {
+  const double row_bytes = (double)in->d * (double)in->elem_size;
+  const double file_row_bytes = va_vecfile_is_vector_format(in->format) ? (double)in->vec.stride : row_bytes;
+  if (in->dtype == VA_DT_F32 && file_row_bytes == row_bytes) return 0; /* read in place */
+  return fmin(chunk_bytes, (double)rows * row_bytes) / row_bytes * file_row_bytes;
 }
 
 static hid_t open_for_io(const char *path, unsigned flags, int collective) {
@@ -311,6 +429,7 @@ static hid_t mem_type_for(va_dtype_t t) {
   case VA_DT_F16: return va_h5_half_type();
   case VA_DT_U8: return H5Tcopy(H5T_NATIVE_UINT8);
   case VA_DT_I8: return H5Tcopy(H5T_NATIVE_INT8);
+  case VA_DT_I32: return H5Tcopy(H5T_NATIVE_INT32);
   }
   return -1;
 }
@@ -344,6 +463,9 @@ static int64_t convert_range(va_dtype_t t, const void *src, float *dst, const fl
     return INT64_MAX;
   case VA_DT_I8:
     for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const int8_t *)src)[i];
+    return INT64_MAX;
+  case VA_DT_I32:
+    for (int64_t i = lo; i < hi; i++) dst[i] = (float)((const int32_t *)src)[i];
     return INT64_MAX;
   }
   for (int64_t i = lo; i < hi; i++)
@@ -414,6 +536,7 @@ static int64_t raw_rows_offset(hid_t f, hid_t d, hid_t mtype, const va_input_t *
 }
 
 int64_t va_input_raw_offset(const va_input_t *in) {
+  if (va_vecfile_is_vector_format(in->format)) return in->vec.lead ? -1 : in->vec.offset;
   hid_t f = H5Fopen(in->file, H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t d = f >= 0 ? H5Dopen2(f, in->dataset, H5P_DEFAULT) : -1;
   hid_t mtype = mem_type_for(in->dtype);
@@ -426,59 +549,52 @@ int64_t va_input_raw_offset(const va_input_t *in) {
   return off;
 }
 
-/* bytes from fd at off into buf, in pieces of at least 1 MiB on up to `threads` threads; 0, or -1 when
- * a read fails or ends short. */
-static int pread_threads(int fd, void *buf, size_t bytes, int64_t off, int threads) {
-  int64_t pieces = (int64_t)(bytes >> 20);
-  if (pieces > threads) pieces = threads;
-  if (pieces < 1) pieces = 1;
-  const size_t per = (bytes + (size_t)pieces - 1) / (size_t)pieces;
-  int bad = 0;
-#ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads((int)pieces) schedule(static) reduction(| : bad)
-#endif
-  for (int64_t p = 0; p < pieces; p++) {
-    size_t lo = (size_t)p * per, hi = lo + per < bytes ? lo + per : bytes;
-    while (lo < hi) {
-      ssize_t r = pread(fd, (char *)buf + lo, hi - lo, (off_t)(off + (int64_t)lo));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        bad = 1;
-        break;
-      }
-      lo += (size_t)r;
-    }
-  }
-  return bad ? -1 : 0;
-}
-
 /* The one read loop: into out (in place for float32), or, with out NULL, into the sink's buffers, one
- * chunk of sink->rows rows each (in place for float32 again); raw reads where they apply (above). */
+ * chunk of sink->rows rows each (in place for float32 again); raw reads where they apply (above).
+ * Vector files are read with pread, independently: their rows, packed (a TEXMEX row's d checked and
+ * dropped in staging), go through the same conversion, NaN/Inf check and checksum as HDF5's. */
 static void read_rows(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode,
                       int threads, va_read_result_t *res, const va_row_sink_t *sink) {
-  const int collective = va_io_collective(io_mode) && !in->sparse;
-  char err[1024] = "";
-  int rc = 0;
-  hid_t f = open_for_io(in->file, H5F_ACC_RDONLY, collective);
-  if (f < 0) {
-    snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error());
-    rc = VA_EXIT_INPUT;
+  const int vec = va_vecfile_is_vector_format(in->format);
+  const int collective = !vec && va_io_collective(io_mode) && !in->sparse;
+  char err[VA_PATH_MAX + 1024] = "";
+  int rc = 0, fd = -1;
+  hid_t f = -1, d = -1, fspace = -1, mtype = -1, dxpl = -1;
+  if (vec) {
+    fd = open(in->file, O_RDONLY);
+    if (fd < 0) {
+      snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, strerror(errno));
+      rc = VA_EXIT_INPUT;
+    }
+  } else {
+    f = open_for_io(in->file, H5F_ACC_RDONLY, collective);
+    if (f < 0) {
+      snprintf(err, sizeof err, "cannot open '%s' for reading: %s", in->file, va_h5_last_error());
+      rc = VA_EXIT_INPUT;
+    }
   }
   VA_AGREE_OR_EXIT(rc, err);
   va_h5_scope(VA_EXIT_INPUT, "input", in->file);
   if (collective) va_stall_guard_begin(VA_EXIT_INPUT, "input", in->file);
-  hid_t d = VA_H5(H5Dopen2(f, in->dataset, H5P_DEFAULT));
-  hid_t fspace = VA_H5(H5Dget_space(d));
-  hid_t mtype = VA_H5(mem_type_for(in->dtype));
-  hid_t dxpl = transfer_plist(collective);
-  int fd = collective ? -1 : open(in->file, O_RDONLY);
-  const int64_t raw_off = collective ? -1 : raw_rows_offset(f, d, mtype, in, fd);
-  int64_t row_bytes = in->d * in->elem_size;
+  int64_t raw_off = -1;
+  if (!vec) {
+    d = VA_H5(H5Dopen2(f, in->dataset, H5P_DEFAULT));
+    fspace = VA_H5(H5Dget_space(d));
+    mtype = VA_H5(mem_type_for(in->dtype));
+    dxpl = transfer_plist(collective);
+    fd = collective ? -1 : open(in->file, O_RDONLY);
+    raw_off = collective ? -1 : raw_rows_offset(f, d, mtype, in, fd);
+  }
+  const int64_t row_bytes = in->d * in->elem_size;
+  /* A TEXMEX row's record is longer than its components (its d first): read into staging, packed. */
+  const int64_t file_row_bytes = vec ? in->vec.stride : row_bytes;
+  const int convert = in->dtype != VA_DT_F32, packed = file_row_bytes != row_bytes;
   int64_t chunk_rows = sink ? sink->rows : (int64_t)chunk_bytes / row_bytes;
   if (chunk_rows < 1) chunk_rows = 1;
   if (chunk_rows > count && count > 0) chunk_rows = count;
-  /* float32 lands in place; other types go through one staging chunk (never a second shard copy). */
-  void *stage = in->dtype == VA_DT_F32 ? NULL : va_malloc((size_t)(chunk_rows * row_bytes), "read staging buffer");
+  /* float32 lands in place; other types, and TEXMEX records, go through one staging chunk (never a
+   * second shard copy). */
+  void *stage = convert || packed ? va_malloc((size_t)(chunk_rows * file_row_bytes), "read staging buffer") : NULL;
   float none = 0; /* the destination of a collective round with no rows here */
   int64_t rounds = (count + chunk_rows - 1) / chunk_rows;
   if (collective) VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
@@ -493,29 +609,35 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
     int64_t r0 = r * chunk_rows, nr = count - r0;
     if (nr > chunk_rows) nr = chunk_rows;
     if (nr < 0) nr = 0;
-    hsize_t mdims[2] = {(hsize_t)(nr > 0 ? nr : 1), (hsize_t)in->d};
-    hid_t mspace = VA_H5(H5Screate_simple(2, mdims, NULL));
-    if (nr > 0) {
-      hsize_t off[2] = {(hsize_t)(start + r0), 0}, cnt[2] = {(hsize_t)nr, (hsize_t)in->d};
-      VA_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
-    } else {
-      VA_H5(H5Sselect_none(fspace));
-      VA_H5(H5Sselect_none(mspace));
-    }
     float *dst = out ? out + r0 * in->d : nr > 0 ? sink->buffer(sink->ctx, r0) : &none;
-    void *buf = stage ? stage : (void *)dst;
-    const int failed = raw_off >= 0 ? nr > 0 && pread_threads(fd, buf, (size_t)(nr * row_bytes),
-                                                              raw_off + (start + r0) * row_bytes, threads) < 0
-                                    : H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0;
-    if (failed) {
-      snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
-               (long long)(start + r0), (long long)(start + r0 + nr - 1), in->file, in->dataset,
-               raw_off >= 0 ? "a read of its raw rows failed or ended short" : va_h5_last_error());
-      /* Inside a collective transfer the peers may wait for this rank: no agreement is possible. */
-      if (collective) va_abort_job(VA_EXIT_INPUT, "%s", err);
-      rc = VA_EXIT_INPUT;
+    void *buf = convert ? stage : (void *)dst; /* the packed rows in their file type */
+    if (vec) {
+      if (nr > 0 &&
+          va_vecfile_read(&in->vec, fd, in->file, start + r0, nr, packed ? stage : buf, buf, threads, err, sizeof err))
+        rc = VA_EXIT_INPUT;
+    } else {
+      hsize_t mdims[2] = {(hsize_t)(nr > 0 ? nr : 1), (hsize_t)in->d};
+      hid_t mspace = VA_H5(H5Screate_simple(2, mdims, NULL));
+      if (nr > 0) {
+        hsize_t off[2] = {(hsize_t)(start + r0), 0}, cnt[2] = {(hsize_t)nr, (hsize_t)in->d};
+        VA_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
+      } else {
+        VA_H5(H5Sselect_none(fspace));
+        VA_H5(H5Sselect_none(mspace));
+      }
+      const int failed = raw_off >= 0 ? nr > 0 && va_pread_threads(fd, buf, (size_t)(nr * row_bytes),
+                                                                   raw_off + (start + r0) * row_bytes, threads) < 0
+                                      : H5Dread(d, mtype, mspace, fspace, dxpl, buf) < 0;
+      if (failed) {
+        snprintf(err, sizeof err, "reading rows %lld..%lld of '%s:%s' failed (truncated or damaged file?): %s",
+                 (long long)(start + r0), (long long)(start + r0 + nr - 1), in->file, in->dataset,
+                 raw_off >= 0 ? "a read of its raw rows failed or ended short" : va_h5_last_error());
+        /* Inside a collective transfer the peers may wait for this rank: no agreement is possible. */
+        if (collective) va_abort_job(VA_EXIT_INPUT, "%s", err);
+        rc = VA_EXIT_INPUT;
+      }
+      H5Sclose(mspace);
     }
-    H5Sclose(mspace);
     if (nr > 0 && !rc && res->bad_row < 0) {
       int64_t bad = convert_to_f32(in->dtype, buf, dst, nr * in->d, threads);
       if (bad >= 0) res->bad_row = start + r0 + bad / in->d;
@@ -527,11 +649,13 @@ static void read_rows(const va_input_t *in, int64_t start, int64_t count, float 
   }
   free(stage);
   if (fd >= 0) close(fd);
-  H5Pclose(dxpl);
-  H5Tclose(mtype);
-  H5Sclose(fspace);
-  H5Dclose(d);
-  H5Fclose(f);
+  if (!vec) {
+    H5Pclose(dxpl);
+    H5Tclose(mtype);
+    H5Sclose(fspace);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
   va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_AGREE_OR_EXIT(rc, err);

@@ -1,4 +1,5 @@
-/* h5io.h: HDF5 input validation and row-sharded reads/writes.
+/* h5io.h: input validation and row-sharded reads (HDF5, and the vector files of vecfile.h behind the
+ * same va_input_t), and row-sharded HDF5 writes.
  * Each rank reads or writes only its own contiguous row block (a hyperslab). With parallel HDF5 and
  * io = collective, files are opened through MPI-IO and every transfer is collective (every rank calls
  * H5Dread/H5Dwrite the same number of times, with an empty selection when it has nothing left).
@@ -10,11 +11,15 @@
 #include <stdint.h>
 
 #include "core/config.h"
+#include "io/vecfile.h" /* va_vecfile_t */
 
-typedef enum { VA_DT_F32, VA_DT_F64, VA_DT_F16, VA_DT_U8, VA_DT_I8 } va_dtype_t;
+/* VA_DT_I32 comes only from .ivecs files (HDF5 integer datasets wider than a byte are refused). */
+typedef enum { VA_DT_F32, VA_DT_F64, VA_DT_F16, VA_DT_U8, VA_DT_I8, VA_DT_I32 } va_dtype_t;
 
 typedef struct {
-  char file[VA_PATH_MAX], dataset[256];
+  char file[VA_PATH_MAX], dataset[256]; /* dataset: empty for a vector file */
+  int format;                           /* VA_INPUT_HDF5 (or VA_INPUT_AUTO: HDF5) or a vecfile.h format */
+  va_vecfile_t vec;                     /* a vector file's layout */
   int64_t n, d;
   va_dtype_t dtype;
   int elem_size;
@@ -34,12 +39,29 @@ typedef struct {
 const char *va_dtype_name(va_dtype_t t);
 /* Splits "FILE:DATASET" (the last ':' separates; DATASET defaults to /train). */
 int va_split_spec(const char *spec, char *file, size_t flen, char *dset, size_t dlen);
-/* Local (any one process): the validation below without MPI; returns 0 or an exit code with err set. */
+/* The input's format and file: spec is FILE:DATASET for HDF5 (DATASET defaults to /train), FILE for a
+ * vector file (vecfile.h); format is the input_format key (VA_INPUT_AUTO: by the file's extension,
+ * and for other names HDF5 when the file has its signature). 0, or an exit code with err set: usage
+ * (2) for a DATASET part given to a vector file, bad input (3) for a file of no format read here. */
+int va_input_resolve(const char *spec, int format, va_input_t *in, char *err, size_t errlen);
+/* The file an input spec names (for identity checks before the input is opened; spec itself when it
+ * cannot be resolved). */
+void va_input_file(const char *spec, int format, char *file, size_t len);
+/* "FILE:DATASET" for HDF5, "FILE" for a vector file: how messages name the input. */
+const char *va_input_label(const va_input_t *in, char *buf, size_t len);
+/* Local (any one process): the validation below without MPI; returns 0 or an exit code with err set.
+ * va_input_probe takes the format from the spec (input_format = auto). */
 int va_input_probe(const char *spec, va_input_t *in, char *err, size_t errlen);
-/* Collective: rank 0 validates the input (file, dataset, rank 2, supported type, n >= 1, d >= 1,
- * storage present and within the file) and broadcasts the result; on failure every rank exits with
- * VA_EXIT_INPUT after rank 0 prints one message. */
+int va_input_probe_as(const char *spec, int format, va_input_t *in, char *err, size_t errlen);
+/* Collective: rank 0 validates the input (HDF5: file, dataset, rank 2, supported type, n >= 1, d >= 1,
+ * storage present and within the file; vector files: vecfile.h) and broadcasts the result; on failure
+ * every rank exits with the code (VA_EXIT_INPUT, or VA_EXIT_USAGE for the spec) after rank 0 prints one
+ * message. va_input_open takes the format from the spec. */
 void va_input_open(const char *spec, va_input_t *in);
+void va_input_open_as(const char *spec, int format, va_input_t *in);
+/* Bytes of the staging buffer a read of rows rows in chunks of chunk_bytes holds besides the float32
+ * rows (types other than float32, and the TEXMEX layout's per-row d between rows). */
+double va_input_staging_bytes(const va_input_t *in, double chunk_bytes, int64_t rows);
 /* This rank's contiguous row block of n rows. */
 void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *count);
 /* Collective: reads rows [start, start + count) as float32 into out (count x d), converting on load
@@ -47,7 +69,8 @@ void va_shard_range(int64_t n, int rank, int nranks, int64_t *start, int64_t *co
  * VA_EXIT_INPUT on every rank: agreed after independent reads, through va_abort_job inside a
  * collective one (its peers may wait in it). A stop request (stop.h) ends the read early and the job
  * at the stop point after it. Independent reads of raw rows (va_input_raw_offset) use pread on up to
- * `threads` threads. */
+ * `threads` threads; so do vector files, always independent (io_mode is for HDF5), and a TEXMEX row
+ * whose d differs from the file's is bad input naming the file and the row. */
 void va_input_read(const va_input_t *in, int64_t start, int64_t count, float *out, size_t chunk_bytes, int io_mode,
                    int threads, va_read_result_t *res);
 /* The same read into buffers the caller hands out (the shard is never whole on the host): chunks of
@@ -64,7 +87,8 @@ void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int 
                         va_read_result_t *res, const va_row_sink_t *sink);
 /* Local: the file offset of the dataset's rows when an independent read takes them with pread (a
  * contiguous dataset, no external storage, its file type the memory type, the default driver; checked
- * on the first and last rows against H5Dread), else -1 (H5Dread). */
+ * on the first and last rows against H5Dread), else -1 (H5Dread). A .npy file: the end of its header;
+ * a TEXMEX file: -1 (its rows are not one block). Vector files are always read with pread. */
 int64_t va_input_raw_offset(const va_input_t *in);
 /* Whether a transfer in io_mode is collective here (parallel HDF5 built in and asked for). */
 int va_io_collective(int io_mode);

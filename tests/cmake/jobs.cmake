@@ -19,6 +19,9 @@ va_job_test(ranks_huber_random_momentum ranks.sh huber --anchors 20 --set robust
 va_job_test(ranks_cosine ranks.sh cosine --anchors 12 --set metric=cosine --set max_iter=15)
 va_job_test(parity_vlc_demo parity.sh)
 va_job_test(bad_inputs badinput.sh)
+# .fvecs, .bvecs, .ivecs and .npy inputs against HDF5 (numpy writes the .npy files: SKIP without it).
+va_job_test(formats formats.sh)
+set_tests_properties(formats PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RETURN_CODE 77)
 va_job_test(configs configs.sh)
 va_job_test(metrics metrics.sh)
 va_job_test(serial_hdf5_build serial_hdf5.sh)

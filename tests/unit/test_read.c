@@ -9,7 +9,8 @@
  * dataset whose last chunks were never written reads as its fill value (zeros) on every rank count and
  * transfer mode. The rows' checksum (h5io.h) is the same for both reads and, summed over ranks, for any
  * rank count. Rank 0 writes the file; a row count that does not divide evenly leaves the ranks unequal
- * blocks. */
+ * blocks. The vector files of io/vecfile.h (.fvecs, .bvecs, .npy written here) go through the same two
+ * reads with the same checks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,109 @@ static void sparse_case(const char *path, int64_t n, int64_t d) {
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* --- vector files: value e of a file of the given format, as the read must deliver it --------------- */
+static float vector_value(int format, int64_t e) {
+  if (format == VA_INPUT_BVECS) return (float)(e % 251);
+  if (format == VA_INPUT_NPY) return va_half_to_float(va_float_to_half(value_at(e))); /* stored as float16 */
+  return value_at(e);
+}
+
+/* Rank 0 writes path: .fvecs (float32 rows, each after its int32 d), .bvecs (uint8 rows after their d)
+ * or .npy (float16, a version 1.0 header as numpy writes it); a NaN at row nan_row (float formats). */
+static void write_vector_file(const char *path, int format, int64_t n, int64_t d, int64_t nan_row) {
+  if (va_proc.rank != 0) return;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    perror(path);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (format == VA_INPUT_NPY) {
+    char dict[128];
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f2', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                       (long long)n, (long long)d);
+    const int total = (10 + len + 1 + 63) / 64 * 64; /* magic, version, length, dict, padding, '\n' */
+    const unsigned short hlen = (unsigned short)(total - 10);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hlen, 2, 1, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 10 + len; i < total - 1; i++) fputc(' ', f);
+    fputc('\n', f);
+  }
+  const int32_t d32 = (int32_t)d;
+  for (int64_t i = 0; i < n; i++) {
+    if (format != VA_INPUT_NPY) fwrite(&d32, 4, 1, f);
+    for (int64_t t = 0; t < d; t++) {
+      float v = vector_value(format, i * d + t);
+      if (i == nan_row && t == d / 2 && format != VA_INPUT_BVECS) v = NAN;
+      if (format == VA_INPUT_FVECS) fwrite(&v, 4, 1, f);
+      else if (format == VA_INPUT_BVECS) fputc((int)v, f);
+      else {
+        const uint16_t h = va_float_to_half(v);
+        fwrite(&h, 2, 1, f);
+      }
+    }
+  }
+  if (fclose(f) != 0) {
+    perror(path);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+/* A vector file read whole-shard (5-row chunks) and through 1-, 7- and 64-row buffers on 3 threads: the
+ * values written, the first NaN row, the same checksum both ways and, summed over ranks, the dataset's. */
+static void vector_case(const char *path, int format, int64_t n, int64_t d, int64_t nan_row) {
+  write_vector_file(path, format, n, d, nan_row);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  const char *what = va_input_format_name(format);
+  va_input_t in;
+  va_input_open(path, &in);
+  CHECK(in.format == format && in.n == n && in.d == d, "%s: opened as format %d, %lld x %lld", what, in.format,
+        (long long)in.n, (long long)in.d);
+  int64_t row0, count;
+  va_shard_range(in.n, va_proc.rank, va_proc.nranks, &row0, &count);
+  float *whole = malloc((size_t)((count ? count : 1) * d) * sizeof(float)),
+        *got = malloc((size_t)((count ? count : 1) * d) * sizeof(float));
+  va_read_result_t res_whole, res_into;
+  va_input_read(&in, row0, count, whole, (size_t)(5 * d * in.elem_size), VA_IO_COLLECTIVE, 3, &res_whole);
+  const int64_t want_bad = nan_row >= row0 && nan_row < row0 + count ? nan_row : -1;
+  const int64_t upto = want_bad >= 0 ? want_bad - row0 : count;
+  int64_t wrong = 0;
+  for (int64_t e = 0; e < upto * d; e++) {
+    const float want = vector_value(format, row0 * d + e);
+    wrong += memcmp(&whole[e], &want, sizeof want) != 0;
+  }
+  CHECK(wrong == 0 && res_whole.bad_row == want_bad, "%s: %lld values are not those written (first bad row %lld)", what,
+        (long long)wrong, (long long)res_whole.bad_row);
+  if (nan_row < 0) {
+    uint64_t total = res_whole.checksum, want = 0;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    float *row = malloc((size_t)d * sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+      for (int64_t t = 0; t < d; t++) row[t] = vector_value(format, i * d + t);
+      want += va_rows_checksum(row, (size_t)d * sizeof(float), i, 1, 1);
+    }
+    free(row);
+    CHECK(total == want, "%s: the checksum summed over %d ranks is not the dataset's", what, va_proc.nranks);
+  }
+  const int64_t sink_rows[] = {1, 7, 64};
+  for (int b = 0; b < 3; b++) {
+    sink_state_t st = {malloc((size_t)(64 * d) * sizeof(float)), got, d, 0, 0, 0};
+    va_row_sink_t sink = {sink_rows[b], sink_buffer, sink_filled, &st};
+    va_input_read_into(&in, row0, count, VA_IO_COLLECTIVE, 3, &res_into, &sink);
+    CHECK(st.errors == 0 && st.next_row == count, "%s, buffers of %lld rows: %lld of %lld rows delivered in order",
+          what, (long long)sink_rows[b], (long long)st.next_row, (long long)count);
+    CHECK(memcmp(whole, got, (size_t)(upto * d) * sizeof(float)) == 0 && res_into.bad_row == res_whole.bad_row &&
+              (nan_row >= 0 || res_into.checksum == res_whole.checksum),
+          "%s, buffers of %lld rows: other floats, bad row or checksum than the whole-shard read", what,
+          (long long)sink_rows[b]);
+    free(st.buf);
+  }
+  free(whole);
+  free(got);
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  if (va_proc.rank == 0) remove(path);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
@@ -270,11 +374,22 @@ int main(int argc, char **argv) {
   layout_case(path, n, d, LAYOUT_USERBLOCK, -1, -1, "float32 after a 512-byte user block");
   sparse_case(path, n, d);
   if (va_proc.rank == 0) remove(path);
+  static const struct {
+    int format;
+    const char *ext;
+  } vector_formats[] = {{VA_INPUT_FVECS, "fvecs"}, {VA_INPUT_BVECS, "bvecs"}, {VA_INPUT_NPY, "npy"}};
+  for (int v = 0; v < 3; v++)
+    for (int with_nan = 0; with_nan < 2; with_nan++) {
+      if (with_nan && vector_formats[v].format == VA_INPUT_BVECS) continue; /* integers are finite */
+      char vpath[VA_PATH_MAX + 16];
+      snprintf(vpath, sizeof vpath, "%.*s.%s", (int)strlen(path) - 3, path, vector_formats[v].ext);
+      vector_case(vpath, vector_formats[v].format, n, d, with_nan ? 611 : -1);
+    }
   int total = 0;
   VA_MPI(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (va_proc.rank == 0)
     printf("%s: %d failure(s) over %d rank(s) (float32 and float16, with and without a NaN row, independent and %s "
-           "reads)\n",
+           "reads; .fvecs, .bvecs and .npy files)\n",
            total ? "FAILED" : "PASSED", total, va_proc.nranks,
            va_io_collective(VA_IO_COLLECTIVE) ? "collective" : "(serial HDF5) independent");
   MPI_Finalize();
