@@ -1,9 +1,12 @@
-/* info.c: `vecanneal info INDEX.h5`, a readable summary of a compressed index (rank 0 reads). */
+/* info.c: `vecanneal info INDEX.h5`, a readable summary of a compressed index (rank 0 reads). Reads
+ * format 2 (io/index.h) and format 1 (no format_version attribute, /history/anchors, configuration
+ * values as text); what a format-1 file does not record is shown as "(not recorded)". */
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/info.h"
 #include "io/h5io.h"
+#include "io/index.h" /* VA_INDEX_FORMAT_VERSION */
+#include "job/info.h"
 #include "util/util.h"
 
 /* Every call here returns instead of failing: an index that does not read is a message (exit 3). */
@@ -15,6 +18,12 @@ static int attr_text(hid_t obj, const char *name, char *out, size_t len) {
   H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
   if (cls == H5T_STRING) {
     rc = va_h5_attr_read_str(obj, name, out, len);
+  } else if (cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE) {
+    unsigned long long v;
+    if (H5Aread(a, H5T_NATIVE_ULLONG, &v) >= 0) {
+      snprintf(out, len, "%llu", v);
+      rc = 0;
+    }
   } else if (cls == H5T_INTEGER) {
     long long v;
     if (H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) {
@@ -24,7 +33,7 @@ static int attr_text(hid_t obj, const char *name, char *out, size_t len) {
   } else if (cls == H5T_FLOAT) {
     double v;
     if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) {
-      snprintf(out, len, "%.8g", v);
+      va_format_double(v, out, len); /* the shortest text that reads back as the stored double */
       rc = 0;
     }
   }
@@ -56,12 +65,53 @@ static int64_t length_1d(hid_t f, const char *name) {
   return r;
 }
 
+/* An unsigned 64-bit attribute (the source's checksum) into v; 0 when it reads. */
+static int attr_u64(hid_t obj, const char *name, unsigned long long *v) {
+  if (H5Aexists(obj, name) <= 0) return 1;
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  int rc = a >= 0 && H5Aread(a, H5T_NATIVE_ULLONG, v) >= 0 ? 0 : 1;
+  if (a >= 0) H5Aclose(a);
+  return rc;
+}
+
+/* One line on the run's course from /history: iterations, energy and anchors first -> last. The
+ * anchor counts are /history/anchor_count (format 2) or /history/anchors (format 1). */
+static void print_history(hid_t f) {
+  const char *kname =
+      H5Lexists(f, "/history", H5P_DEFAULT) > 0 && H5Lexists(f, "/history/anchor_count", H5P_DEFAULT) > 0
+          ? "/history/anchor_count"
+          : "/history/anchors";
+  const int64_t it = H5Lexists(f, "/history", H5P_DEFAULT) > 0 ? length_1d(f, "/history/energy") : -1;
+  if (it < 0 || length_1d(f, kname) != it) {
+    printf("  history            (not readable)\n");
+    return;
+  }
+  if (it == 0) {
+    printf("  history            0 iterations\n");
+    return;
+  }
+  double *e = va_malloc((size_t)it * sizeof *e, "info");
+  int64_t *kk = va_malloc((size_t)it * sizeof *kk, "info");
+  if (read_1d(f, "/history/energy", H5T_NATIVE_DOUBLE, (hsize_t)it, e) ||
+      read_1d(f, kname, H5T_NATIVE_INT64, (hsize_t)it, kk)) {
+    printf("  history            (not readable)\n");
+  } else {
+    char e0[32], e1[32];
+    va_format_double(e[0], e0, sizeof e0);
+    va_format_double(e[it - 1], e1, sizeof e1);
+    printf("  history            %lld iterations, energy %s -> %s, anchors %lld -> %lld\n", (long long)it, e0, e1,
+           (long long)kk[0], (long long)kk[it - 1]);
+  }
+  free(e);
+  free(kk);
+}
+
 static herr_t print_config_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx) {
   (void)info;
-  (void)ctx;
   char v[VA_PATH_MAX];
   attr_text(loc, name, v, sizeof v);
   printf("    %-22s = %s\n", name, v);
+  ++*(int *)ctx;
   return 0;
 }
 
@@ -88,11 +138,11 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
     H5Fclose(f);
     return VA_EXIT_INPUT;
   }
+  /* format_version and source_size/source_checksum are printed apart (format 1 lacks them). */
   static const char *const keys[] = {
-      "version", "source_file", "source_dataset", "source_dtype",   "metric",     "n",
-      "d",       "k_initial",   "k_final",        "iterations",     "converged",  "merges",
-      "splits",  "reseeds",     "final_energy",   "total_variance", "distortion", "compression_ratio",
-      "backend", "ranks",       "seed",           "seconds"};
+      "version",        "source_dataset", "source_dtype",      "metric",  "n",      "d",       "k_initial",
+      "k_final",        "iterations",     "converged",         "merges",  "splits", "reseeds", "final_energy",
+      "total_variance", "distortion",     "compression_ratio", "backend", "ranks",  "seed",    "seconds"};
   const int64_t k = length_1d(f, "/anchor_count");
   uint64_t *cnt = va_malloc((size_t)(k > 0 ? k : 1) * sizeof *cnt, "info");
   double *mse = va_malloc((size_t)(k > 0 ? k : 1) * sizeof *mse, "info");
@@ -108,10 +158,22 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   }
   printf("index %s\n", path);
   char v[VA_PATH_MAX];
+  long long version = 1;
+  if (!attr_text(f, "format_version", v, sizeof v)) version = strtoll(v, NULL, 10);
+  printf("  %-18s %lld%s\n", "format_version", version,
+         version > VA_INDEX_FORMAT_VERSION ? " (newer than this vecanneal: fields it does not know are not shown)"
+                                           : "");
+  attr_text(f, "source_file", v, sizeof v);
+  printf("  %-18s %s\n", "source_file", v);
+  printf("  %-18s %s\n", "source_size", attr_text(f, "source_size", v, sizeof v) ? "(not recorded)" : v);
+  unsigned long long sum;
+  if (attr_u64(f, "source_checksum", &sum)) printf("  %-18s (not recorded)\n", "source_checksum");
+  else printf("  %-18s %016llx\n", "source_checksum", sum);
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     attr_text(f, keys[i], v, sizeof v);
     printf("  %-18s %s\n", keys[i], v);
   }
+  print_history(f);
   anchor_row_t *rows = va_malloc((size_t)k * sizeof *rows, "info");
   uint64_t empty = 0;
   for (int64_t j = 0; j < k; j++) {
@@ -132,7 +194,10 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   printf("  config:\n");
   hid_t cg = H5Gopen2(f, "/config", H5P_DEFAULT);
   if (cg >= 0) {
-    H5Aiterate2(cg, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, print_config_attr, NULL);
+    /* Key table order where the file tracks creation order (format 2), else by name. */
+    int printed = 0;
+    if (H5Aiterate2(cg, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, print_config_attr, &printed) < 0 && !printed)
+      H5Aiterate2(cg, H5_INDEX_NAME, H5_ITER_INC, NULL, print_config_attr, &printed);
     H5Gclose(cg);
   }
   free(rows);

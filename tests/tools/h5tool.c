@@ -1,5 +1,7 @@
 /* h5tool.c: test helper for index files and bad inputs (no Python needed in CI).
- *   h5tool attr FILE NAME           print a root attribute
+ *   h5tool attr FILE NAME           print an attribute: NAME on the root, or OBJECT/NAME (config/lr)
+ *   h5tool attr-type FILE NAME      print its type: int64, uint64, float64, utf8 (variable-length
+ *                                   UTF-8 string), or string (any other string)
  *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical
  *   h5tool close A B RTOL [FRAC]    exit 0 iff at most FRAC (default 0) of the assignments differ and
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
@@ -17,9 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const DATASETS[] = {"/anchors",         "/assignments",        "/anchor_count",
-                                       "/anchor_mse",      "/history/energy",     "/history/changed",
-                                       "/history/anchors", "/history/temperature"};
+/* The anchor counts per iteration are /history/anchor_count (index format 2) or /history/anchors (1). */
+static const char *const DATASETS[] = {
+    "/anchors",        "/assignments",     "/anchor_count",        "/anchor_mse",
+    "/history/energy", "/history/changed", "/history/temperature", "/history/anchor_count"};
+
+static const char *dataset_name(hid_t f, const char *name) {
+  if (!strcmp(name, "/history/anchor_count") && H5Lexists(f, name, H5P_DEFAULT) <= 0) return "/history/anchors";
+  return name;
+}
 
 static void *read_all(hid_t f, const char *name, size_t *bytes, hsize_t *dims, int *rank) {
   hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
@@ -40,16 +48,51 @@ static void *read_all(hid_t f, const char *name, size_t *bytes, hsize_t *dims, i
   return buf;
 }
 
+/* Opens attribute NAME of the root, or OBJECT/NAME of that object. */
+static hid_t open_attr(hid_t f, const char *name) {
+  const char *slash = strrchr(name, '/');
+  if (!slash || slash == name) return H5Aopen(f, slash ? name + 1 : name, H5P_DEFAULT);
+  char obj[1024];
+  snprintf(obj, sizeof obj, "%.*s", (int)(slash - name), name);
+  return H5Aopen_by_name(f, obj, slash + 1, H5P_DEFAULT, H5P_DEFAULT);
+}
+
+static int cmd_attr_type(const char *file, const char *name) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return 2;
+  hid_t a = open_attr(f, name);
+  if (a < 0) return 2;
+  hid_t t = H5Aget_type(a);
+  H5T_class_t c = H5Tget_class(t);
+  if (c == H5T_STRING) printf("%s\n", H5Tis_variable_str(t) > 0 && H5Tget_cset(t) == H5T_CSET_UTF8 ? "utf8" : "string");
+  else if (c == H5T_INTEGER) printf("%s%zu\n", H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int", 8 * H5Tget_size(t));
+  else if (c == H5T_FLOAT) printf("float%zu\n", 8 * H5Tget_size(t));
+  else printf("other\n");
+  H5Tclose(t);
+  H5Aclose(a);
+  H5Fclose(f);
+  return 0;
+}
+
 static int cmd_attr(const char *file, const char *name) {
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) return 2;
-  hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+  hid_t a = open_attr(f, name);
   if (a < 0) return 2;
   hid_t t = H5Aget_type(a);
-  if (H5Tget_class(t) == H5T_STRING) {
+  if (H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+    char *s = NULL;
+    H5Aread(a, t, &s);
+    printf("%s\n", s ? s : "");
+    H5free_memory(s);
+  } else if (H5Tget_class(t) == H5T_STRING) {
     char buf[4096] = {0};
     H5Aread(a, t, buf);
     printf("%s\n", buf);
+  } else if (H5Tget_class(t) == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE) {
+    unsigned long long v;
+    H5Aread(a, H5T_NATIVE_ULLONG, &v);
+    printf("%llu\n", v);
   } else if (H5Tget_class(t) == H5T_INTEGER) {
     long long v;
     H5Aread(a, H5T_NATIVE_LLONG, &v);
@@ -76,7 +119,8 @@ static int cmd_same(const char *fa, const char *fb) {
     size_t na, nb;
     hsize_t da[2], db[2];
     int ra, rb;
-    void *x = read_all(a, DATASETS[i], &na, da, &ra), *y = read_all(b, DATASETS[i], &nb, db, &rb);
+    void *x = read_all(a, dataset_name(a, DATASETS[i]), &na, da, &ra),
+         *y = read_all(b, dataset_name(b, DATASETS[i]), &nb, db, &rb);
     if (na != nb || memcmp(x, y, na)) {
       printf("differs: %s\n", DATASETS[i]);
       diff = 1;
@@ -278,6 +322,7 @@ static int cmd_set_attr(const char *path, const char *name, long long value) {
 
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "attr")) return cmd_attr(argv[2], argv[3]);
+  if (argc == 4 && !strcmp(argv[1], "attr-type")) return cmd_attr_type(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "same")) return cmd_same(argv[2], argv[3]);
   if ((argc == 5 || argc == 6) && !strcmp(argv[1], "close"))
     return cmd_close(argv[2], argv[3], atof(argv[4]), argc == 6 ? atof(argv[5]) : 0.0);
@@ -285,6 +330,6 @@ int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "delete")) return cmd_delete(argv[2], argv[3]);
   if (argc == 6 && !strcmp(argv[1], "poke")) return cmd_poke(argv[2], argv[3], atoll(argv[4]), argv[5]);
   if (argc == 5 && !strcmp(argv[1], "set-attr")) return cmd_set_attr(argv[2], argv[3], atoll(argv[4]));
-  fprintf(stderr, "usage: h5tool attr|same|close|make-bad|delete|poke|set-attr ...\n");
+  fprintf(stderr, "usage: h5tool attr|attr-type|same|close|make-bad|delete|poke|set-attr ...\n");
   return 2;
 }
