@@ -19,6 +19,8 @@ PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmp
 # The test suite also fuzzes (clang's libFuzzer), runs valgrind, checks the layout (clang-format 14)
 # and reads indexes and metrics from Python (numpy, h5py).
 [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(clang libclang-rt-14-dev valgrind clang-format-14 python3-numpy python3-h5py)
+# faiss for the Python index reader's test comes from pip (below).
+[ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -28,6 +30,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" > /dev/null
 else
   echo "setup: system packages present"
+fi
+# faiss has no Debian package: pip into the system Python (PIP_BREAK_SYSTEM_PACKAGES passes PEP 668's
+# guard; older pip ignores it), numpy held to the packaged major version (a numpy 2 from PyPI breaks
+# Debian 12's h5py, built against numpy 1). Without faiss the reader's test skips its faiss part only.
+if [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && ! python3 -c 'import faiss' > /dev/null 2>&1; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  np_major=$(python3 -c 'import numpy; print(numpy.__version__.split(".")[0])')
+  echo "setup: installing faiss-cpu (pip)"
+  $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q faiss-cpu "numpy<$((np_major + 1))" > /dev/null ||
+    echo "setup: faiss-cpu not installed: the faiss part of python_index_reader will SKIP"
 fi
 # Open MPI refuses to run as root unless told; containers and CI run as root.
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi

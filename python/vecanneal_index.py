@@ -1,0 +1,176 @@
+"""vecanneal_index: read a vecanneal index (docs/index-format.md) with h5py and numpy only.
+
+    import vecanneal_index as vi
+    with vi.open_index("index.h5") as ix:
+        ix.anchors, ix.assignments, ix.counts, ix.mse   # numpy arrays
+        ix.attrs["final_energy"], ix.config["lr"]        # str, int or float
+        ix.history["energy"], ix.source["checksum"]
+        ivf = vi.to_faiss(ix, rows)                      # a faiss.IndexIVFFlat (needs faiss)
+
+Reads format 2 (written by this vecanneal) and format 1 (files without a format_version attribute):
+in format 1, strings are bytes on disk and are decoded here; configuration values are text on disk
+and become int or float here when they read as one (everything else stays str); the source is the
+path as the job was given it, with no size or checksum (None); /history/anchors is returned as
+history["anchor_count"]. Numbers come back as Python int and float, strings as str.
+"""
+
+import h5py
+import numpy as np
+
+__all__ = ["Index", "open_index", "to_faiss", "FORMAT_VERSION"]
+
+#: The newest layout this module reads (root attribute format_version; absent = 1).
+FORMAT_VERSION = 2
+
+_HISTORY = ("energy", "changed", "anchor_count", "temperature")
+
+
+def _plain(value):
+    """An attribute value as a Python str, int or float (numpy scalars and bytes converted)."""
+    if isinstance(value, bytes):  # numpy.bytes_ too: fixed-length strings of format 1
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    return value
+
+
+def _typed_text(text):
+    """A format-1 configuration value (text) as int or float when it reads as one, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+class Index:
+    """An open index. Arrays are read when first used; close() (or a with block) closes the file."""
+
+    def __init__(self, path):
+        self.path = path
+        self._f = h5py.File(path, "r")
+        attrs = {k: _plain(v) for k, v in self._f.attrs.items()}
+        if attrs.get("format") != "vecanneal-index":
+            self._f.close()
+            raise ValueError(f"{path} is not a vecanneal index (no format = vecanneal-index attribute)")
+        self.format_version = int(attrs.get("format_version", 1))
+        if self.format_version > FORMAT_VERSION:
+            self._f.close()
+            raise ValueError(f"{path} has index format {self.format_version}; this reader knows up to {FORMAT_VERSION}")
+        #: Root attributes: str, int or float.
+        self.attrs = attrs
+        self.metric = attrs["metric"]
+        self.n, self.d, self.k = int(attrs["n"]), int(attrs["d"]), int(attrs["k_final"])
+        cfg = {k: _plain(v) for k, v in self._f["config"].attrs.items()} if "config" in self._f else {}
+        if self.format_version == 1:
+            cfg = {k: _typed_text(v) if isinstance(v, str) else v for k, v in cfg.items()}
+        #: The job's resolved configuration, one entry per key, in the key table's order (format 2).
+        self.config = cfg
+        #: The source: file (absolute in format 2), dataset, dtype, size in bytes and checksum of the
+        #: rows as read (format 2; None in format 1).
+        self.source = {
+            "file": attrs.get("source_file"),
+            "dataset": attrs.get("source_dataset"),
+            "dtype": attrs.get("source_dtype"),
+            "size": attrs.get("source_size"),
+            "checksum": attrs.get("source_checksum"),
+        }
+        self._cache = {}
+
+    def _read(self, name):
+        if name not in self._cache:
+            self._cache[name] = self._f[name][()]
+        return self._cache[name]
+
+    @property
+    def anchors(self):
+        """k x d float32: the anchor vectors, in the source's coordinates (cosine: unit length)."""
+        return self._read("anchors")
+
+    @property
+    def assignments(self):
+        """n uint32: the anchor of every source row, in source row order."""
+        return self._read("assignments")
+
+    @property
+    def counts(self):
+        """k uint64: rows assigned to each anchor (equals np.bincount(assignments, minlength=k))."""
+        return self._read("anchor_count")
+
+    @property
+    def mse(self):
+        """k float64: mean distance of each anchor's members to it (squared Euclidean, or 1 - x.a)."""
+        return self._read("anchor_mse")
+
+    @property
+    def history(self):
+        """Per-iteration arrays: energy, changed, anchor_count, temperature."""
+        if "history" not in self._cache:
+            g = self._f["history"]
+            old = {"anchor_count": "anchors"} if self.format_version == 1 else {}
+            self._cache["history"] = {k: g[old.get(k, k)][()] for k in _HISTORY}
+        return self._cache["history"]
+
+    def describe(self, name):
+        """(description, units) of a dataset (format 2; None, None in format 1)."""
+        a = self._f[name].attrs
+        return _plain(a.get("description")), _plain(a.get("units"))
+
+    def reconstruct(self, rows=slice(None)):
+        """The decompressed rows: each row's anchor (float32)."""
+        return self.anchors[self.assignments[rows]]
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (f"<vecanneal index {self.path}: format {self.format_version}, n {self.n}, d {self.d}, "
+                f"k {self.k}, {self.metric}>")
+
+
+def open_index(path):
+    """Opens an index file (format 1 or 2)."""
+    return Index(path)
+
+
+def to_faiss(index, data):
+    """A faiss IndexIVFFlat whose coarse quantizer holds our anchors and whose inverted list j holds
+    exactly the rows we assigned to anchor j (ids = source row numbers).
+
+    data: the source rows (n x d, any numeric type, in source row order), as the index was built
+    from. l2: METRIC_L2 on the rows as given. cosine: METRIC_INNER_PRODUCT on the rows scaled to unit
+    length (a copy; zero rows stay zero), as vecanneal compared them; queries must be scaled alike.
+    Needs faiss (pip install faiss-cpu); raises ImportError without it.
+    """
+    import faiss
+
+    if not isinstance(index, Index):
+        with open_index(index) as ix:
+            return to_faiss(ix, data)
+    ix = index
+    x = np.ascontiguousarray(data, dtype=np.float32)
+    if x.shape != (ix.n, ix.d):
+        raise ValueError(f"data is {x.shape}, the index was built from {(ix.n, ix.d)}")
+    anchors = np.ascontiguousarray(ix.anchors, dtype=np.float32)
+    if ix.metric == "cosine":
+        x = x.copy()
+        faiss.normalize_L2(x)
+        quantizer, metric = faiss.IndexFlatIP(ix.d), faiss.METRIC_INNER_PRODUCT
+    else:
+        quantizer, metric = faiss.IndexFlatL2(ix.d), faiss.METRIC_L2
+    quantizer.add(anchors)
+    ivf = faiss.IndexIVFFlat(quantizer, ix.d, ix.k, metric)
+    ivf.is_trained = True  # the quantizer holds the anchors: nothing to train
+    lists = np.ascontiguousarray(ix.assignments, dtype=np.int64)
+    ids = np.arange(ix.n, dtype=np.int64)
+    ivf.add_core(ix.n, faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
+    return ivf
