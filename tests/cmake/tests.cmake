@@ -3,6 +3,6 @@
 # Each concern registers its tests in its own file next to this one.
 get_filename_component(VA_TEST_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(VA_MPIEXEC ${MPIEXEC_EXECUTABLE})
-foreach(part source kernels jobs slurm embed cuda sanitize fuzz)
+foreach(part source kernels jobs index install slurm embed cuda sanitize fuzz)
   include(${CMAKE_CURRENT_LIST_DIR}/${part}.cmake)
 endforeach()
