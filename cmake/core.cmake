@@ -1,6 +1,6 @@
 # Core library and the vecanneal executable (CPU backend; CUDA sources join when VECANNEAL_HAVE_CUDA).
 add_library(vecanneal_core STATIC
-  src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c src/util/json.c src/util/heartbeat.c
+  src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c src/util/json.c src/util/heartbeat.c src/util/format.c
   src/core/config.c src/core/stop.c src/core/metrics.c src/core/init.c src/core/anneal.c src/core/checkpoint.c
   src/io/files.c src/io/h5io.c src/io/vecfile.c src/io/index.c
   src/comm/comm.c

@@ -1,7 +1,7 @@
 /* config.c: the key table, INI parsing, presets, resolution and validation (see config.h). */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include "core/config.h"
-#include "util/util.h" /* va_format_double, VA_FATAL */
+#include "util/format.h" /* va_format_double */
 
 #include <ctype.h>
 #include <errno.h>
@@ -564,8 +564,10 @@ void va_config_print_ini(const va_config_t *cfg, FILE *f) {
   va_config_src_t *src = va_config_src_new();
   char err[256];
   if (va_config_src_add(src, "preset", cfg->preset, "preset", err, sizeof err) ||
-      va_config_resolve(src, &base, err, sizeof err))
-    VA_FATAL("cannot resolve preset %s: %s", cfg->preset, err);
+      va_config_resolve(src, &base, err, sizeof err)) {
+    fprintf(stderr, "vecanneal: internal error: preset %s does not resolve: %s\n", cfg->preset, err);
+    abort(); /* a preset of the key table that does not resolve is a bug, not an input error */
+  }
   va_config_src_free(src);
   fprintf(f, "# vecanneal compress configuration: every key with its meaning.\n"
              "# Format: 'key = value' lines; '#' or ';' start a comment; [sections] only group keys.\n"

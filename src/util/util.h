@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util/format.h" /* va_format_double, va_format_seconds */
+
 /* Exit codes (documented in README.md). */
 enum {
   VA_EXIT_OK = 0,
@@ -118,10 +120,6 @@ double va_log_quiet_seconds(void);
 double va_now(void);
 /* Rank 0 prints progress at least this often during a stage that runs longer (no quiet stretches). */
 #define VA_PROGRESS_SECONDS 5.0
-/* A duration for a person: "42s", "3m07s", "2h05m"; "?" when unknown (negative, NaN, absurd). */
-void va_format_seconds(double seconds, char *buf, size_t len);
-/* x in the shortest %g form that reads back (strtod) as the same double: 0.1, not 0.10000000000000001. */
-void va_format_double(double x, char *buf, size_t len);
 /* Peak resident set size of this process in bytes. */
 size_t va_peak_rss(void);
 /* Number of CPU cores this process may run on. */

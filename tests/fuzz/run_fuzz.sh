@@ -21,8 +21,8 @@ TARGETS=(config_file config_kv h5probe tokenizer vocab json safetensors)
 
 sources_of() {
   case $1 in
-    config_file|config_kv) echo "src/core/config.c" ;;
-    h5probe) echo "src/io/h5io.c src/io/vecfile.c src/util/util.c src/util/checksum.c src/io/files.c src/core/stop.c src/util/stall.c" ;;
+    config_file|config_kv) echo "src/core/config.c src/util/format.c" ;;
+    h5probe) echo "src/io/h5io.c src/io/vecfile.c src/util/util.c src/util/format.c src/util/checksum.c src/io/files.c src/core/stop.c src/util/stall.c" ;;
     tokenizer|vocab) echo "src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     json) echo "src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     safetensors) echo "src/embed/safetensors.c src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
