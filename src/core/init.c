@@ -101,7 +101,7 @@ static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mi
   free(cn);
 }
 
-/* Rank 0, a stage that runs longer than VA_PROGRESS_SECONDS: how far it is and when it ends at this rate. */
+/* Rank 0, a stage that runs longer than va_progress_seconds(): how far it is and when it ends at this rate. */
 static void log_stage_eta(const char *stage, int64_t done, int64_t total, const char *unit, double elapsed) {
   char eta[32];
   va_format_seconds(done > 0 ? elapsed * (double)(total - done) / (double)done : 0, eta, sizeof eta);
@@ -121,7 +121,7 @@ static void init_farthest(va_state_t *st) {
   double t0 = va_now(), last = t0;
   for (int64_t q = 0; q < st->k; q++) {
     if ((q & 63) == 63) va_stop_point("initialisation"); /* collective: every rank runs the same picks */
-    if (va_now() - last >= VA_PROGRESS_SECONDS) {
+    if (va_now() - last >= va_progress_seconds()) {
       last = va_now();
       log_stage_eta("farthest", q, st->k, "anchors", last - t0);
     }
@@ -189,7 +189,7 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   for (int64_t i = 0; i < m; i++) best[i] = dist[i];
   double t0 = va_now(), last = t0;
   for (int64_t q = 1; q < k; q++) {
-    if (va_now() - last >= VA_PROGRESS_SECONDS) {
+    if (va_now() - last >= va_progress_seconds()) {
       last = va_now();
       log_stage_eta("kmeans|| k-means++", q, k, "anchors", last - t0);
     }

@@ -72,7 +72,7 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
   for (int64_t r = 0; r < rounds; r++) {
     int64_t r0 = r * chunk, nr = count - r0 > chunk ? chunk : count - r0;
     if (nr < 0) nr = 0;
-    if (va_now() - last >= VA_PROGRESS_SECONDS && r0 > 0 && r0 < count) {
+    if (va_now() - last >= va_progress_seconds() && r0 > 0 && r0 < count) {
       char eta[32];
       last = va_now();
       va_format_seconds((last - t0) * (double)(count - r0) / (double)r0, eta, sizeof eta);

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "util/util.h" /* va_proc, va_log0_aside, va_log_quiet_seconds, VA_PROGRESS_SECONDS */
+#include "util/util.h" /* va_proc, va_log0_aside, va_log_quiet_seconds, va_progress_seconds */
 
 static pthread_t thread;
 static int running;
@@ -19,9 +19,9 @@ static void *heartbeat_main(void *arg) {
   while (!stopping) {
     nanosleep(&step, NULL);
     double quiet = va_log_quiet_seconds();
-    if (quiet < VA_PROGRESS_SECONDS) told = 0;
-    else if (!stopping && quiet >= VA_PROGRESS_SECONDS * (told + 1)) {
-      va_log0_aside("  (still working: %.0f s since the line above)\n", quiet);
+    if (quiet < va_progress_seconds()) told = 0;
+    else if (!stopping && quiet >= va_progress_seconds() * (told + 1)) {
+      va_log0_aside("  (still working: %.*f s since the line above)\n", quiet < 10 ? 1 : 0, quiet);
       told++;
     }
   }
@@ -30,6 +30,7 @@ static void *heartbeat_main(void *arg) {
 
 void va_heartbeat_start(void) {
   if (va_proc.rank != 0 || running) return;
+  (void)va_progress_seconds(); /* read the environment here, before the thread does */
   stopping = 0;
   running = pthread_create(&thread, NULL, heartbeat_main, NULL) == 0; /* none to be had: no heartbeat */
 }

@@ -1,6 +1,6 @@
 /* heartbeat.h: rank 0 never goes quiet for long. While a command runs, a helper thread on rank 0
  * prints "(still working: N s since the line above)" whenever no line has been printed for
- * VA_PROGRESS_SECONDS, so that a person (or a Slurm log) sees that a long stage without progress
+ * va_progress_seconds(), so that a person (or a Slurm log) sees that a long stage without progress
  * lines of its own (a large read, a k-means++ pass, a write) is alive. The thread calls no MPI and
  * prints through va_log0_aside, which serialises lines with va_log0's. */
 #ifndef VECANNEAL_UTIL_HEARTBEAT_H

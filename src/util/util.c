@@ -321,6 +321,17 @@ void va_log0_aside(const char *fmt, ...) {
   va_end(ap);
 }
 
+double va_progress_seconds(void) {
+  static double seconds = 0;
+  if (seconds <= 0) {
+    const char *env = getenv("VECANNEAL_PROGRESS_SECONDS");
+    char *end = NULL;
+    double v = env ? strtod(env, &end) : 0;
+    seconds = env && end != env && v > 0 ? v : 5.0;
+  }
+  return seconds;
+}
+
 double va_log_quiet_seconds(void) {
   pthread_mutex_lock(&log_lock);
   double last = log_last;

@@ -118,8 +118,9 @@ void va_log0_aside(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Seconds since rank 0 last printed a line with va_log0 (0 before its first). */
 double va_log_quiet_seconds(void);
 double va_now(void);
-/* Rank 0 prints progress at least this often during a stage that runs longer (no quiet stretches). */
-#define VA_PROGRESS_SECONDS 5.0
+/* Rank 0 prints progress at least this often during a stage that runs longer (no quiet stretches):
+ * 5 s, or $VECANNEAL_PROGRESS_SECONDS (a positive number; the tests use a short one). */
+double va_progress_seconds(void);
 /* Peak resident set size of this process in bytes. */
 size_t va_peak_rss(void);
 /* Number of CPU cores this process may run on. */
