@@ -3,7 +3,13 @@
  * For each product precision: the GEMM path (cuBLAS products + argmin), the cuBLAS products alone,
  * and the fused tensor-core kernel, in ms and TFLOP/s (2 n k d flops per pass); then the statistics
  * reductions (sorted vs atomic), farthest + histogram, and the host->device upload rate.
- * Exits 77 without a device. Output: one line per measurement, a table at the end. */
+ * Checks its results on the way: the GEMM path's anchors of sampled rows against the exact nearest
+ * ones on the CPU, and each row where a fused configuration's anchor differs from the GEMM path's:
+ * anything but a near-tie (tie_bound below) prints "FAILED: ..." at once and, after the timings, exits 1.
+ * The last line is the verdict either way, as every benchmark family ends (bench/README.md):
+ * "verification: passed (N checks)" or "verification: FAILED (M of N checks: ...)"; the "ncu" mode
+ * (a profiler run) checks nothing and says so. Exits 77 without a device. Output: one line per
+ * measurement, a table at the end. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +18,7 @@
 #include "core/config.h"
 #include "cpu/assign.h"
 #include "cuda/kernels.h"
+#include "cuda/probe.h"
 #include "cpu/stats.h"
 #include "util/util.h"
 #include "bench_data.h"
@@ -22,6 +29,82 @@ typedef struct {
 } row_t;
 static row_t table[96];
 static int nrows;
+
+/* The products' rounding bound c_p per precision (fp32, tf32, fp16, bf16; docs/cuda.md): an assign
+ * pass's anchor for row x is within c_p ||x|| max_j ||A_j|| of the exact nearest distance. */
+static const double tie_c[] = {2e-5, 8.0 / 1024, 8.0 / 2048, 8.0 / 256};
+
+static double norm2(const float *x, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
+  return sqrt(s);
+}
+
+/* How far apart the exact l2 distances of row x to two anchors may be when each was chosen by an
+ * assign pass at precision prec or by the exact CPU reference: every pass is within c_p ||x|| amax of
+ * the exact nearest distance of the rows as stored, so `passes` passes (1 against the CPU, 2 against
+ * each other) allow passes x c_p ||x|| amax. At fp16/bf16 the host rows here are the float32 ones, not
+ * their 16-bit storage, which moves the difference by at most 4 u ||x|| amax = c_p / 2 more (u the unit
+ * roundoff: 2^-11 fp16, 2^-8 bf16). */
+static double tie_bound(int prec, int passes, const float *x, int64_t d, double amax) {
+  return (passes + (prec >= 2 ? 0.5 : 0.0)) * tie_c[prec] * norm2(x, d) * amax;
+}
+
+/* Rows whose anchors a1 and a2 (two l2 passes at precision prec) differ by more than a near-tie, or
+ * where either names no anchor. *worst: the largest difference over its bound. */
+static int64_t ties_beyond(const float *X, const float *A, int64_t n, int64_t d, int64_t k, int prec, double amax,
+                           const uint32_t *a1, const uint32_t *a2, double *worst) {
+  int64_t beyond = 0;
+  *worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (a1[i] == a2[i]) continue;
+    if (a1[i] >= (uint32_t)k || a2[i] >= (uint32_t)k) {
+      beyond++;
+      continue;
+    }
+    const float *x = X + i * d;
+    double gap = fabs((double)va_row_distance(x, A + (int64_t)a1[i] * d, d, 0) -
+                      (double)va_row_distance(x, A + (int64_t)a2[i] * d, d, 0)),
+           bound = tie_bound(prec, 2, x, d, amax);
+    if (gap / bound > *worst) *worst = gap / bound;
+    beyond += !(gap <= bound);
+  }
+  return beyond;
+}
+
+/* The same for one l2 pass's anchors a[] against the exact nearest anchor on the CPU (va_row_distance,
+ * ties to the lowest anchor), on every step-th row (the whole search costs n k d on the host). *differ:
+ * sampled rows whose anchor is not the CPU's; *rows: rows sampled. */
+static int64_t cpu_beyond(const float *X, const float *A, int64_t n, int64_t d, int64_t k, int prec, double amax,
+                          const uint32_t *a, int64_t step, int64_t *differ, int64_t *rows, double *worst) {
+  int64_t beyond = 0;
+  *differ = *rows = 0;
+  *worst = 0;
+  for (int64_t i = 0; i < n; i += step) {
+    const float *x = X + i * d;
+    float best = INFINITY;
+    uint32_t bj = 0;
+    for (int64_t j = 0; j < k; j++) {
+      float r = va_row_distance(x, A + j * d, d, 0);
+      if (r < best) {
+        best = r;
+        bj = (uint32_t)j;
+      }
+    }
+    (*rows)++;
+    if (a[i] == bj) continue;
+    (*differ)++;
+    if (a[i] >= (uint32_t)k) {
+      beyond++;
+      continue;
+    }
+    double gap = (double)va_row_distance(x, A + (int64_t)a[i] * d, d, 0) - (double)best,
+           bound = tie_bound(prec, 1, x, d, amax);
+    if (gap / bound > *worst) *worst = gap / bound;
+    beyond += !(gap <= bound);
+  }
+  return beyond;
+}
 
 static void report(const char *what, double ms, double min_ms, double flops) {
   row_t *r = &table[nrows < 96 ? nrows++ : 95];
@@ -51,6 +134,9 @@ int main(int argc, char **argv) {
   float *X, *A;
   bench_clustered_data(n, d, k, &X, &A);
   double flops = 2.0 * (double)n * (double)k * (double)d;
+  double amax = 0;
+  for (int64_t j = 0; j < k; j++) amax = fmax(amax, norm2(A + j * d, d));
+  int checks = 0, failed = 0; /* comparisons made, and those beyond their tolerance */
   char desc[256], what[96];
   static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
   uint32_t *a_gemm = malloc((size_t)n * 4), *a_fused = malloc((size_t)n * 4);
@@ -93,6 +179,20 @@ int main(int argc, char **argv) {
     va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_GEMM);
     va_cuda_assign(ctx, 0);
     va_cuda_download(ctx, a_gemm, NULL);
+    {
+      int64_t differ, rows;
+      double worst;
+      const int64_t beyond =
+          cpu_beyond(X, A, n, d, k, prec, amax, a_gemm, n > 4096 ? n / 4096 : 1, &differ, &rows, &worst);
+      printf("  gemm %s vs CPU on %lld sampled rows: %lld anchors differ (near-ties)\n", pname[prec], (long long)rows,
+             (long long)differ);
+      checks++;
+      if (beyond) {
+        failed++;
+        printf("FAILED: gemm %s vs CPU: %lld sampled rows beyond the near-tie bound (worst gap/bound %.3g)\n",
+               pname[prec], (long long)beyond, worst);
+      }
+    }
     snprintf(what, sizeof what, "assign %s gemm (cuBLAS + argmin)", pname[prec]);
     double ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
     report(what, ms, mn, flops);
@@ -128,6 +228,14 @@ int main(int argc, char **argv) {
       for (int64_t i = 0; i < n; i++) diff += a_fused[i] != a_gemm[i];
       printf("  fused %s vs gemm %s: %lld of %lld rows differ (near-ties)\n", cfgname[cfg], pname[prec],
              (long long)diff, (long long)n);
+      double worst;
+      const int64_t beyond = ties_beyond(X, A, n, d, k, prec, amax, a_fused, a_gemm, &worst);
+      checks++;
+      if (beyond) {
+        failed++;
+        printf("FAILED: fused %s vs gemm %s: %lld differing rows beyond the near-tie bound (worst gap/bound %.3g)\n",
+               cfgname[cfg], pname[prec], (long long)beyond, worst);
+      }
       snprintf(what, sizeof what, "assign %s fused %s", pname[prec], cfgname[cfg]);
       ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
       report(what, ms, mn, flops);
@@ -210,10 +318,14 @@ int main(int argc, char **argv) {
   printf("%-44s %10s %10s %9s\n", "kernel", "median ms", "min ms", "TFLOP/s");
   for (int i = 0; i < nrows; i++)
     printf("%-44s %10.3f %10.3f %9.1f\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops);
+  if (ncu_mode) printf("verification: not run (ncu mode checks nothing)\n");
+  else if (failed)
+    printf("verification: FAILED (%d of %d checks: assignments beyond the near-tie bound)\n", failed, checks);
+  else printf("verification: passed (%d checks)\n", checks);
   free(X);
   free(A);
   free(a_gemm);
   free(a_fused);
   MPI_Finalize();
-  return 0;
+  return failed ? 1 : 0;
 }

@@ -8,7 +8,10 @@
  * and reports the streaming rate (row bytes as stored per pass / pass time: float32 at tf32, 16 bits at
  * fp16, whose pinned copy holds the 16-bit rows) against (1). It checks the
  * agreement on the way: the streamed assignment equals the resident one row for row, the statistics
- * agree within 1e-12 (|resident| + count max|x|). Exits 77 without a device, 1 on a disagreement.
+ * agree within 1e-12 (|resident| + count max|x|), one check per precision: a disagreement prints
+ * "FAILED: ..." at once, and after the timings the program exits 1. The last line is the verdict either
+ * way (bench/README.md): "verification: passed (N checks)" or "verification: FAILED (M of N checks: ...)".
+ * Exits 77 without a device.
  * Prints one CSV line per measurement after "csv:" (the header first). */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -18,6 +21,7 @@
 
 #include "core/config.h"
 #include "cuda/kernels.h"
+#include "cuda/probe.h"
 #include "cpu/stats.h"
 #include "util/util.h"
 #include "bench_data.h"
@@ -93,7 +97,7 @@ int main(int argc, char **argv) {
   static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
   const int precs[2] = {VA_CUDA_TF32, VA_CUDA_FP16};
   const int64_t up = 1 << 18;
-  int bad = 0;
+  int checks = 0, bad = 0; /* precisions compared, and those whose streamed passes disagree */
   printf("csv:precision,mode,pass,ms,rows_GB_per_s,h2d_GB_per_s,fraction_of_h2d\n");
   for (int q = 0; q < 2; q++) {
     int prec = precs[q];
@@ -122,7 +126,11 @@ int main(int argc, char **argv) {
     }
     printf("%s: streamed vs resident: %lld of %lld assignments differ, %lld statistics entries beyond 1e-12\n",
            pname[prec], (long long)diff, (long long)n, (long long)sbad);
-    bad += diff != 0 || sbad != 0;
+    checks++;
+    if (diff != 0 || sbad != 0) {
+      bad++;
+      printf("FAILED: %s: streamed and resident disagree\n", pname[prec]);
+    }
     for (int m = 0; m < 2; m++) {
       double mn = 0, ta = va_cuda_bench_assign(ctx[m], 0, 1, reps, 0, &mn),
              ts = va_cuda_bench_stats(ctx[m], &none, 0, 1, reps, &mn);
@@ -145,6 +153,8 @@ int main(int argc, char **argv) {
     va_cuda_destroy(ctx[1]);
   }
   printf("%s\n", bad ? "FAILED: streamed and resident disagree" : "streamed and resident agree");
+  if (bad) printf("verification: FAILED (%d of %d checks: streamed and resident disagree)\n", bad, checks);
+  else printf("verification: passed (%d checks)\n", checks);
   free(X);
   free(A);
   free(ar);

@@ -1,6 +1,7 @@
-# CUDA backend: device kernels (src/cuda/*.cu) and the NCCL wrapper (src/comm/nccl.c),
-# added to vecanneal_core. Included by the top-level CMakeLists.txt when VECANNEAL_HAVE_CUDA (the CUDA
-# language is enabled and CUDAToolkit found there); VECANNEAL_HAVE_NCCL adds NCCL.
+# CUDA backend: device kernels (src/cuda/*.cu) and the NCCL wrapper (src/comm/nccl.c), added to
+# vecanneal_core; the test and benchmark hooks (src/cuda/probe.cu) as vecanneal_cuda_probe. Included by
+# the top-level CMakeLists.txt when VECANNEAL_HAVE_CUDA (the CUDA language is enabled and CUDAToolkit
+# found there); VECANNEAL_HAVE_NCCL adds NCCL.
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 # sm_90 (H100/H200) first; sm_80 keeps the build usable on A100s (the kernels need sm_80: cp.async,
@@ -53,10 +54,25 @@ if(VECANNEAL_HAVE_NCCL)
   target_link_libraries(vecanneal_core PUBLIC ${NCCL_LIBRARY})
 endif()
 
+# The test and benchmark hooks (src/cuda/probe.h): a library of their own, linked by the CUDA tests and
+# the kernel benchmarks only, so that neither vecanneal_core nor the vecanneal executable carries them
+# (CTest source_cuda_probe_apart checks both with nm). Built for the architectures and with the options
+# of the kernels whose launchers it calls.
+add_library(vecanneal_cuda_probe STATIC ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/probe.cu)
+set_target_properties(vecanneal_cuda_probe PROPERTIES
+  CUDA_STANDARD 17
+  CUDA_STANDARD_REQUIRED ON
+  CUDA_ARCHITECTURES "${VECANNEAL_CUDA_ARCHITECTURES}"
+  CUDA_RUNTIME_LIBRARY Shared
+  POSITION_INDEPENDENT_CODE ON)
+target_compile_options(vecanneal_cuda_probe PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
+target_link_libraries(vecanneal_cuda_probe PUBLIC vecanneal_core)
+
 # Kernel benchmark (not a test): bench/gpu_kernels [n d k reps].
 add_executable(gpu_kernels_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu_kernels.c)
-target_link_libraries(gpu_kernels_bench PRIVATE vecanneal_core)
+target_link_libraries(gpu_kernels_bench PRIVATE vecanneal_cuda_probe vecanneal_core)
 # Out-of-core benchmark (not a test): bench/gpu_stream [n d k chunk_mb reps].
 add_executable(gpu_stream_bench ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu_stream.c)
-target_link_libraries(gpu_stream_bench PRIVATE vecanneal_core)
+target_link_libraries(gpu_stream_bench PRIVATE vecanneal_cuda_probe vecanneal_core)
 set(VECANNEAL_CUDA_SOURCES_ADDED ON)

@@ -14,12 +14,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "cuda/assign_wgmma.cuh"
 #include "cuda/async.cuh"
 #include "cuda/internal.cuh"
+#include "cuda/mma.cuh"
 
 static const int THREADS = 256;
 
@@ -120,8 +118,6 @@ __global__ void __launch_bounds__(THREADS)
   }
   add_block_changed(changed, counter);
 }
-
-extern "C" void va_cuda_set_gemm_rows(va_cuda_t *c, int64_t rows) { c->gemm_rows = rows; }
 
 static int64_t gemm_chunk(const va_cuda_t *c) {
   /* about 128 MB of scratch, or as asked: fewer, larger products pay more than keeping the scratch in
@@ -252,38 +248,6 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t &r0, uint32_t &r
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
-
-/* One 32-byte k-step of a 16 x 8 output tile: fp16/bf16 m16n8k16, tf32 m16n8k8 (the fragments that
- * ldmatrix gives are laid out alike in bytes for both). */
-template <typename T>
-struct Mma;
-template <>
-struct Mma<__half> {
-  static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<float> { /* tf32: the hardware reads the top 19 bits of each float */
-  static __device__ __forceinline__ void run(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
 
 /* --- FUSED path, rows in shared memory (configuration 1: any d whose tiles fit) ---------------------- */
 template <int BM, int BN, int WN>
@@ -762,15 +726,9 @@ int va_cuda_fused_config(const va_cuda_t *c) {
   /* fastest first (docs/performance.md): wgmma where it applies, then the rows in registers (d up to 128),
    * beyond that the rows in shared memory */
   static const int order[] = {3, 2, 1};
-  for (int q = 0; q < VA_CUDA_FUSED_CONFIGS; q++)
+  for (int q = 0; q < (int)(sizeof order / sizeof order[0]); q++)
     if (fused_fits(c, order[q])) return order[q];
   return 0;
-}
-
-extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
-  c->fused_force = cfg;
-  c->fused_cfg = va_cuda_fused_config(c);
-  return c->fused_cfg;
 }
 
 template <typename T, int BM, int BN, int WM, int WN>
@@ -837,14 +795,11 @@ void va_cuda_assign_launch(va_cuda_t *c, const va_cuda_rows_t *v, int cosine, in
   if (part != VA_ASSIGN_PART_ARGMIN) launch_r(c, v, cosine);
 }
 
-static void check_ready(va_cuda_t *c) {
+void va_cuda_check_ready(va_cuda_t *c) {
   if (c->k <= 0) VA_FATAL("va_cuda_assign before va_cuda_set_anchors");
 }
 
-struct assign_args {
-  int cosine, variant, part;
-};
-static void assign_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
+void va_cuda_assign_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
   const assign_args *a = (const assign_args *)arg;
   va_cuda_assign_launch(c, v, a->cosine, a->variant, a->part);
 }
@@ -856,10 +811,10 @@ extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   c->cosine_last = cosine;
   if (c->n <= 0) return 0;
   va_cuda_enter(c);
-  check_ready(c);
+  va_cuda_check_ready(c);
   VA_CUDA(cudaMemsetAsync(c->counter, 0, sizeof(unsigned long long), c->stream));
   assign_args a = {cosine, va_cuda_assign_variant(c), VA_ASSIGN_PART_ALL};
-  va_cuda_each_rows(c, assign_rows, &a);
+  va_cuda_each_rows(c, va_cuda_assign_rows, &a);
   VA_CUDA(cudaMemcpyAsync(c->h_counter, c->counter, sizeof(unsigned long long), cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaMemcpyAsync(c->h_counter + 1, c->overflow, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -872,7 +827,7 @@ static void deferred_pass(va_cuda_t *c, int want_r) {
   const int variant = va_cuda_assign_variant(c);
   const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;
   assign_args a = {c->cosine_last, variant, part};
-  va_cuda_each_rows(c, assign_rows, &a);
+  va_cuda_each_rows(c, va_cuda_assign_rows, &a);
   c->r_pending = part == VA_ASSIGN_PART_ARGMIN;
 }
 
@@ -886,7 +841,7 @@ extern "C" void va_cuda_assign_deferred(va_cuda_t *c, int cosine, int want_r) {
   c->r_pending = 0;
   c->cosine_last = cosine;
   if (c->n <= 0) return;
-  check_ready(c);
+  va_cuda_check_ready(c);
   if (c->chunk_rows && !want_r) c->assign_owed = 1;
   else deferred_pass(c, want_r);
 }
@@ -901,76 +856,5 @@ void va_cuda_ensure_r(va_cuda_t *c) {
   if (!c->r_pending) return;
   c->r_pending = 0;
   assign_args a = {c->cosine_last, VA_CUDA_ASSIGN_FUSED, VA_ASSIGN_PART_R};
-  va_cuda_each_rows(c, assign_rows, &a);
-}
-
-/* The tensor-core ceiling of mma.sync here: registers only, 8 independent accumulators per warp. */
-template <typename T>
-__global__ void __launch_bounds__(THREADS) mma_peak_kernel(float *out, int iters, uint32_t one) {
-  uint32_t a[4] = {one, one, one, one}, b[2] = {one, one};
-  float acc[8][4];
-#pragma unroll
-  for (int q = 0; q < 8; q++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) acc[q][e] = 0;
-  for (int it = 0; it < iters; it++)
-#pragma unroll
-    for (int q = 0; q < 8; q++) Mma<T>::run(acc[q], a, b);
-  float s = 0;
-#pragma unroll
-  for (int q = 0; q < 8; q++) s += acc[q][0] + acc[q][1] + acc[q][2] + acc[q][3];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-
-extern "C" double va_cuda_bench_mma_peak(va_cuda_t *c, int precision, int blocks_per_sm) {
-  va_cuda_enter(c);
-  int blocks = c->prop.multiProcessorCount * blocks_per_sm, iters = 4096;
-  float *out = NULL;
-  VA_CUDA(cudaMalloc((void **)&out, (size_t)blocks * THREADS * 4));
-  double flop_per = precision == VA_CUDA_TF32 ? 2.0 * 16 * 8 * 8 : 2.0 * 16 * 8 * 16;
-  float best = 1e30f;
-  for (int rep = 0; rep < 6; rep++) {
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    if (precision == VA_CUDA_TF32) mma_peak_kernel<float><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3F800000u);
-    else if (precision == VA_CUDA_BF16)
-      mma_peak_kernel<__nv_bfloat16><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3F803F80u);
-    else mma_peak_kernel<__half><<<blocks, THREADS, 0, c->stream>>>(out, iters, 0x3C003C00u);
-    VA_LAUNCHED();
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    if (rep > 0 && ms < best) best = ms;
-  }
-  VA_CUDA(cudaFree(out));
-  double flops = (double)blocks * (THREADS / 32) * iters * 8 * flop_per;
-  return flops / (best * 1e-3) / 1e12;
-}
-
-static double median_ms(std::vector<float> &v, double *min_ms) {
-  std::sort(v.begin(), v.end());
-  if (min_ms) *min_ms = v.empty() ? 0 : v[0];
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/* gemm_only: VA_ASSIGN_PART_* (0 the whole pass; 1 the GEMM path's cuBLAS products alone; 2 / 3 the
- * fused path's argmin kernel alone / r kernel alone) */
-extern "C" double va_cuda_bench_assign(va_cuda_t *c, int cosine, int warmup, int reps, int gemm_only, double *min_ms) {
-  if (c->n <= 0) return 0;
-  va_cuda_enter(c);
-  check_ready(c);
-  assign_args a = {cosine, gemm_only == VA_ASSIGN_PART_PRODUCTS ? VA_CUDA_ASSIGN_GEMM : va_cuda_assign_variant(c),
-                   gemm_only};
-  for (int w = 0; w < warmup; w++) va_cuda_each_rows(c, assign_rows, &a);
-  std::vector<float> t;
-  for (int rep = 0; rep < reps; rep++) {
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    va_cuda_each_rows(c, assign_rows, &a); /* streamed: the copies of the chunks included */
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    t.push_back(ms);
-  }
-  return median_ms(t, min_ms);
+  va_cuda_each_rows(c, va_cuda_assign_rows, &a);
 }

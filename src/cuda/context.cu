@@ -312,8 +312,6 @@ extern "C" void va_cuda_describe(const va_cuda_t *c, char *buf, size_t len) {
 extern "C" int64_t va_cuda_stream_rows(const va_cuda_t *c) { return c->chunk_rows; }
 extern "C" double va_cuda_streamed_bytes(const va_cuda_t *c) { return c->copied_bytes; }
 
-extern "C" void va_cuda_set_assign_variant(va_cuda_t *c, int v) { c->assign_variant = v; }
-extern "C" void va_cuda_set_stats_variant(va_cuda_t *c, int v) { c->stats_variant = v; }
 extern "C" int va_cuda_assign_variant(const va_cuda_t *c) {
   int v = c->assign_variant;
   if (v == VA_CUDA_ASSIGN_FUSED && (c->precision == VA_CUDA_FP32 || c->fused_cfg == 0))
@@ -901,13 +899,6 @@ extern "C" void va_cuda_get_anchors(va_cuda_t *c, float *A, double *vel) {
   if (vel) memcpy(vel, hv, (size_t)(k * d) * 8);
 }
 
-extern "C" void va_cuda_debug_anchor_norms(va_cuda_t *c, float *out) {
-  va_cuda_enter(c);
-  VA_CUDA(cudaMemcpyAsync(out, c->bias_l2, (size_t)c->k * 4, cudaMemcpyDeviceToHost, c->stream));
-  VA_CUDA(cudaStreamSynchronize(c->stream));
-  for (int64_t j = 0; j < c->k; j++) out[j] *= 2.0f;
-}
-
 /* --- downloads, fetches, remaps --------------------------------------------------------------------- */
 extern "C" void va_cuda_download(va_cuda_t *c, uint32_t *assign_host, float *r_host) {
   if (c->n <= 0) return;
@@ -988,21 +979,6 @@ extern "C" void va_cuda_remap_assign(va_cuda_t *c, const int64_t *newidx, int64_
   for (int64_t j = 0; j < k_old; j++) h[j] = (uint32_t)newidx[j];
   VA_CUDA(cudaMemcpyAsync(c->seg_start, h, (size_t)k_old * 4, cudaMemcpyHostToDevice, c->stream));
   remap_kernel<<<grid_for(c->n, 256), 256, 0, c->stream>>>(c->assign, c->n, (const uint32_t *)c->seg_start, k_old);
-  VA_LAUNCHED();
-  VA_CUDA(cudaStreamSynchronize(c->stream));
-}
-
-__global__ void poison_kernel(uint32_t *a, float *r, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    a[i] = 0xFFFFFFFEu;
-    r[i] = __int_as_float(0x7fc00000);
-  }
-}
-
-extern "C" void va_cuda_debug_poison(va_cuda_t *c) {
-  if (c->n <= 0) return;
-  va_cuda_enter(c);
-  poison_kernel<<<grid_for(c->n, 256), 256, 0, c->stream>>>(c->assign, c->r, c->n);
   VA_LAUNCHED();
   VA_CUDA(cudaStreamSynchronize(c->stream));
 }

@@ -1,4 +1,5 @@
-/* internal.cuh: the context struct shared by the k-means kernels' .cu files (cuda/). */
+/* internal.cuh: the context struct shared by the k-means kernels' .cu files (cuda/), and the launchers
+ * behind the entry points that the test and benchmark probes (cuda/probe.cu) call too. */
 #ifndef VECANNEAL_CUDA_INTERNAL_CUH
 #define VECANNEAL_CUDA_INTERNAL_CUH
 #include <cuda_bf16.h>
@@ -213,4 +214,33 @@ void va_cuda_assign_launch(va_cuda_t *ctx, const va_cuda_rows_t *v, int cosine, 
 void va_cuda_ensure_r(va_cuda_t *ctx);
 /* The owed assign pass (assign_owed) on its own, as va_cuda_assign_deferred would have run it. */
 void va_cuda_settle_assign(va_cuda_t *ctx);
+
+/* --- launchers behind the entry points, shared with the test and benchmark probes (cuda/probe.cu), so
+ * that what a probe times or checks is the host code and kernels a job runs, launched the same way. */
+/* Fatal unless anchors are set (an assign pass needs them). */
+void va_cuda_check_ready(va_cuda_t *ctx);
+/* One assign pass over view v (a va_cuda_rows_fn): arg points at its assign_args; part VA_ASSIGN_PART_*. */
+struct assign_args {
+  int cosine, variant, part;
+};
+void va_cuda_assign_rows(va_cuda_t *ctx, const va_cuda_rows_t *v, void *arg);
+/* The statistics rule on the device: arrays indexed by segment (anchor). */
+struct rule_dev {
+  int mode;
+  const float *rmax;
+  const int32_t *lo, *hi;
+  int64_t bins;
+  const double *delta;
+};
+/* The rule's arrays into the context's pinned upload buffer and on to the device (queued; the caller
+ * waits for up_done before and records it after). */
+rule_dev va_cuda_upload_rule(va_cuda_t *ctx, const va_stats_rule_t *rule);
+/* ctx->acc (k x VA_STATS_W(d)) <- the statistics under ru, queued; assign_owed: the owed assign pass runs
+ * inside it. */
+void va_cuda_stats_launch(va_cuda_t *ctx, const rule_dev &ru, int assign_owed);
+/* Farthest member per anchor into rmax_bits / rarg, queued. */
+void va_cuda_farthest_launch(va_cuda_t *ctx);
+/* ctx->hist (k x bins) <- member counts per bin over [0, rmax_host[j]] (k floats, copied in first),
+ * queued. */
+void va_cuda_hist_launch(va_cuda_t *ctx, const float *rmax_host, int64_t bins);
 #endif

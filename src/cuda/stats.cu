@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <type_traits>
-#include <vector>
 
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -38,15 +37,6 @@ static int grid_for(int64_t n, int threads) {
   if (b > 65535 * 16) b = 65535 * 16;
   return (int)b;
 }
-
-/* The rule on the device: arrays indexed by segment (anchor). */
-struct rule_dev {
-  int mode;
-  const float *rmax;
-  const int32_t *lo, *hi;
-  int64_t bins;
-  const double *delta;
-};
 
 __device__ __forceinline__ int64_t hist_bin(float r, float rmax, int64_t bins) {
   if (!(rmax > 0)) return 0;
@@ -107,7 +97,7 @@ __global__ void farthest_arg_kernel(const uint32_t *__restrict__ a, const float 
   }
 }
 
-static void farthest_launch(va_cuda_t *c) {
+void va_cuda_farthest_launch(va_cuda_t *c) {
   VA_CUDA(cudaMemsetAsync(c->rmax_bits, 0, (size_t)c->k * 4, c->stream));
   VA_CUDA(cudaMemsetAsync(c->rarg, 0xFF, (size_t)c->k * 8, c->stream));
   if (c->k <= FARTHEST_SMEM_K) {
@@ -133,7 +123,7 @@ extern "C" void va_cuda_farthest(va_cuda_t *c, float *rmax_host, int64_t *rarg_h
     return;
   }
   va_cuda_ensure_r(c);
-  farthest_launch(c);
+  va_cuda_farthest_launch(c);
   char *h = (char *)va_cuda_host_scratch(c, (size_t)k * 12);
   unsigned *hb = (unsigned *)h;
   unsigned long long *ha = (unsigned long long *)(h + (size_t)k * 4);
@@ -155,7 +145,7 @@ __global__ void hist_kernel(const uint32_t *__restrict__ a, const float *__restr
   }
 }
 
-static void hist_launch(va_cuda_t *c, const float *rmax_host, int64_t bins) {
+void va_cuda_hist_launch(va_cuda_t *c, const float *rmax_host, int64_t bins) {
   int64_t k = c->k;
   if (k * bins > c->hist_cap) {
     VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -175,7 +165,7 @@ extern "C" void va_cuda_hist(va_cuda_t *c, const float *rmax_host, int64_t bins,
   int64_t k = c->k;
   VA_CUDA(cudaStreamSynchronize(c->stream)); /* rmax_host may be pageable: plain ordering is enough */
   va_cuda_ensure_r(c);
-  hist_launch(c, rmax_host, bins);
+  va_cuda_hist_launch(c, rmax_host, bins);
   unsigned *h = (unsigned *)va_cuda_host_scratch(c, (size_t)(k * bins) * 4);
   VA_CUDA(cudaMemcpyAsync(h, c->hist, (size_t)(k * bins) * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
@@ -578,7 +568,7 @@ static void upload_staged(va_cuda_t *c, void *dst, const void *src, size_t bytes
 
 /* Layout of the upload buffer per statistics call: the rule's arrays (at most 12 k bytes), then the
  * appended values. */
-static rule_dev upload_rule(va_cuda_t *c, const va_stats_rule_t *rule) {
+rule_dev va_cuda_upload_rule(va_cuda_t *c, const va_stats_rule_t *rule) {
   rule_dev ru = {rule ? rule->mode : VA_ROBUST_NONE, c->rmax_in, c->bin_lo, c->bin_hi, rule ? rule->bins : 0, c->huber};
   size_t k = (size_t)c->k;
   if (ru.mode == VA_ROBUST_TRIM) {
@@ -628,7 +618,7 @@ static void stats_rows(va_cuda_t *c, const va_cuda_rows_t *v, void *arg) {
  * the pass where it can be (sorted reduction, rule none or huber, d small enough), else first. With
  * assign_owed (streamed rows), the assign pass runs inside this one, chunk by chunk, the same kernels
  * in the same order as on its own (va_cuda_settle_assign, then this pass): the same bits. */
-static void stats_launch(va_cuda_t *c, const rule_dev &ru, int assign_owed) {
+void va_cuda_stats_launch(va_cuda_t *c, const rule_dev &ru, int assign_owed) {
   int64_t W = VA_STATS_W(c->d);
   va_cuda_ensure_segments(c, c->k);
   stats_args sa = {ru, 0, 0, 0, 0, 0};
@@ -659,10 +649,10 @@ extern "C" double *va_cuda_stats_device(va_cuda_t *c, const va_stats_rule_t *rul
   va_cuda_enter(c);
   va_cuda_ensure_segments(c, c->k);          /* may reallocate acc: before anything is written into it */
   VA_CUDA(cudaEventSynchronize(c->up_done)); /* the upload buffer is free again */
-  rule_dev ru = upload_rule(c, rule);
+  rule_dev ru = va_cuda_upload_rule(c, rule);
   if (nx > 0) upload_staged(c, c->acc + kw, x, (size_t)nx * 8, (size_t)c->k * 12);
   VA_CUDA(cudaEventRecord(c->up_done, c->stream));
-  stats_launch(c, ru, assign_owed); /* writes acc[0, kw) only */
+  va_cuda_stats_launch(c, ru, assign_owed); /* writes acc[0, kw) only */
   if (c->count_pending && nx > 0) {
     put_count_kernel<<<1, 1, 0, c->stream>>>(c->counter, c->acc + kw);
     VA_LAUNCHED();
@@ -826,65 +816,4 @@ extern "C" void va_cuda_split_accumulate(va_cuda_t *c, const int64_t *slot, int6
     for (int64_t u = 0; u < d; u++) sums_host[q * (d + 1) + u] += h[q * W + u];
     sums_host[q * (d + 1) + d] += h[q * W + VA_ST_COUNT(d)];
   }
-}
-
-/* --- benchmarks ------------------------------------------------------------------------------------ */
-static double median_ms(std::vector<float> &v, double *min_ms) {
-  std::sort(v.begin(), v.end());
-  if (min_ms) *min_ms = v.empty() ? 0 : v[0];
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/* The median (and min) over reps of body()'s device time, CUDA events around it, after warmup runs. */
-template <typename Body>
-static double time_reps(va_cuda_t *c, int warmup, int reps, double *min_ms, Body body) {
-  std::vector<float> t;
-  for (int rep = 0; rep < warmup + reps; rep++) {
-    VA_CUDA(cudaStreamSynchronize(c->stream));
-    VA_CUDA(cudaEventRecord(c->ev0, c->stream));
-    body();
-    VA_CUDA(cudaEventRecord(c->ev1, c->stream));
-    VA_CUDA(cudaEventSynchronize(c->ev1));
-    float ms = 0;
-    VA_CUDA(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    if (rep >= warmup) t.push_back(ms);
-  }
-  return median_ms(t, min_ms);
-}
-
-extern "C" double va_cuda_bench_stats(va_cuda_t *c, const va_stats_rule_t *rule, int compute_r, int warmup, int reps,
-                                      double *min_ms) {
-  if (c->n <= 0) return 0;
-  va_cuda_enter(c);
-  va_cuda_ensure_r(c);
-  VA_CUDA(cudaEventSynchronize(c->up_done));
-  rule_dev ru = upload_rule(c, rule);
-  VA_CUDA(cudaEventRecord(c->up_done, c->stream));
-  return time_reps(c, warmup, reps, min_ms, [&] {
-    c->r_pending = compute_r; /* as a deferred pass leaves it (the rows' a[] and r[] stay valid) */
-    stats_launch(c, ru, 0);
-  });
-}
-
-extern "C" double va_cuda_bench_iteration(va_cuda_t *c, const va_stats_rule_t *rule, int cosine, int warmup, int reps,
-                                          double *min_ms) {
-  if (c->n <= 0) return 0;
-  va_cuda_enter(c);
-  const double x[2] = {-1.0, 0.0};
-  return time_reps(c, warmup, reps, min_ms, [&] {
-    va_cuda_assign_deferred(c, cosine, rule && rule->mode == VA_ROBUST_TRIM);
-    va_cuda_queue_scalars(c, va_cuda_stats_device(c, rule, x, 2), 2);
-    va_cuda_update_anchors(c, 0.5, 0.0, 0.0, cosine);
-  });
-}
-
-extern "C" double va_cuda_bench_farthest_hist(va_cuda_t *c, const float *rmax_host, int64_t bins, int warmup, int reps,
-                                              double *min_ms) {
-  if (c->n <= 0) return 0;
-  va_cuda_enter(c);
-  va_cuda_ensure_r(c);
-  return time_reps(c, warmup, reps, min_ms, [&] {
-    farthest_launch(c);
-    if (bins > 0) hist_launch(c, rmax_host, bins);
-  });
 }

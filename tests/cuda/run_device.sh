@@ -57,7 +57,7 @@ if [ -x "$B/test_nccl" ]; then
 fi
 echo "benchmark ($(( $(date +%s) - t0 )) s):"
 "$B/gpu_kernels_bench" "$@" >"$OUT/bench.txt" 2>&1 || rc=1
-grep -E "automatic fused|rows differ" "$OUT/bench.txt" | cut -c1-100
+grep -E "automatic fused|rows differ|^FAILED|^verification" "$OUT/bench.txt" | cut -c1-100
 if [ -n "$before_pid" ]; then
   if wait "$before_pid" && [ -x /tmp/va-before/build/gpu_kernels_bench ]; then
     echo "benchmark of $BEFORE_REV ($(( $(date +%s) - t0 )) s):"

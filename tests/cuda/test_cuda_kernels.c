@@ -32,6 +32,7 @@
 #include "core/config.h"
 #include "cpu/assign.h"
 #include "cuda/kernels.h"
+#include "cuda/probe.h"
 #include "cpu/stats.h"
 #include "util/util.h"
 

@@ -1,0 +1,60 @@
+/* probe.h: FOR TESTS AND BENCHMARKS ONLY. Hooks into a CUDA context (cuda/kernels.h) that no job needs:
+ * forcing a kernel or configuration, poisoning a[] and r[], reading the device's anchor norms, and device
+ * times of single passes. They live in their own static library, vecanneal_cuda_probe (cmake/cuda.cmake),
+ * which tests/cuda and bench/ link and the vecanneal executable and vecanneal_core do not; nothing under
+ * src/ other than cuda/probe.cu includes this header. The probes launch the library's own host code and
+ * kernels (cuda/internal.cuh), so what they time or check is what a job runs. */
+#ifndef VECANNEAL_CUDA_PROBE_H
+#define VECANNEAL_CUDA_PROBE_H
+#include <stdint.h>
+
+#include "cpu/stats.h"
+#include "cuda/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Choose the kernels: VA_CUDA_ASSIGN_* and VA_CUDA_STATS_* (a context starts at AUTO and SORT, the
+ * production choice). */
+void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
+void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
+/* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
+ * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 768
+ * elements at 16 bits, 32, 64, 128 and 160 to 384 at tf32; the fastest where it applies,
+ * docs/performance.md). Returns the configuration now in force (0: that one does not apply to this
+ * context's shape and device). */
+#define VA_CUDA_FUSED_CONFIGS 3
+int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
+/* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
+void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
+
+/* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
+void va_cuda_debug_poison(va_cuda_t *ctx);
+/* The anchors' squared norms as the device holds them (k floats: twice the l2 half biases). */
+void va_cuda_debug_anchor_norms(va_cuda_t *ctx, float *out);
+
+/* Device time of one assign pass (kernels only, CUDA events), `reps` timed runs after `warmup`:
+ * the median in ms (min in *min_ms if not NULL). gemm_only: 1 = the cuBLAS products of the GEMM path
+ * alone (the library's own rate); 2 = the fused argmin kernel alone; 3 = the r kernel alone. */
+double va_cuda_bench_assign(va_cuda_t *ctx, int cosine, int warmup, int reps, int gemm_only, double *min_ms);
+/* TFLOP/s of mma.sync alone (registers only, no memory): the fused kernel's ceiling on this device.
+ * precision VA_CUDA_TF32 / FP16 / BF16; blocks_per_sm of 8 warps. */
+double va_cuda_bench_mma_peak(va_cuda_t *ctx, int precision, int blocks_per_sm);
+/* Same for one statistics reduction (rule as va_cuda_stats), excluding the host copies. compute_r: the
+ * reduction computes r itself, as after a deferred assign pass (sorted reduction, none/huber). */
+double va_cuda_bench_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int compute_r, int warmup, int reps,
+                           double *min_ms);
+/* Same for the device's share of one annealing-loop iteration as the CUDA backend queues it: deferred
+ * assign pass, statistics (r computed there unless trim), the scalars' gather and copy, the update
+ * (eta 0.5, beta 0, no clamp) with norms and 16-bit copy. The anchors move: call it on a scratch context. */
+double va_cuda_bench_iteration(va_cuda_t *ctx, const va_stats_rule_t *rule, int cosine, int warmup, int reps,
+                               double *min_ms);
+/* Same for farthest + hist (bins > 0) together, excluding the host copies. */
+double va_cuda_bench_farthest_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, int warmup, int reps,
+                                   double *min_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
