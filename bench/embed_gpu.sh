@@ -35,7 +35,7 @@ echo "== $(date -u +%FT%TZ) $(hostname): $(nvidia-smi --query-gpu=name,driver_ve
 echo "command: bench/embed_gpu.sh $* (model $MODEL, batch $BATCH, reps $REPS)"
 T0=$(date +%s)
 
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$W/cmake.log" 2>&1 &&
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$W/cmake.log" 2>&1 &&
   make -C "$B" -j"$(nproc)" vecanneal test_embed_encoder_cuda test_embed_h5check embed_gpu_bench > "$W/build.log" 2>&1 ||
   { tail -40 "$W/cmake.log" "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 echo "== built in $(($(date +%s) - T0)) s"

@@ -15,7 +15,7 @@ export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/peers/*.whl && export PYTHONPATH=/tmp/site
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; $V fail "the build failed"; exec $V verdict; }
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; $V fail "the build failed"; exec $V verdict; }
 BIN=$PWD/$B/vecanneal
 nvidia-smi --query-gpu=name --format=csv,noheader
 if [ "${ONLY_PEERS:-0}" != 1 ]; then

@@ -25,7 +25,7 @@ V="python3 $ROOT/bench/verify.py"
 N1=${N1:-1000000}; N8=${N8:-8000000}
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$W/env.txt"
-cfg() { cmake -S "$1" -B "$2" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$3.cmake.log" 2>&1; }
+cfg() { cmake -S "$1" -B "$2" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$3.cmake.log" 2>&1; }
 BSRC=${BEFORE_SRC:-}
 if [ -z "$BSRC" ]; then BSRC=/tmp/before-src; rm -rf $BSRC && mkdir -p $BSRC && git archive HEAD~1 | tar -x -C $BSRC; fi
 ( cfg $BSRC $BSRC/build-gpu "$W/before" && make -C $BSRC/build-gpu -j8 vecanneal > "$W/before.build.log" 2>&1 ) &

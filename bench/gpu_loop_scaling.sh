@@ -24,7 +24,7 @@ B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRON
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
   || { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 gen() { [ -f "$W/n$1.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1.h5" --n "$1" --d 128 --clusters 2000 --spread 0.5 --dtype float16 > /dev/null; }
 echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,allreduce_ms_per_iter,vs_1gpu" > "$OUT/loop.csv"

@@ -4,9 +4,7 @@
 # found there); VECANNEAL_HAVE_NCCL adds NCCL.
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-# sm_90 (H100/H200) first; sm_80 keeps the build usable on A100s (the kernels need sm_80: cp.async,
-# ldmatrix, mma.sync bf16/tf32). Override with -DVECANNEAL_CUDA_ARCHITECTURES=...
-set(VECANNEAL_CUDA_ARCHITECTURES "90;80" CACHE STRING "CUDA architectures of the vecanneal kernels")
+# The kernels are built for CMAKE_CUDA_ARCHITECTURES (the top-level CMakeLists.txt sets its default, 90;80).
 
 target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/context.cu
@@ -19,13 +17,12 @@ target_sources(vecanneal_core PRIVATE
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
-  CUDA_ARCHITECTURES "${VECANNEAL_CUDA_ARCHITECTURES}"
   CUDA_RUNTIME_LIBRARY Shared
   POSITION_INDEPENDENT_CODE ON)
 target_compile_options(vecanneal_core PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
 # The Hopper argmin kernel (wgmma) exists for sm_90a alone: its own object library built for that target
-# only, whatever VECANNEAL_CUDA_ARCHITECTURES says, so no sm_90 or sm_80 image of it can be picked at run
+# only, whatever CMAKE_CUDA_ARCHITECTURES says, so no sm_90 or sm_80 image of it can be picked at run
 # time (cuda/assign.cu launches it on compute capability 9.0 only).
 add_library(vecanneal_wgmma OBJECT ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/assign_wgmma.cu)
 set_target_properties(vecanneal_wgmma PROPERTIES
@@ -49,9 +46,8 @@ target_link_libraries(vecanneal_core PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
 
 if(VECANNEAL_HAVE_NCCL)
   target_sources(vecanneal_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../src/comm/nccl.c)
-  target_include_directories(vecanneal_core PUBLIC ${NCCL_INCLUDE_DIR})
   target_compile_definitions(vecanneal_core PUBLIC VECANNEAL_NCCL=1)
-  target_link_libraries(vecanneal_core PUBLIC ${NCCL_LIBRARY})
+  target_link_libraries(vecanneal_core PUBLIC NCCL::NCCL)
 endif()
 
 # The test and benchmark hooks (src/cuda/probe.h): a library of their own, linked by the CUDA tests and
@@ -62,7 +58,6 @@ add_library(vecanneal_cuda_probe STATIC ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/pr
 set_target_properties(vecanneal_cuda_probe PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
-  CUDA_ARCHITECTURES "${VECANNEAL_CUDA_ARCHITECTURES}"
   CUDA_RUNTIME_LIBRARY Shared
   POSITION_INDEPENDENT_CODE ON)
 target_compile_options(vecanneal_cuda_probe PRIVATE

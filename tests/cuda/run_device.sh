@@ -22,7 +22,7 @@ include_cuda() {
 }
 build() { # dir targets... (test_nccl too where the configuration has it: NCCL found)
   local dir=$1; shift
-  cmake -S . -B "$dir" -DVECANNEAL_CUDA=ON -DVECANNEAL_CUDA_ARCHITECTURES=90 &&
+  cmake -S . -B "$dir" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
     make -C "$dir" -j"$(nproc)" "$@" $(grep -q test_nccl "$dir/Makefile" && echo test_nccl)
 }
 include_cuda
