@@ -39,9 +39,10 @@ run() { # mode gpus runtime_connect rep n
   if [ "$1" = strong ] && [ "$2" -gt 1 ]; then
     cmp=$($V ranks "$W/i_$tag.h5" "$W/i_strong_1_0_$4.h5" cuda --label "strong, $2 GPUs against 1, run $4" | tr ',' ';')
   fi
-  python3 - "$W/run_$tag.log" "$W/m_$tag.json" "$1,$2,$3,$4,$5" "$cmp" >> "$OUT/loop.csv" <<'PY'
+  python3 - "$W/run_$tag.log" "$W/m_$tag.json" "$1,$2,$3,$4,$5" "$cmp" >> "$OUT/loop.csv" <<'PY' || $V fail "run $tag: its progress lines could not be read"
 import json, re, statistics, sys
-ms = [float(l.split()[-1]) for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s", l)]
+# Progress lines: iter T energy distortion changed anchors ms/iter ETA [stream GB/s]
+ms = [float(l.split()[6]) for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s", l)]
 m = json.load(open(sys.argv[2]))
 ar = 1e3 * m["phases_seconds"]["allreduce"]["max"] / max(1, m["iterations"])
 print(f"{sys.argv[3]},{m['ms_per_iteration']:.3f},{ms[0]:.2f},{statistics.median(ms[1:]):.3f},{max(ms):.2f},{ar:.3f},{sys.argv[4]}")
