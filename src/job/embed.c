@@ -260,6 +260,17 @@ static void lines_free(lines_t *L) {
 }
 
 /* --- the HDF5 output ----------------------------------------------------------------------------- */
+/* What both output files say of the corpus they came from. */
+static void corpus_attributes(hid_t file, const va_embed_options_t *a, int64_t tokens, int64_t truncated,
+                              int64_t invalid, int64_t empty) {
+  va_h5_attr_str(file, "source", a->input);
+  va_h5_attr_i64(file, "max_tokens", a->max_tokens);
+  va_h5_attr_i64(file, "tokens", tokens);
+  va_h5_attr_i64(file, "truncated_lines", truncated);
+  va_h5_attr_i64(file, "invalid_utf8", invalid);
+  va_h5_attr_i64(file, "empty_lines", empty);
+}
+
 static void embed_setup(hid_t file, void *ctx) {
   const embed_out_t *o = ctx;
   hsize_t dims[2] = {(hsize_t)o->n, (hsize_t)o->d};
@@ -276,12 +287,7 @@ static void embed_setup(hid_t file, void *ctx) {
   va_h5_attr_str(file, "generator", "vecanneal embed");
   va_h5_attr_str(file, "model", "sentence-transformers/all-MiniLM-L6-v2");
   va_h5_attr_str(file, "pooling", "mean, L2-normalised");
-  va_h5_attr_str(file, "source", o->a->input);
-  va_h5_attr_i64(file, "max_tokens", o->a->max_tokens);
-  va_h5_attr_i64(file, "tokens", o->tokens);
-  va_h5_attr_i64(file, "truncated_lines", o->truncated);
-  va_h5_attr_i64(file, "invalid_utf8", o->invalid);
-  va_h5_attr_i64(file, "empty_lines", o->empty);
+  corpus_attributes(file, o->a, o->tokens, o->truncated, o->invalid, o->empty);
 }
 
 static void embed_rows(hid_t file, void *ctx) {
@@ -324,16 +330,11 @@ static void ids_setup(hid_t file, void *ctx) {
   va_h5_attr_str(file, "generator", "vecanneal embed --token-ids-out");
   va_h5_attr_str(file, "model", "sentence-transformers/all-MiniLM-L6-v2");
   va_h5_attr_str(file, "tokenizer", "BERT uncased WordPiece (vocab.txt), [CLS] ... [SEP]");
-  va_h5_attr_str(file, "source", o->a->input);
   va_h5_attr_str(file, "ids", o->a->ids_dataset);
   va_h5_attr_str(file, "lengths", o->a->ids_lengths);
   va_h5_attr_str(file, "offsets", o->a->ids_offsets);
   va_h5_attr_i64(file, "lines", o->n);
-  va_h5_attr_i64(file, "max_tokens", o->a->max_tokens);
-  va_h5_attr_i64(file, "tokens", o->tokens);
-  va_h5_attr_i64(file, "truncated_lines", o->truncated);
-  va_h5_attr_i64(file, "invalid_utf8", o->invalid);
-  va_h5_attr_i64(file, "empty_lines", o->empty);
+  corpus_attributes(file, o->a, o->tokens, o->truncated, o->invalid, o->empty);
 }
 
 static void ids_rows(hid_t file, void *ctx) {
