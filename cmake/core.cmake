@@ -7,6 +7,7 @@ add_library(vecanneal_core STATIC
   src/cpu/assign.c src/cpu/stats.c
   src/backend/cpu.c src/backend/plan.c src/backend/rows.c
   src/job/compress.c src/job/gen.c src/job/info.c
+  src/io/index_view.c src/comm/topk.c src/cpu/search.c src/backend/search.c src/job/search.c src/cli/search.c
   src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
 # HDF5 through its imported target where FindHDF5 makes one (CMake 3.19+ does for the C component).
 if(TARGET hdf5::hdf5)

@@ -17,6 +17,7 @@ static void usage(void) {
           "  compress  compress FILE.h5:DATASET into an HDF5 index of anchors + per-row assignments\n"
           "  info      summarise an index file\n"
           "  embed     embed a text corpus (one text per line) with all-MiniLM-L6-v2 into HDF5 (distance angular)\n"
+          "  search    the k nearest rows of each query through an index's inverted lists (or exact), recall, QPS\n"
           "  help, --help, --version\n"
           "Run 'vecanneal COMMAND --help' for a command's options; README.md has examples.\n",
           VECANNEAL_VERSION);
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "compress")) rc = va_cmd_compress(argc - 2, argv + 2);
   else if (!strcmp(cmd, "info")) rc = va_cmd_info(argc - 2, argv + 2);
   else if (!strcmp(cmd, "embed")) rc = va_cmd_embed(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "search")) rc = va_cmd_search(argc - 2, argv + 2);
   else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     va_log0("vecanneal %s (cuda %s, nccl %s, hdf5 %s, openmp %s)\n", VECANNEAL_VERSION,
 #ifdef VECANNEAL_CUDA

@@ -19,3 +19,10 @@ foreach(p 1 2 3 4)
   set_tests_properties(read_into_np${p} PROPERTIES LABELS "cpu;mpi" TIMEOUT 120
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endforeach()
+
+# The search kernels (cpu/search.h): the AVX2 distance bitwise the portable one, both against the double
+# reference; the top-k heap, the scan (thread and shard invariance) and the probe.
+add_executable(test_search ${VA_TEST_DIR}/unit/test_search.c)
+target_link_libraries(test_search PRIVATE vecanneal_core)
+add_test(NAME search_kernels_cpu COMMAND test_search)
+set_tests_properties(search_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120)

@@ -1,0 +1,464 @@
+/* search.c: `vecanneal search`, the job: the index's anchors and recorded source, each rank's shard of
+ * the source rows grouped into inverted lists by its slice of /assignments (checked against the
+ * recorded checksum), the queries, then for every nprobe of the sweep the batches of queries (probe,
+ * scan of this rank's members of the probed lists, merge over the ranks on rank 0), recall against a
+ * ground truth, and the outputs: the result file, the sweep's CSV, the metrics (docs/search.md). */
+#define _POSIX_C_SOURCE 200809L /* stat's st_size through sys/stat.h */
+#include "job/search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/search.h" /* va_search_engine_t, va_search_lists_t */
+#include "comm/topk.h"      /* va_topk_merge_ranks */
+#include "cpu/search.h"     /* va_search_probe, va_search_unit_rows */
+#include "io/files.h"       /* va_files_prepare, va_text_open, va_text_commit */
+#include "io/h5io.h"
+#include "io/index_view.h"
+#include "util/heartbeat.h"
+#include "util/json.h"
+#include "util/util.h"
+
+void va_search_options_default(va_search_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->k = 10;
+  o->nprobe[0] = 16;
+  o->n_nprobe = 1;
+  o->batch = 256;
+  o->io = "auto";
+}
+
+int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
+  if (!o->index) return snprintf(err, len, "search: --index INDEX.h5 is required"), 1;
+  if (!o->queries) return snprintf(err, len, "search: --queries FILE.h5:DATASET is required"), 1;
+  if (!o->out) return snprintf(err, len, "search: --out RESULT.h5 is required"), 1;
+  if (o->exact && o->n_nprobe > 1)
+    return snprintf(err, len, "search: --exact scans every row: a sweep over --nprobe means nothing there"), 1;
+  o->io_mode = !strcmp(o->io, "collective")    ? VA_IO_COLLECTIVE
+               : !strcmp(o->io, "independent") ? VA_IO_INDEPENDENT
+                                               : VA_IO_AUTO;
+  if (strcmp(o->io, "auto") && o->io_mode == VA_IO_AUTO)
+    return snprintf(err, len, "search: --io must be auto, collective or independent"), 1;
+  return 0;
+}
+
+/* What one nprobe of the sweep measured (rank 0's; broadcast for the file's attributes). */
+typedef struct {
+  int64_t nprobe;
+  double seconds, qps, recall; /* recall: -1 without a ground truth */
+} sweep_point_t;
+
+/* The rows of this rank's shard land in list order as the reader hands them over chunk by chunk. */
+typedef struct {
+  float *staging, *rows;
+  const int64_t *pos; /* local row -> its place in list order */
+  int64_t d;
+} list_sink_t;
+
+static float *sink_buffer(void *ctx, int64_t local_row0) {
+  (void)local_row0;
+  return ((list_sink_t *)ctx)->staging;
+}
+
+static void sink_filled(void *ctx, int64_t local_row0, int64_t nrows) {
+  list_sink_t *s = ctx;
+  for (int64_t i = 0; i < nrows; i++)
+    memcpy(s->rows + s->pos[local_row0 + i] * s->d, s->staging + i * s->d, (size_t)s->d * sizeof(float));
+}
+
+static int choose_threads(int asked) {
+  if (asked > 0) return asked;
+  int mine = va_cpu_count();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int t = (online > 0 && mine < online) ? mine : mine / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  return t > 0 ? t : 1;
+}
+
+/* The data spec compress read: FILE:DATASET, or FILE for a vector file (no dataset recorded). */
+static void recorded_spec(const va_index_view_t *ix, char *spec, size_t len) {
+  if (ix->source_dataset[0]) snprintf(spec, len, "%s:%s", ix->source_file, ix->source_dataset);
+  else snprintf(spec, len, "%s", ix->source_file);
+}
+
+/* Collective: the first k columns of the ground truth (nq x k int64, rank 0's read broadcast), or an
+ * agreed VA_EXIT_INPUT. spec: FILE[:DATASET], DATASET defaulting to /neighbors. */
+static int64_t *read_ground_truth(const char *spec, int64_t nq, int64_t k) {
+  char file[VA_PATH_MAX], dset[256], err[VA_PATH_MAX + 512] = "";
+  const char *colon = strrchr(spec, ':');
+  if (colon) va_split_spec(spec, file, sizeof file, dset, sizeof dset);
+  else snprintf(file, sizeof file, "%s", spec), snprintf(dset, sizeof dset, "/neighbors");
+  int64_t *truth = va_malloc((size_t)(nq * k) * sizeof(int64_t), "ground truth");
+  int rc = 0;
+  if (va_proc.rank == 0) {
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = f >= 0 && H5Lexists(f, dset, H5P_DEFAULT) > 0 ? H5Dopen2(f, dset, H5P_DEFAULT) : -1;
+    hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1, ty = ds >= 0 ? H5Dget_type(ds) : -1;
+    hsize_t dims[2] = {0, 0};
+    if (f < 0) snprintf(err, sizeof err, "cannot open the ground truth '%s': %s", file, va_h5_last_error());
+    else if (ds < 0) snprintf(err, sizeof err, "the ground truth file '%s' has no dataset '%s'", file, dset);
+    else if (H5Tget_class(ty) != H5T_INTEGER || H5Sget_simple_extent_ndims(sp) != 2 ||
+             H5Sget_simple_extent_dims(sp, dims, NULL) != 2 || dims[0] != (hsize_t)nq || dims[1] < (hsize_t)k)
+      snprintf(err, sizeof err,
+               "ground truth '%s:%s' must be an integer matrix of %lld rows (one per query) and at least k = %lld "
+               "columns, found %llu x %llu",
+               file, dset, (long long)nq, (long long)k, (unsigned long long)dims[0], (unsigned long long)dims[1]);
+    else {
+      hsize_t off[2] = {0, 0}, cnt[2] = {(hsize_t)nq, (hsize_t)k};
+      hid_t mem = H5Screate_simple(2, cnt, NULL);
+      if (mem < 0 || H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0 ||
+          H5Dread(ds, H5T_NATIVE_INT64, mem, sp, H5P_DEFAULT, truth) < 0)
+        snprintf(err, sizeof err, "reading the ground truth '%s:%s' failed: %s", file, dset, va_h5_last_error());
+      if (mem >= 0) H5Sclose(mem);
+    }
+    rc = err[0] ? VA_EXIT_INPUT : 0;
+    if (ty >= 0) H5Tclose(ty);
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    if (f >= 0) H5Fclose(f);
+  }
+  VA_AGREE_OR_EXIT(rc, err);
+  VA_MPI(MPI_Bcast(truth, (int)(nq * k), MPI_INT64_T, 0, MPI_COMM_WORLD));
+  return truth;
+}
+
+/* recall@k: |ours ∩ truth's first k| / k, averaged over the queries. */
+static double recall_at_k(const va_neighbor_t *ours, const int64_t *truth, int64_t nq, int64_t k) {
+  double sum = 0;
+  for (int64_t q = 0; q < nq; q++) {
+    int64_t hit = 0;
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t j = 0; j < k; j++)
+        if (ours[q * k + i].id >= 0 && ours[q * k + i].id == truth[q * k + j]) {
+          hit++;
+          break;
+        }
+    sum += (double)hit / (double)k;
+  }
+  return nq > 0 ? sum / (double)nq : 0;
+}
+
+/* --- the result file ------------------------------------------------------------------------------- */
+typedef struct {
+  const va_search_options_t *o;
+  const va_neighbor_t *result; /* nq x k, rank 0 */
+  int64_t nq, k, nprobe, anchors;
+  const char *metric;
+  sweep_point_t last;
+} result_write_t;
+
+static void result_setup(hid_t f, void *ctx) {
+  const result_write_t *w = ctx;
+  const int64_t nq = w->nq, k = w->k;
+  hsize_t dims[2] = {(hsize_t)nq, (hsize_t)k};
+  int64_t *ids = va_malloc((size_t)(nq * k > 0 ? nq * k : 1) * sizeof(int64_t), "result ids");
+  float *dist = va_malloc((size_t)(nq * k > 0 ? nq * k : 1) * sizeof(float), "result distances");
+  if (w->result)
+    for (int64_t i = 0; i < nq * k; i++) {
+      ids[i] = w->result[i].id;
+      dist[i] = w->result[i].dist;
+    }
+  hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
+  hid_t ds = VA_H5(H5Dcreate2(f, "/neighbors", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  va_h5_write_whole(ds, H5T_NATIVE_INT64, ids);
+  VA_H5(H5Dclose(ds));
+  ds = VA_H5(H5Dcreate2(f, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  va_h5_write_whole(ds, H5T_NATIVE_FLOAT, dist);
+  VA_H5(H5Dclose(ds));
+  VA_H5(H5Sclose(space));
+  free(ids);
+  free(dist);
+  va_h5_attr_i64(f, "k", k);
+  va_h5_attr_i64(f, "nprobe", w->nprobe);
+  va_h5_attr_i64(f, "exact", w->o->exact);
+  va_h5_attr_i64(f, "anchors", w->anchors);
+  va_h5_attr_str(f, "metric", w->metric);
+  va_h5_attr_str(f, "distance", !strcmp(w->metric, "cosine") ? "angular" : "euclidean");
+  va_h5_attr_str(f, "index", w->o->index);
+  va_h5_attr_str(f, "queries", w->o->queries);
+  va_h5_attr_f64(f, "queries_per_second", w->last.qps);
+  va_h5_attr_f64(f, "seconds", w->last.seconds);
+  if (w->last.recall >= 0) {
+    va_h5_attr_f64(f, "recall", w->last.recall);
+    va_h5_attr_str(f, "ground_truth", w->o->ground_truth);
+  }
+  va_h5_attr_i64(f, "ranks", va_proc.nranks);
+}
+
+static void result_rows(hid_t f, void *ctx) { /* rank 0 wrote everything in setup */
+  (void)f;
+  (void)ctx;
+}
+
+/* --- the sweep's CSV and the metrics ------------------------------------------------------------- */
+static int write_sweep_csv(const va_search_options_t *o, const va_search_engine_t *e, const sweep_point_t *pts,
+                           int npts) {
+  if (!o->sweep_csv) return 0;
+  FILE *f = va_proc.rank == 0 ? va_text_open(o->sweep_csv) : NULL;
+  if (f) {
+    fprintf(f, "backend,precision,nprobe,recall,qps\n");
+    for (int i = 0; i < npts; i++) {
+      char recall[32] = "";
+      if (pts[i].recall >= 0) snprintf(recall, sizeof recall, "%.6f", pts[i].recall);
+      fprintf(f, "%s,%s,%lld,%s,%.3f\n", e->name, e->precision, (long long)pts[i].nprobe, recall, pts[i].qps);
+    }
+  }
+  return va_text_commit(f, "sweep CSV", o->sweep_csv);
+}
+
+typedef struct {
+  double read_seconds, lists_seconds, total_seconds;
+  int64_t n, d, nq, anchors;
+  int cosine, threads;
+} search_figures_t;
+
+static int write_metrics(const va_search_options_t *o, const va_search_engine_t *e, const search_figures_t *fig,
+                         const sweep_point_t *pts, int npts) {
+  double rss = (double)va_peak_rss(), rss_max = 0;
+  VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  char *layout = va_json_gather_layout(e->name);
+  FILE *f = o->metrics && va_proc.rank == 0 ? va_text_open(o->metrics) : NULL;
+  if (!o->metrics || !f) {
+    free(layout);
+    return o->metrics ? va_text_commit(NULL, "metrics file", o->metrics) : 0;
+  }
+  va_json_writer_t j;
+  va_json_start(&j, f);
+  va_json_run_header(&j, "search", layout);
+  free(layout);
+  va_json_string(&j, "backend", e->name);
+  va_json_string(&j, "precision", e->precision);
+  va_json_string(&j, "index", o->index);
+  va_json_string(&j, "queries", o->queries);
+  va_json_string(&j, "ground_truth", o->ground_truth);
+  va_json_string(&j, "metric", fig->cosine ? "cosine" : "l2");
+  va_json_int(&j, "n", fig->n);
+  va_json_int(&j, "d", fig->d);
+  va_json_int(&j, "anchors", fig->anchors);
+  va_json_int(&j, "query_count", fig->nq);
+  va_json_int(&j, "k", o->k);
+  va_json_bool(&j, "exact", o->exact);
+  va_json_int(&j, "threads_per_rank", fig->threads);
+  va_json_int(&j, "batch", o->batch);
+  va_json_number(&j, "read_seconds", fig->read_seconds);
+  va_json_number(&j, "lists_seconds", fig->lists_seconds);
+  va_json_number(&j, "total_seconds", fig->total_seconds);
+  va_json_array(&j, "sweep");
+  for (int i = 0; i < npts; i++) {
+    va_json_object(&j, NULL);
+    va_json_int(&j, "nprobe", pts[i].nprobe);
+    va_json_number(&j, "seconds", pts[i].seconds);
+    va_json_number(&j, "queries_per_second", pts[i].qps);
+    if (pts[i].recall >= 0) va_json_number(&j, "recall", pts[i].recall);
+    else va_json_string(&j, "recall", NULL);
+    va_json_end(&j);
+  }
+  va_json_end(&j);
+  if (pts[npts - 1].recall >= 0) va_json_number(&j, "recall", pts[npts - 1].recall);
+  va_json_number(&j, "queries_per_second", pts[npts - 1].qps);
+  va_json_number(&j, "peak_rss_bytes_max", rss_max);
+  va_json_finish(&j);
+  return va_text_commit(f, "metrics file", o->metrics);
+}
+
+/* --- the job ------------------------------------------------------------------------------------- */
+static int search_job(const va_search_options_t *o) {
+  const double t_start = va_now();
+  char err[3 * VA_PATH_MAX] = "";
+  int rc;
+  va_index_view_t ix;
+  va_index_view_load(o->index, &ix);
+  const char *metric = ix.cosine ? "cosine" : "l2";
+  /* The base rows: --data, else the source the index recorded. compress --embed records a corpus. */
+  const int embedded = ix.source_dataset[0] == '(';
+  char data_spec[VA_PATH_MAX + 300], data_file[VA_PATH_MAX], qfile[VA_PATH_MAX], gfile[VA_PATH_MAX] = "", gdset[256];
+  if (o->data) snprintf(data_spec, sizeof data_spec, "%s", o->data);
+  else recorded_spec(&ix, data_spec, sizeof data_spec);
+  if (!o->data && embedded)
+    snprintf(err, sizeof err,
+             "index '%s' was compressed from the text corpus '%s': pass --data with its vectors (compress --embed-out)",
+             o->index, ix.source_file);
+  else if (!o->data && va_proc.rank == 0 && access(ix.source_file, R_OK) != 0)
+    snprintf(err, sizeof err,
+             "the source of index '%s', '%s', is missing or unreadable: pass --data FILE[:DATASET] with the same rows",
+             o->index, ix.source_file);
+  VA_AGREE_OR_EXIT(err[0] ? VA_EXIT_INPUT : 0, err);
+  va_input_file(data_spec, VA_INPUT_AUTO, data_file, sizeof data_file);
+  va_input_file(o->queries, VA_INPUT_AUTO, qfile, sizeof qfile);
+  if (o->ground_truth) {
+    if (strrchr(o->ground_truth, ':')) va_split_spec(o->ground_truth, gfile, sizeof gfile, gdset, sizeof gdset);
+    else snprintf(gfile, sizeof gfile, "%s", o->ground_truth);
+  }
+  const va_file_use_t inputs[] = {
+      {"index", o->index, 0}, {"queries", qfile, 0}, {"data", data_file, 0}, {"ground truth", gfile, 0}};
+  const va_file_use_t outputs[] = {{"result", o->out, 1},
+                                   {"metrics file", o->metrics ? o->metrics : "", 1},
+                                   {"sweep CSV", o->sweep_csv ? o->sweep_csv : "", 1}};
+  if ((rc = va_files_prepare(inputs, 4, outputs, 3))) return rc;
+
+  /* Shapes: the queries and the data against the index. */
+  va_input_t qin, din;
+  va_input_open(o->queries, &qin);
+  va_input_open(data_spec, &din);
+  char qlabel[VA_PATH_MAX + 300], dlabel[VA_PATH_MAX + 300];
+  va_input_label(&qin, qlabel, sizeof qlabel);
+  va_input_label(&din, dlabel, sizeof dlabel);
+  if (qin.d != ix.d)
+    snprintf(err, sizeof err, "queries '%s' have %lld dimensions, index '%s' has %lld", qlabel, (long long)qin.d,
+             o->index, (long long)ix.d);
+  else if (din.n != ix.n || din.d != ix.d)
+    snprintf(err, sizeof err, "data '%s' is %lld x %lld, index '%s' was made from %lld x %lld rows", dlabel,
+             (long long)din.n, (long long)din.d, o->index, (long long)ix.n, (long long)ix.d);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  if (o->k > ix.n)
+    snprintf(err, sizeof err, "k = %lld is more than the %lld rows of '%s'", (long long)o->k, (long long)ix.n, dlabel);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
+  /* The recorded file itself: a change of size is seen before any row is read. */
+  if (!o->data && va_proc.rank == 0) {
+    struct stat sb;
+    if (ix.source_size >= 0 && stat(ix.source_file, &sb) == 0 && (int64_t)sb.st_size != ix.source_size)
+      snprintf(err, sizeof err,
+               "the source '%s' of index '%s' changed since compress: %lld bytes, %lld recorded; compress it again",
+               ix.source_file, o->index, (long long)sb.st_size, (long long)ix.source_size);
+  }
+  VA_AGREE_OR_EXIT(err[0] ? VA_EXIT_INPUT : 0, err);
+  int64_t sweep[VA_SEARCH_MAX_SWEEP];
+  int nsweep = o->exact ? 1 : o->n_nprobe;
+  for (int i = 0; i < nsweep; i++) {
+    sweep[i] = o->exact ? ix.k : o->nprobe[i];
+    if (sweep[i] > ix.k) {
+      va_log0("note: nprobe %lld is more than the index's %lld anchors: %lld lists probed (every list)\n",
+              (long long)sweep[i], (long long)ix.k, (long long)ix.k);
+      sweep[i] = ix.k;
+    }
+  }
+  const int threads = choose_threads(o->threads);
+  const va_search_engine_t engine = va_search_engine_cpu(threads);
+  va_log0("vecanneal %s search: %d rank(s), %d thread(s)/rank, backend %s (%s); index %s: %lld x %lld, %lld anchors, "
+          "metric %s; data %s; queries %s: %lld; k %lld, %s\n",
+          VECANNEAL_VERSION, va_proc.nranks, threads, engine.name, engine.precision, o->index, (long long)ix.n,
+          (long long)ix.d, (long long)ix.k, metric, dlabel, qlabel, (long long)qin.n, (long long)o->k,
+          o->exact ? "exact (every row)" : "inverted lists");
+  int64_t *truth = o->ground_truth ? read_ground_truth(o->ground_truth, qin.n, o->k) : NULL;
+
+  /* This rank's shard: its slice of /assignments gives every row its place in list order. */
+  double t_read = va_now();
+  int64_t row0, nloc;
+  va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
+  uint32_t *assign = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(uint32_t), "assignments");
+  va_index_read_assignments(o->index, &ix, row0, nloc, assign);
+  int64_t *offset = va_calloc((size_t)(ix.k + 1), sizeof(int64_t), "list offsets");
+  int64_t *pos = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list positions");
+  int64_t *ids = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list row ids");
+  for (int64_t i = 0; i < nloc; i++) offset[assign[i] + 1]++;
+  for (int64_t j = 0; j < ix.k; j++) offset[j + 1] += offset[j];
+  {
+    int64_t *next = va_malloc((size_t)ix.k * sizeof(int64_t), "list fill");
+    memcpy(next, offset, (size_t)ix.k * sizeof(int64_t));
+    for (int64_t i = 0; i < nloc; i++) { /* in row order: ids ascend within each list */
+      pos[i] = next[assign[i]]++;
+      ids[pos[i]] = row0 + i;
+    }
+    free(next);
+  }
+  free(assign);
+  float *rows = va_malloc((size_t)(nloc > 0 ? nloc : 1) * (size_t)ix.d * sizeof(float), "list rows");
+  const int64_t chunk = (int64_t)(16 << 20) / (ix.d * 4) > 0 ? (int64_t)(16 << 20) / (ix.d * 4) : 1;
+  list_sink_t sink_ctx = {va_malloc((size_t)(chunk * ix.d) * sizeof(float), "read staging"), rows, pos, ix.d};
+  const va_row_sink_t sink = {chunk, sink_buffer, sink_filled, &sink_ctx};
+  va_read_result_t read = {-1, 0};
+  va_input_read_into(&din, row0, nloc, o->io_mode, threads, &read, &sink);
+  free(sink_ctx.staging);
+  free(pos);
+  int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+  if (first_bad != INT64_MAX)
+    snprintf(err, sizeof err, "data '%s' row %lld holds NaN or Inf", dlabel, (long long)first_bad);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  uint64_t checksum = read.checksum;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+  if (embedded)
+    va_log0("note: index '%s' records a corpus, not rows: the rows of '%s' are not checked\n", o->index, dlabel);
+  else if (checksum != ix.source_checksum)
+    snprintf(err, sizeof err,
+             "the rows of '%s' are not those index '%s' was made from (checksum %016llx, recorded %016llx): the "
+             "data changed since compress, or --data names other data",
+             dlabel, o->index, (unsigned long long)checksum, (unsigned long long)ix.source_checksum);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  const double read_seconds = va_now() - t_read;
+
+  /* The queries: every rank reads them all (a few rows next to the shard). */
+  const int64_t nq = qin.n, d = ix.d, k = o->k;
+  float *Q = va_malloc((size_t)(nq * d) * sizeof(float), "queries");
+  va_input_read(&qin, 0, nq, Q, (size_t)16 << 20, o->io_mode, threads, &read);
+  if (read.bad_row >= 0)
+    snprintf(err, sizeof err, "queries '%s' row %lld holds NaN or Inf", qlabel, (long long)read.bad_row);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  double t_lists = va_now();
+  if (ix.cosine) { /* unit rows and queries, as compress makes its rows (the anchors are unit already) */
+    va_search_unit_rows(rows, nloc, d, threads);
+    va_search_unit_rows(Q, nq, d, threads);
+  }
+  const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids};
+  const double lists_seconds = va_now() - t_lists;
+  va_log0("read %lld rows into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n, (long long)ix.k,
+          (long long)nq, read_seconds + lists_seconds);
+
+  /* The sweep. Every rank probes the same lists (the same anchors, queries and code); rank 0 merges. */
+  const int64_t batch = o->batch < nq ? o->batch : nq;
+  va_neighbor_t *local = va_malloc((size_t)(batch * k) * sizeof(va_neighbor_t), "batch results");
+  va_neighbor_t *result = va_proc.rank == 0 ? va_malloc((size_t)(nq * k) * sizeof(va_neighbor_t), "results") : NULL;
+  int64_t *probes = va_malloc((size_t)(batch * ix.k) * sizeof(int64_t), "probes");
+  sweep_point_t pts[VA_SEARCH_MAX_SWEEP];
+  for (int s = 0; s < nsweep; s++) {
+    const int64_t nprobe = sweep[s];
+    VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = va_now();
+    for (int64_t b0 = 0; b0 < nq; b0 += batch) {
+      const int64_t nb = nq - b0 < batch ? nq - b0 : batch;
+      if (o->exact) engine.scan_all(&engine, &lists, Q + b0 * d, nb, ix.cosine, k, local);
+      else {
+        va_search_probe(Q + b0 * d, nb, d, ix.anchors, ix.k, ix.cosine, nprobe, threads, probes);
+        engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
+      }
+      va_topk_merge_ranks(local, nb, k, result ? result + b0 * k : NULL);
+    }
+    double seconds = va_now() - t0;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    pts[s] = (sweep_point_t){o->exact ? 0 : nprobe, seconds, seconds > 0 ? (double)nq / seconds : 0, -1};
+    if (truth && result) pts[s].recall = recall_at_k(result, truth, nq, k);
+    VA_MPI(MPI_Bcast(&pts[s].recall, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    char what[48], recall[48] = "";
+    if (o->exact) snprintf(what, sizeof what, "exact");
+    else snprintf(what, sizeof what, "nprobe %lld", (long long)nprobe);
+    if (pts[s].recall >= 0) snprintf(recall, sizeof recall, ", recall@%lld %.4f", (long long)k, pts[s].recall);
+    va_log0("%s: %.0f queries/s (%.3f s)%s\n", what, pts[s].qps, seconds, recall);
+  }
+  free(probes);
+  free(local);
+
+  result_write_t w = {o, result, nq, k, o->exact ? 0 : sweep[nsweep - 1], ix.k, metric, pts[nsweep - 1]};
+  const double bytes = (double)(nq * k) * 12.0 + 4096.0;
+  if ((rc = va_h5_write_file("result", o->out, bytes, o->io_mode, result_setup, result_rows, &w))) return rc;
+  if ((rc = write_sweep_csv(o, &engine, pts, nsweep))) return rc;
+  const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n, d, nq, ix.k, ix.cosine, threads};
+  if ((rc = write_metrics(o, &engine, &fig, pts, nsweep))) return rc;
+  va_log0("results written to %s\n", o->out);
+  free(result);
+  free(truth);
+  free(Q);
+  free(rows);
+  free(ids);
+  free(offset);
+  va_index_view_free(&ix);
+  return 0;
+}
+
+int va_search_job(const va_search_options_t *o) {
+  va_heartbeat_start(); /* no quiet stretch on rank 0 (heartbeat.h) */
+  int rc = search_job(o);
+  va_heartbeat_stop();
+  return rc;
+}

@@ -1,0 +1,29 @@
+/* search.h: the search job (`vecanneal search`): the k nearest rows of the index's source for every
+ * query, through the index's inverted lists (or every row: exact), sharded over the ranks and merged
+ * so that the answer is the same for any rank count (docs/search.md). Options come as a struct; argv
+ * lives in cli/ alone (cli/search.c). */
+#ifndef VECANNEAL_JOB_SEARCH_H
+#define VECANNEAL_JOB_SEARCH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define VA_SEARCH_MAX_SWEEP 64 /* nprobe values of one sweep */
+
+typedef struct {
+  const char *index, *queries, *data, *out, *metrics, *ground_truth, *sweep_csv, *io;
+  int64_t k;
+  int64_t nprobe[VA_SEARCH_MAX_SWEEP]; /* the values swept, in order; the output holds the last one's */
+  int n_nprobe;
+  int exact;     /* scan every row */
+  int64_t batch; /* queries per batch */
+  int threads;   /* per rank; 0: the cores the rank may use, shared with the node's other ranks */
+  int io_mode;   /* derived by va_search_options_resolve */
+} va_search_options_t;
+
+/* k 10, nprobe 16, batch 256, threads 0, io auto. */
+void va_search_options_default(va_search_options_t *o);
+/* Local: checks the options and derives the rest; 0, or 1 with err set (a usage error). */
+int va_search_options_resolve(va_search_options_t *o, char *err, size_t len);
+/* Collective: runs the search; returns the exit code every rank agreed on. */
+int va_search_job(const va_search_options_t *o);
+#endif
