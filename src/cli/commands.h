@@ -5,5 +5,7 @@ int va_cmd_gen(int argc, char **argv);
 int va_cmd_compress(int argc, char **argv);
 int va_cmd_info(int argc, char **argv);
 int va_cmd_embed(int argc, char **argv);
+int va_cmd_assign(int argc, char **argv);
+int va_cmd_add(int argc, char **argv);
 int va_cmd_search(int argc, char **argv);
 #endif

@@ -16,6 +16,8 @@ static void usage(void) {
           "  gen       write a synthetic dataset (Gaussian mixture or the prototype's demo data) to HDF5\n"
           "  compress  compress FILE.h5:DATASET into an HDF5 index of anchors + per-row assignments\n"
           "  info      summarise an index file\n"
+          "  assign    the nearest anchor of an index for every row of new vectors (HDF5 out)\n"
+          "  add       append new rows to an index (a new index file), without retraining\n"
           "  embed     embed a text corpus (one text per line) with all-MiniLM-L6-v2 into HDF5 (distance angular)\n"
           "  search    the k nearest rows of each query through an index's inverted lists (or exact), recall, QPS\n"
           "  help, --help, --version\n"
@@ -79,6 +81,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "compress")) rc = va_cmd_compress(argc - 2, argv + 2);
   else if (!strcmp(cmd, "info")) rc = va_cmd_info(argc - 2, argv + 2);
   else if (!strcmp(cmd, "embed")) rc = va_cmd_embed(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "assign")) rc = va_cmd_assign(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "add")) rc = va_cmd_add(argc - 2, argv + 2);
   else if (!strcmp(cmd, "search")) rc = va_cmd_search(argc - 2, argv + 2);
   else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     va_log0("vecanneal %s (cuda %s, nccl %s, hdf5 %s, openmp %s)\n", VECANNEAL_VERSION,

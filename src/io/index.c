@@ -35,7 +35,7 @@ static void attr_scalar(hid_t obj, const char *name, hid_t ftype, hid_t mtype, c
 
 /* A variable-length UTF-8 string: h5py returns it as str (a fixed-length one comes back as bytes). The
  * bytes are stored as given; a path that is not valid UTF-8 reads back with surrogate escapes. */
-static void attr_text(hid_t obj, const char *name, const char *value) {
+void va_index_attr_text(hid_t obj, const char *name, const char *value) {
   hid_t t = VA_H5(H5Tcopy(H5T_C_S1));
   VA_H5(H5Tset_size(t, H5T_VARIABLE));
   VA_H5(H5Tset_cset(t, H5T_CSET_UTF8));
@@ -43,30 +43,30 @@ static void attr_text(hid_t obj, const char *name, const char *value) {
   VA_H5(H5Tclose(t));
 }
 
-static void attr_i64(hid_t obj, const char *name, int64_t v) {
+void va_index_attr_i64(hid_t obj, const char *name, int64_t v) {
   attr_scalar(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
-static void attr_u64(hid_t obj, const char *name, uint64_t v) {
+void va_index_attr_u64(hid_t obj, const char *name, uint64_t v) {
   attr_scalar(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
 }
-static void attr_f64(hid_t obj, const char *name, double v) {
+void va_index_attr_f64(hid_t obj, const char *name, double v) {
   attr_scalar(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
-static hid_t make_dataset(hid_t loc, const char *name, hid_t type, int rank, int64_t d0, int64_t d1,
-                          const char *description, const char *units) {
+hid_t va_index_dataset(hid_t loc, const char *name, hid_t type, int rank, int64_t d0, int64_t d1,
+                       const char *description, const char *units) {
   hsize_t dims[2] = {(hsize_t)d0, (hsize_t)d1};
   hid_t space = VA_H5(H5Screate_simple(rank, dims, NULL));
   hid_t ds = VA_H5(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   VA_H5(H5Sclose(space));
-  attr_text(ds, "description", description);
-  attr_text(ds, "units", units);
+  va_index_attr_text(ds, "description", description);
+  va_index_attr_text(ds, "units", units);
   return ds;
 }
 
-static void write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int64_t len, const void *buf,
-                     const char *description, const char *units) {
-  hid_t ds = make_dataset(loc, name, ftype, 1, len, 0, description, units);
+void va_index_write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int64_t len, const void *buf,
+                       const char *description, const char *units) {
+  hid_t ds = va_index_dataset(loc, name, ftype, 1, len, 0, description, units);
   va_h5_write_whole(ds, mtype, buf);
   VA_H5(H5Dclose(ds));
 }
@@ -76,9 +76,9 @@ static void write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int6
 static void config_attr(const char *key, const char *value, void *ctx) {
   hid_t g = *(hid_t *)ctx;
   switch (va_config_key_kind(key)) {
-  case VA_CONFIG_INTEGER: attr_i64(g, key, (int64_t)strtoll(value, NULL, 10)); break;
-  case VA_CONFIG_REAL: attr_f64(g, key, strtod(value, NULL)); break;
-  default: attr_text(g, key, value); break;
+  case VA_CONFIG_INTEGER: va_index_attr_i64(g, key, (int64_t)strtoll(value, NULL, 10)); break;
+  case VA_CONFIG_REAL: va_index_attr_f64(g, key, strtod(value, NULL)); break;
+  default: va_index_attr_text(g, key, value); break;
   }
 }
 
@@ -90,33 +90,49 @@ static void index_setup(hid_t f, void *ctx) {
   /* Units: "source" is the source vectors' own unit, "1" dimensionless; cosine rows are unit vectors
    * and their distances 1 - x.a, so both are dimensionless there. */
   const char *u_vec = st->cosine ? "1" : "source", *u_dist = st->cosine ? "1" : "source^2";
-  hid_t ds = make_dataset(f, "/anchors", H5T_IEEE_F32LE, 2, st->k, st->d,
-                          st->cosine ? "anchor vectors (k x d), unit length, in the source's coordinates"
-                                     : "anchor vectors (k x d) in the source's coordinates",
-                          u_vec);
+  hid_t ds = va_index_dataset(f, "/anchors", H5T_IEEE_F32LE, 2, st->k, st->d,
+                              st->cosine ? "anchor vectors (k x d), unit length, in the source's coordinates"
+                                         : "anchor vectors (k x d) in the source's coordinates",
+                              u_vec);
   va_h5_write_whole(ds, H5T_NATIVE_FLOAT, ix->anchors);
   VA_H5(H5Dclose(ds));
-  VA_H5(H5Dclose(make_dataset(f, "/assignments", H5T_STD_U32LE, 1, st->n, 0,
-                              "anchor id (row of /anchors) of every source row, in source row order", "anchor id")));
+  /* The frame of the final pass, so that `assign` and `add` put new rows where compress put its own:
+   * rows are x - center (l2; each value rounded to float32) and the kernels saw st->A, which /anchors
+   * (A + center, rounded) does not give back exactly. cosine: center is zero and /anchors is st->A. */
+  va_index_write_1d(f, "/center", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, st->d, st->center,
+                    st->cosine
+                        ? "zeros: cosine rows are only scaled to unit length"
+                        : "mean subtracted from every source row (each value rounded to float32) before the assign",
+                    u_vec);
+  if (!st->cosine) {
+    ds = va_index_dataset(f, "/anchors_centered", H5T_IEEE_F32LE, 2, st->k, st->d,
+                          "anchor vectors (k x d) as the final pass compared rows with them: in the frame of /center",
+                          u_vec);
+    va_h5_write_whole(ds, H5T_NATIVE_FLOAT, st->A);
+    VA_H5(H5Dclose(ds));
+  }
+  VA_H5(
+      H5Dclose(va_index_dataset(f, "/assignments", H5T_STD_U32LE, 1, st->n, 0,
+                                "anchor id (row of /anchors) of every source row, in source row order", "anchor id")));
   uint64_t *cnt = va_malloc((size_t)st->k * sizeof(uint64_t), "index counts");
   for (int64_t j = 0; j < st->k; j++) cnt[j] = (uint64_t)ix->counts[j];
-  write_1d(f, "/anchor_count", H5T_STD_U64LE, H5T_NATIVE_UINT64, st->k, cnt, "source rows assigned to each anchor",
-           "rows");
+  va_index_write_1d(f, "/anchor_count", H5T_STD_U64LE, H5T_NATIVE_UINT64, st->k, cnt,
+                    "source rows assigned to each anchor", "rows");
   free(cnt);
-  write_1d(f, "/anchor_mse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, st->k, ix->mse,
-           st->cosine ? "mean of 1 - x.a over each anchor's members (0 when it has none)"
-                      : "mean squared distance of each anchor's members to it (0 when it has none)",
-           u_dist);
+  va_index_write_1d(f, "/anchor_mse", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, st->k, ix->mse,
+                    st->cosine ? "mean of 1 - x.a over each anchor's members (0 when it has none)"
+                               : "mean squared distance of each anchor's members to it (0 when it has none)",
+                    u_dist);
   hid_t g = VA_H5(H5Gcreate2(f, "/history", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   const int64_t it = st->iter;
-  write_1d(g, "energy", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, it, st->h_energy,
-           "energy (mean distance of the rows to their anchors) of each iteration, before its update", u_dist);
-  write_1d(g, "changed", H5T_STD_I64LE, H5T_NATIVE_INT64, it, st->h_changed,
-           "source rows whose anchor changed in each iteration (the first counts every row)", "rows");
-  write_1d(g, "anchor_count", H5T_STD_I64LE, H5T_NATIVE_INT64, it, st->h_k,
-           "number of anchors at the end of each iteration", "anchors");
-  write_1d(g, "temperature", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, it, st->h_temp, "temperature T used by each iteration",
-           "1");
+  va_index_write_1d(g, "energy", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, it, st->h_energy,
+                    "energy (mean distance of the rows to their anchors) of each iteration, before its update", u_dist);
+  va_index_write_1d(g, "changed", H5T_STD_I64LE, H5T_NATIVE_INT64, it, st->h_changed,
+                    "source rows whose anchor changed in each iteration (the first counts every row)", "rows");
+  va_index_write_1d(g, "anchor_count", H5T_STD_I64LE, H5T_NATIVE_INT64, it, st->h_k,
+                    "number of anchors at the end of each iteration", "anchors");
+  va_index_write_1d(g, "temperature", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, it, st->h_temp,
+                    "temperature T used by each iteration", "1");
   VA_H5(H5Gclose(g));
   /* Creation order tracked: readers list the keys in the key table's order, not by name. */
   hid_t gcpl = VA_H5(H5Pcreate(H5P_GROUP_CREATE));
@@ -125,33 +141,34 @@ static void index_setup(hid_t f, void *ctx) {
   VA_H5(H5Pclose(gcpl));
   va_config_visit(c, config_attr, &cg);
   VA_H5(H5Gclose(cg));
-  attr_text(f, "format", "vecanneal-index");
-  attr_i64(f, "format_version", VA_INDEX_FORMAT_VERSION);
-  attr_text(f, "description", "vecanneal compressed index: anchors and the anchor of every source row");
-  attr_text(f, "version", VECANNEAL_VERSION);
-  attr_text(f, "source_file", w->source);
-  attr_i64(f, "source_size", w->source_size);
-  attr_u64(f, "source_checksum", ix->in->checksum);
-  attr_text(f, "source_dataset", ix->in->dataset);
-  attr_text(f, "source_dtype", va_dtype_name(ix->in->dtype));
-  attr_text(f, "metric", st->cosine ? "cosine" : "l2");
-  attr_i64(f, "n", st->n);
-  attr_i64(f, "d", st->d);
-  attr_i64(f, "k_initial", st->k_initial);
-  attr_i64(f, "k_final", st->k);
-  attr_i64(f, "seed", (int64_t)c->seed);
-  attr_i64(f, "ranks", va_proc.nranks);
-  attr_text(f, "backend", ix->backend);
-  attr_i64(f, "iterations", st->iter);
-  attr_i64(f, "converged", st->converged);
-  attr_i64(f, "merges", st->merges);
-  attr_i64(f, "splits", st->splits);
-  attr_i64(f, "reseeds", st->reseeds);
-  attr_f64(f, "final_energy", ix->energy);
-  attr_f64(f, "total_variance", st->total_var);
-  attr_f64(f, "distortion", ix->distortion);
-  attr_f64(f, "compression_ratio", ix->ratio);
-  attr_f64(f, "seconds", ix->seconds);
+  va_index_attr_text(f, "format", "vecanneal-index");
+  va_index_attr_i64(f, "format_version", VA_INDEX_FORMAT_VERSION);
+  va_index_attr_text(f, "description", "vecanneal compressed index: anchors and the anchor of every source row");
+  va_index_attr_text(f, "version", VECANNEAL_VERSION);
+  va_index_attr_text(f, "source_file", w->source);
+  va_index_attr_i64(f, "source_size", w->source_size);
+  va_index_attr_u64(f, "source_checksum", ix->in->checksum);
+  va_index_attr_text(f, "source_dataset", ix->in->dataset);
+  va_index_attr_text(f, "source_dtype", va_dtype_name(ix->in->dtype));
+  va_index_attr_text(f, "metric", st->cosine ? "cosine" : "l2");
+  va_index_attr_i64(f, "n", st->n);
+  va_index_attr_i64(f, "d", st->d);
+  va_index_attr_i64(f, "train_rows", ix->train_rows);
+  va_index_attr_i64(f, "k_initial", st->k_initial);
+  va_index_attr_i64(f, "k_final", st->k);
+  va_index_attr_i64(f, "seed", (int64_t)c->seed);
+  va_index_attr_i64(f, "ranks", va_proc.nranks);
+  va_index_attr_text(f, "backend", ix->backend);
+  va_index_attr_i64(f, "iterations", st->iter);
+  va_index_attr_i64(f, "converged", st->converged);
+  va_index_attr_i64(f, "merges", st->merges);
+  va_index_attr_i64(f, "splits", st->splits);
+  va_index_attr_i64(f, "reseeds", st->reseeds);
+  va_index_attr_f64(f, "final_energy", ix->energy);
+  va_index_attr_f64(f, "total_variance", st->total_var);
+  va_index_attr_f64(f, "distortion", ix->distortion);
+  va_index_attr_f64(f, "compression_ratio", ix->ratio);
+  va_index_attr_f64(f, "seconds", ix->seconds);
 }
 
 static void index_rows(hid_t f, void *ctx) {
@@ -161,24 +178,23 @@ static void index_rows(hid_t f, void *ctx) {
   VA_H5(H5Dclose(ds));
 }
 
-/* Rank 0: the source's absolute path (symbolic links resolved; the working directory prepended when
- * the file cannot be resolved any more) and its size in bytes (-1 when it cannot be seen). */
-static void resolve_source(const char *file, index_write_t *w) {
+void va_index_resolve_source(const char *file, char *out, size_t len, int64_t *size) {
   char *real = realpath(file, NULL), cwd[VA_PATH_MAX];
-  if (real) snprintf(w->source, sizeof w->source, "%s", real);
-  else if (file[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(w->source, sizeof w->source, "%s/%s", cwd, file);
-  else snprintf(w->source, sizeof w->source, "%s", file);
+  if (real) snprintf(out, len, "%s", real);
+  else if (file[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(out, len, "%s/%s", cwd, file);
+  else snprintf(out, len, "%s", file);
   free(real);
   struct stat sb;
-  w->source_size = stat(w->source, &sb) == 0 ? (int64_t)sb.st_size : -1;
+  *size = stat(out, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
 int va_index_write(const char *path, const va_index_t *ix) {
   const va_state_t *st = ix->st;
   index_write_t w = {.ix = ix};
-  if (va_proc.rank == 0) resolve_source(ix->in->file, &w);
+  if (va_proc.rank == 0) va_index_resolve_source(ix->in->file, w.source, sizeof w.source, &w.source_size);
   VA_MPI(MPI_Bcast(w.source, (int)sizeof w.source, MPI_CHAR, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Bcast(&w.source_size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
-  const double bytes = va_index_payload_bytes(st->n, st->d, st->k) + 32.0 * (double)st->iter;
+  const double bytes =
+      va_index_payload_bytes(st->n, st->d, st->k) + 4.0 * (double)st->k * (double)st->d + 32.0 * (double)st->iter;
   return va_h5_write_file("index", path, bytes, st->cfg->io, index_setup, index_rows, &w);
 }

@@ -15,6 +15,7 @@ typedef struct {
   const float *anchors; /* k x d in input coordinates */
   const double *counts, *mse;
   double energy, distortion, ratio, seconds;
+  int64_t train_rows; /* rows the anchors were trained on (train_sample; n when 0) */
   const char *backend;
 } va_index_t;
 
@@ -23,4 +24,20 @@ double va_index_payload_bytes(int64_t n, int64_t d, int64_t k);
 /* Collective: writes the index (atomically: OUT.partial, then renamed). Returns 0 or an exit code. The
  * source is recorded as rank 0 sees it: absolute path, size, and in->checksum (the rows as read). */
 int va_index_write(const char *path, const va_index_t *ix);
+/* Local (rank 0): a source as an index records it: its absolute path (symbolic links resolved; the
+ * working directory prepended when the file cannot be resolved any more) into out, and its size in bytes
+ * (-1 when it cannot be seen). */
+void va_index_resolve_source(const char *file, char *out, size_t len, int64_t *size);
+
+/* Inside a va_h5_write_file setup (io/index_add.c writes an index too): typed scalar attributes (string:
+ * variable-length UTF-8), and a dataset (rank 1: d0; rank 2: d0 x d1) with its description and units,
+ * left open; write_1d creates and writes a whole 1-D one from rank 0's buffer. */
+void va_index_attr_text(hid_t obj, const char *name, const char *value);
+void va_index_attr_i64(hid_t obj, const char *name, int64_t v);
+void va_index_attr_u64(hid_t obj, const char *name, uint64_t v);
+void va_index_attr_f64(hid_t obj, const char *name, double v);
+hid_t va_index_dataset(hid_t loc, const char *name, hid_t type, int rank, int64_t d0, int64_t d1,
+                       const char *description, const char *units);
+void va_index_write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int64_t len, const void *buf,
+                       const char *description, const char *units);
 #endif

@@ -490,6 +490,7 @@ shard_ready:
                    .distortion = st.total_var > 0 ? E / st.total_var : 0,
                    .ratio = va_index_payload_bytes(st.n, st.d, st.k) / ((double)st.n * (double)st.d * in.elem_size),
                    .seconds = va_now() - t_start,
+                   .train_rows = st.n,
                    .backend = backend};
   t = va_tick();
   rc = va_index_write(cfg.out, &ix);

@@ -106,6 +106,26 @@ static void print_history(hid_t f) {
   free(kk);
 }
 
+/* /sources (an index that `vecanneal add` wrote): one line per input, in /assignments order. */
+static void print_sources(hid_t f) {
+  if (H5Lexists(f, "/sources", H5P_DEFAULT) <= 0) return;
+  printf("  sources:\n");
+  char name[32], how[32], file[VA_PATH_MAX], dset[256], n[32], row0[32];
+  for (int m = 0;; m++) {
+    snprintf(name, sizeof name, "/sources/%d", m);
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) break;
+    hid_t g = H5Gopen2(f, name, H5P_DEFAULT);
+    if (g < 0) break;
+    attr_text(g, "how", how, sizeof how);
+    attr_text(g, "file", file, sizeof file);
+    attr_text(g, "dataset", dset, sizeof dset);
+    attr_text(g, "row0", row0, sizeof row0);
+    attr_text(g, "n", n, sizeof n);
+    printf("    #%-3d %-8s rows %s + %s  %s%s%s\n", m, how, row0, n, file, dset[0] ? ":" : "", dset);
+    H5Gclose(g);
+  }
+}
+
 static herr_t print_config_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx) {
   (void)info;
   char v[VA_PATH_MAX];
@@ -173,7 +193,9 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
     attr_text(f, keys[i], v, sizeof v);
     printf("  %-18s %s\n", keys[i], v);
   }
+  if (!attr_text(f, "train_rows", v, sizeof v)) printf("  %-18s %s\n", "train_rows", v);
   print_history(f);
+  print_sources(f);
   anchor_row_t *rows = va_malloc((size_t)k * sizeof *rows, "info");
   uint64_t empty = 0;
   for (int64_t j = 0; j < k; j++) {

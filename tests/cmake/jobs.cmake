@@ -46,3 +46,6 @@ foreach(case sparse_chunks disk_full write_fault outputs one_job config stop res
 endforeach()
 va_job_test(reliability_gpu reliability.sh gpu)
 set_tests_properties(reliability_gpu PROPERTIES LABELS "gpu;mpi;reliability" SKIP_RETURN_CODE 77)
+# assign and add (new rows placed in an index), compress --train-sample.
+va_job_test(assign_add assign_add.sh)
+set_tests_properties(assign_add PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -1,0 +1,25 @@
+/* nearest.h: new rows placed in an existing index, for `assign` and `add`: each rank reads its block of
+ * an input, puts the rows in the index's frame as compress preprocessed its own, and finds each row's
+ * nearest anchor through the backend table, as the final pass of compress does. */
+#ifndef VECANNEAL_JOB_NEAREST_H
+#define VECANNEAL_JOB_NEAREST_H
+#include <stdint.h>
+
+#include "core/config.h"   /* va_config_t */
+#include "io/h5io.h"       /* va_input_t */
+#include "io/index_load.h" /* va_index_data_t */
+
+typedef struct {
+  int64_t row0, n_local; /* this rank's block of the input (va_shard_range) */
+  uint32_t *assign;      /* n_local: anchor of each row */
+  float *dist;           /* n_local: its distance (l2: squared; cosine: 1 - x.a), as the final pass reports it */
+  const char *backend;   /* "cpu" or "cuda" */
+} va_nearest_t;
+
+/* Collective: a dimension other than the index's, or a row holding NaN/Inf, is VA_EXIT_INPUT agreed on
+ * every rank (one message); so are read failures. in->checksum becomes the rows' checksum (summed over
+ * ranks). cfg supplies the execution keys (threads, io, read_chunk_mb, backend, ...); the assign kernel
+ * is the one the index's final pass used (ix->cpu_assign). Returns 0 or the agreed exit code. */
+int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out);
+void va_nearest_free(va_nearest_t *out);
+#endif
