@@ -4,9 +4,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* sysconf */
 
 #include "job/gen.h"
-#include "io/files.h" /* va_files_prepare */
+#include "comm/topk.h"  /* va_topk_merge_ranks */
+#include "cpu/search.h" /* va_search_scan: the exact neighbours of /test */
+#include "io/files.h"   /* va_files_prepare */
 #include "io/h5io.h"
 #include "util/rng.h"
 #include "core/stop.h"      /* va_stop_point */
@@ -42,8 +45,41 @@ static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int
   return ds;
 }
 
+/* What the file's writer needs: the options, and rank 0's exact neighbours (test x neighbors) or NULL. */
+typedef struct {
+  const va_gen_options_t *g;
+  const va_neighbor_t *nbr;
+} gen_write_t;
+
+/* /neighbors (int32 as ann-benchmarks writes them, int64 past 2^31 rows) and /distances (float32, squared
+ * l2 or 1 - cos: docs/search.md), test x neighbors, from rank 0's buffer. */
+static void write_neighbors(hid_t file, const gen_write_t *w) {
+  const va_gen_options_t *g = w->g;
+  const int64_t count = g->test * g->neighbors;
+  const int wide = g->n > INT32_MAX;
+  void *ids = va_malloc((size_t)count * (wide ? 8 : 4), "neighbour ids");
+  float *dist = va_malloc((size_t)count * sizeof(float), "neighbour distances");
+  for (int64_t i = 0; w->nbr && i < count; i++) {
+    if (wide) ((int64_t *)ids)[i] = w->nbr[i].id;
+    else ((int32_t *)ids)[i] = (int32_t)w->nbr[i].id;
+    dist[i] = w->nbr[i].dist;
+  }
+  hsize_t dims[2] = {(hsize_t)g->test, (hsize_t)g->neighbors};
+  hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
+  hid_t ds = VA_H5(H5Dcreate2(file, "/neighbors", wide ? H5T_STD_I64LE : H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT));
+  va_h5_write_whole(ds, wide ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32, ids);
+  VA_H5(H5Dclose(ds));
+  ds = VA_H5(H5Dcreate2(file, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  va_h5_write_whole(ds, H5T_NATIVE_FLOAT, dist);
+  VA_H5(H5Dclose(ds));
+  VA_H5(H5Sclose(space));
+  free(ids);
+  free(dist);
+}
+
 static void gen_setup(hid_t file, void *ctx) {
-  const va_gen_options_t *g = ctx;
+  const va_gen_options_t *g = ((const gen_write_t *)ctx)->g;
   hid_t ds = create_rows_dataset(file, "/train", g->n, g->d, g->half);
   H5Dclose(ds);
   if (g->test > 0) H5Dclose(create_rows_dataset(file, "/test", g->test, g->d, g->half));
@@ -56,6 +92,7 @@ static void gen_setup(hid_t file, void *ctx) {
     va_h5_attr_f64(file, "spread", g->spread);
     va_h5_attr_f64(file, "outlier_fraction", g->outliers);
   }
+  if (g->neighbors > 0) write_neighbors(file, ctx);
 }
 
 static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0) {
@@ -90,14 +127,23 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
 }
 
 static void gen_rows(hid_t file, void *ctx) {
-  const va_gen_options_t *g = ctx;
+  const va_gen_options_t *g = ((const gen_write_t *)ctx)->g;
   write_block(file, g, "/train", g->n, 0);
   if (g->test > 0) write_block(file, g, "/test", g->test, g->n);
 }
 
 void va_gen_options_default(va_gen_options_t *g) {
-  *g = (va_gen_options_t){NULL, "gauss", "float32", "euclidean", "auto", 100000, 128,
-                          100,  0,       0.5,       0.0,         1,      0,      VA_IO_AUTO};
+  *g = (va_gen_options_t){.kind = "gauss",
+                          .dtype = "float32",
+                          .distance = "euclidean",
+                          .io = "auto",
+                          .n = 100000,
+                          .d = 128,
+                          .clusters = 100,
+                          .neighbors = -1,
+                          .spread = 0.5,
+                          .seed = 1,
+                          .io_mode = VA_IO_AUTO};
 }
 
 int va_gen_options_resolve(va_gen_options_t *g, char *err, size_t len) {
@@ -112,7 +158,64 @@ int va_gen_options_resolve(va_gen_options_t *g, char *err, size_t len) {
   if (strcmp(g->io, "auto") && g->io_mode == VA_IO_AUTO)
     return snprintf(err, len, "gen: --io must be auto, collective or independent"), 1;
   g->half = !strcmp(g->dtype, "float16");
+  if (g->neighbors > 0 && g->test == 0)
+    return snprintf(err, len, "gen: --neighbors needs --test N (the queries whose neighbours are written)"), 1;
+  if (g->neighbors > g->n)
+    return snprintf(err, len, "gen: --neighbors %lld is more than the %lld rows of /train", (long long)g->neighbors,
+                    (long long)g->n),
+           1;
+  if (g->neighbors < 0) g->neighbors = g->test > 0 ? (g->n < 100 ? g->n : 100) : 0;
+  g->cosine = !strcmp(g->distance, "angular") || !strcmp(g->distance, "cosine");
   return 0;
+}
+
+/* Rows ids [id0, id0 + m) as the file will hold them and a search will read them: rounded to binary16
+ * and back for --dtype float16, unit length (as search and compress make them) for a cosine distance. */
+static void stored_rows(const va_gen_options_t *g, int64_t id0, int64_t m, float *out, int threads) {
+  for (int64_t i = 0; i < m; i++) gen_row(g, id0 + i, out + i * g->d);
+  if (g->half)
+    for (int64_t i = 0; i < m * g->d; i++) out[i] = va_half_to_float(va_float_to_half(out[i]));
+  if (g->cosine) va_search_unit_rows(out, m, g->d, threads);
+}
+
+static int gen_threads(void) {
+  int mine = va_cpu_count();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int t = (online > 0 && mine < online) ? mine : mine / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  return t > 0 ? t : 1;
+}
+
+/* Collective: the exact top-neighbors of every /test row among the /train rows, with search's kernel
+ * (cpu/search.h) and merge (comm/topk.h), so `vecanneal search --exact` finds the same ids and distances.
+ * Every rank regenerates the test rows and its own block of train rows, chunk by chunk (the shard is
+ * never whole in memory). Returns rank 0's test x neighbors entries, NULL elsewhere. */
+static va_neighbor_t *exact_neighbors(const va_gen_options_t *g) {
+  const int64_t d = g->d, nq = g->test, K = g->neighbors;
+  const int threads = gen_threads();
+  float *Q = va_malloc((size_t)(nq * d) * sizeof(float), "test rows");
+  stored_rows(g, g->n, nq, Q, threads);
+  va_neighbor_t *local = va_malloc((size_t)(nq * K) * sizeof(va_neighbor_t), "neighbour heaps");
+  va_topk_t *heaps = va_malloc((size_t)nq * sizeof(va_topk_t), "neighbour heaps");
+  for (int64_t q = 0; q < nq; q++) va_topk_init(&heaps[q], local + q * K, K);
+  int64_t start, count;
+  va_shard_range(g->n, va_proc.rank, va_proc.nranks, &start, &count);
+  const int64_t chunk = (16 << 20) / (d * 4) > 0 ? (16 << 20) / (d * 4) : 1;
+  float *rows = va_malloc((size_t)(chunk * d) * sizeof(float), "train rows");
+  for (int64_t r0 = 0; r0 < count; r0 += chunk) {
+    const int64_t m = count - r0 < chunk ? count - r0 : chunk;
+    stored_rows(g, start + r0, m, rows, threads);
+    va_search_scan(Q, nq, d, rows, m, NULL, start + r0, g->cosine, threads, heaps);
+  }
+  for (int64_t q = 0; q < nq; q++) va_topk_sorted(&heaps[q], local + q * K);
+  va_neighbor_t *merged = va_proc.rank == 0 ? va_malloc((size_t)(nq * K) * sizeof(va_neighbor_t), "neighbours") : NULL;
+  const int64_t batch = 1024; /* queries per gather: nranks x batch x K entries on rank 0 */
+  for (int64_t b0 = 0; b0 < nq; b0 += batch)
+    va_topk_merge_ranks(local + b0 * K, nq - b0 < batch ? nq - b0 : batch, K, merged ? merged + b0 * K : NULL);
+  free(rows);
+  free(heaps);
+  free(local);
+  free(Q);
+  return merged;
 }
 
 static int gen_job(const va_gen_options_t *opts) {
@@ -123,10 +226,23 @@ static int gen_job(const va_gen_options_t *opts) {
   va_stop_point("set-up");
   double t0 = va_now();
   const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
-  rc = va_h5_write_file("output", g.out, bytes, g.io_mode, gen_setup, gen_rows, &g);
+  gen_write_t w = {&g, NULL};
+  double t_nbr = 0;
+  if (g.neighbors > 0) {
+    t_nbr = va_now();
+    w.nbr = exact_neighbors(&g);
+    t_nbr = va_now() - t_nbr;
+  }
+  rc = va_h5_write_file("output", g.out, bytes + (double)(g.test * g.neighbors) * 8.0, g.io_mode, gen_setup, gen_rows,
+                        &w);
+  free((void *)w.nbr);
   if (rc) return rc;
-  va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n,
-          (long long)g.d, g.dtype, g.kind, g.test ? " and /test" : "", va_now() - t0, va_proc.nranks);
+  char nbr[96] = "";
+  if (g.neighbors > 0)
+    snprintf(nbr, sizeof nbr, " and /neighbors (exact top %lld of each test row, %s, %.2f s)", (long long)g.neighbors,
+             g.cosine ? "cosine" : "l2", t_nbr);
+  va_log0("gen: wrote %s:/train (%lld x %lld %s, %s)%s%s in %.2f s on %d rank(s)\n", g.out, (long long)g.n,
+          (long long)g.d, g.dtype, g.kind, g.test ? " and /test" : "", nbr, va_now() - t0, va_proc.nranks);
   return 0;
 }
 

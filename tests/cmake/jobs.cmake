@@ -49,3 +49,6 @@ set_tests_properties(reliability_gpu PROPERTIES LABELS "gpu;mpi;reliability" SKI
 # assign and add (new rows placed in an index), compress --train-sample.
 va_job_test(assign_add assign_add.sh)
 set_tests_properties(assign_add PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# search: exact = gen's /neighbors, monotone recall over nprobe, bitwise the same on 1-4 ranks, bad inputs.
+va_job_test(search search.sh)
+set_tests_properties(search PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
