@@ -5,7 +5,8 @@
 #   and the same distance bits as gen's first 10 columns);
 # - a sweep over nprobe = 1, 2, 4, ... up to the anchors: recall never falls as nprobe grows and is 1 at
 #   nprobe = anchors; the CSV has one line per nprobe;
-# - /neighbors and /distances are bitwise the same on 1, 2, 3 and 4 ranks (inverted lists and exact);
+# - /neighbors and /distances are bitwise the same on 1, 2, 3 and 4 ranks, and for another batch size and
+#   thread count (inverted lists and exact);
 # - every bad input ends every rank with one message from rank 0 and the same exit code, no output left.
 source "$(dirname "$0")/lib.sh"
 n=20000 d=16 nq=200 anchors=32
@@ -74,7 +75,10 @@ EOF
       results_of "$WORK/np$p.h5" > "$WORK/np$p.bin"
       [ $p = 1 ] || cmp -s "$WORK/np1.bin" "$WORK/np$p.bin" || fail "$metric $mode: $p ranks differ from 1 rank"
     done
-    echo "$metric $mode: bitwise the same on 1-4 ranks"
+    run_np 2 search --index "$index" --queries "$data:/test" --k 10 $mode --out "$WORK/npb.h5" --batch 7 \
+      --threads 2 > /dev/null || fail "search $mode, batch 7, 2 threads"
+    results_of "$WORK/npb.h5" | cmp -s "$WORK/np1.bin" - || fail "$metric $mode: batch 7 and 2 threads differ"
+    echo "$metric $mode: bitwise the same on 1-4 ranks, batch 7 and 2 threads"
   done
 done
 
