@@ -20,6 +20,8 @@ static void compress_usage(void) {
          "  --input FILE.fvecs|.bvecs|.ivecs|.npy  a TEXMEX or NumPy file (no DATASET part)\n"
          "  --input-format F      auto|hdf5|fvecs|bvecs|ivecs|npy (config key input_format; auto: by extension)\n"
          "  --anchors K           number of anchors (config key k)\n"
+         "  --train-sample N      train the anchors on N rows spread over the input, then assign every row\n"
+         "                        (config key train_sample; 0 = all rows)\n"
          "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
          "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
          "  --set key=value       override one key (repeatable; applied after --config)\n"
@@ -50,10 +52,15 @@ static int parse_args(int argc, char **argv, va_compress_options_t *o, char *err
   for (int i = 0; i < argc; i++)
     if ((v = va_opt(argc, argv, &i, "--config"))) o->config_file = v;
   if (o->config_file) rc = va_config_src_load_file(src, o->config_file, err, errlen);
-  static const char *const shorthand[][2] = {{"--input", "input"},     {"--input-format", "input_format"},
-                                             {"--anchors", "k"},       {"--out", "out"},
-                                             {"--metrics", "metrics"}, {"--preset", "preset"},
-                                             {"--backend", "backend"}, {"--seed", "seed"}};
+  static const char *const shorthand[][2] = {{"--input", "input"},
+                                             {"--input-format", "input_format"},
+                                             {"--anchors", "k"},
+                                             {"--out", "out"},
+                                             {"--metrics", "metrics"},
+                                             {"--preset", "preset"},
+                                             {"--backend", "backend"},
+                                             {"--seed", "seed"},
+                                             {"--train-sample", "train_sample"}};
   for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       *help = 1;

@@ -39,6 +39,9 @@ static const key_def_t KEYS[] = {
     {"preset", K_ENUM, F(preset), "default", 0, 0, "default|vlc",
      "default: tuned for low energy fast; vlc: the prototype's parity settings (docs/algorithm.md section 3)"},
     {"k", K_INT, F(k), "256", 1, BIG, NULL, "number of anchors (same as --anchors)"},
+    {"train_sample", K_INT, F(train_sample), "0", 0, BIG, NULL,
+     "rows the annealing trains on, every (n / train_sample)-th row of the input (the same rows for any rank "
+     "count); the final pass then assigns every row; 0 = all rows (same as --train-sample)"},
     {"seed", K_UINT, F(seed), "1", 0, BIG, NULL,
      "seed of every random draw (counter-based: same draws for any rank count)"},
     {"backend", K_ENUM, F(backend), "auto", 0, 0, "auto|cpu|cuda",

@@ -33,6 +33,7 @@ typedef struct {
    * "max_iter = 50 (run.ini:4; preset: 1000), ..." (empty when none). Not a key. */
   char preset_overrides[1024];
   int64_t k;
+  int64_t train_sample; /* rows the loop trains on (0: all) */
   uint64_t seed;
   int backend, metric;
   int precision; /* VA_PREC_* (CUDA backend) */

@@ -9,6 +9,8 @@
 #include "core/anneal.h"
 #include "core/checkpoint.h"
 #include "job/embed.h"
+#include "job/nearest.h"   /* va_rows_to_frame */
+#include "job/sample.h"    /* va_sample_* */
 #include "util/checksum.h" /* va_hash_bytes */
 #include "backend/plan.h"  /* va_backend_plan, va_backend_attach */
 #include "backend/rows.h"  /* va_rows_*: rows on the host or the GPU */
@@ -236,6 +238,68 @@ static uint64_t file_checksum(const char *path) {
   return sum;
 }
 
+/* The rows a job holds for its final pass: the shard (va_shard_range). With train_sample, the loop
+ * holds the sample rows of the shard instead (job/sample.h). */
+typedef struct {
+  int64_t n, row0, n_local;
+} rows_t;
+
+/* train_sample: the shard's sample rows moved to the front of st->X (preprocessed already: centred
+ * with the mean of every row, or unit), and st's rows become the sample's (n = N; row0 and n_local in
+ * sample row numbers). The shard stays allocated: the job holds no more than without a sample. */
+static void take_sample(va_state_t *st, int64_t N) {
+  int64_t s0, scount;
+  va_sample_range(st->n, N, st->row0, st->n_local, &s0, &scount);
+  va_sample_compact(st->X, st->d, st->n, N, st->row0, s0, scount);
+  va_log0("training on %lld of %lld rows (train_sample: row floor(i x %lld / %lld) for i < %lld)\n", (long long)N,
+          (long long)st->n, (long long)st->n, (long long)N, (long long)N);
+  st->n = N;
+  st->row0 = s0;
+  st->n_local = scount;
+}
+
+/* train_sample, after the loop: the backend of the sample let go, the shard read again and put in the
+ * frame (the sample's centre or unit rows), st's rows the shard's again, and the backend attached to
+ * them for the final pass. The read must give the rows of the first one (the checksum): else bad input.
+ * Returns the backend's name. */
+static const char *restore_shard(va_state_t *st, const rows_t *full, const va_input_t *in, const va_config_t *cfg,
+                                 const va_backend_plan_t *plan, int threads) {
+  char err[VA_PATH_MAX + 400] = "";
+  if (st->be && st->be->destroy) st->be->destroy(st);
+  st->be = NULL;
+  st->be_ctx = NULL;
+  free(st->X);
+  st->n = full->n;
+  st->row0 = full->row0;
+  st->n_local = full->n_local;
+  const double bytes = (double)st->n_local * (double)st->d * 4.0;
+  st->X = malloc(bytes > 0 ? (size_t)bytes : 1);
+  if (!st->X)
+    snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard again for the final pass",
+             va_proc.rank, va_proc.host, bytes / 1073741824.0);
+  VA_AGREE_OR_EXIT(st->X ? 0 : VA_EXIT_RESOURCE, err);
+  va_tick_t t = va_tick();
+  va_read_result_t read = {-1, 0};
+  va_input_read(in, st->row0, st->n_local, st->X, (size_t)(cfg->read_chunk_mb * 1048576.0), cfg->io, threads, &read);
+  va_tock(VA_PH_READ, t);
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &read.checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+  char label[VA_PATH_MAX + 300];
+  snprintf(err, sizeof err, "input '%s' changed while the job ran (its second read for the final pass differs)",
+           va_input_label(in, label, sizeof label));
+  VA_AGREE_OR_EXIT(va_proc.rank == 0 && read.checksum != in->checksum ? VA_EXIT_INPUT : 0, err);
+  va_rows_to_frame(st->X, st->n_local, st->d, st->cosine, st->center, threads);
+  free(st->assign);
+  free(st->prev);
+  free(st->r);
+  st->assign = va_malloc((size_t)st->n_local * sizeof(uint32_t), "assignments");
+  st->prev = va_malloc((size_t)st->n_local * sizeof(uint32_t), "previous assignments");
+  st->r = va_malloc((size_t)st->n_local * sizeof(float), "row distances");
+  for (int64_t i = 0; i < st->n_local; i++) st->prev[i] = UINT32_MAX;
+  const char *backend = va_backend_attach(st, cfg, plan);
+  va_state_anchor_norms(st);
+  return backend;
+}
+
 static int compress_job(const va_compress_options_t *o) {
   double t_start = va_now();
   va_config_t cfg = o->cfg;
@@ -305,6 +369,16 @@ static int compress_job(const va_compress_options_t *o) {
              input_label);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   }
+  /* train_sample: the loop on N rows, the final pass on all. N >= n takes every row through the same
+   * path (the sample is the input; the result is a plain job's, which the tests check). */
+  const int sampled = cfg.train_sample > 0;
+  const int64_t train_rows = sampled && cfg.train_sample < in.n ? cfg.train_sample : in.n;
+  if (embed_corpus && cfg.train_sample > 0)
+    snprintf(err, sizeof err, "train_sample is not supported with --embed (the embedded rows are all in memory)");
+  else if (cfg.init_kind != VA_INIT_FILE && cfg.k > train_rows)
+    snprintf(err, sizeof err, "k = %lld anchors is more than the train_sample = %lld rows they are trained on",
+             (long long)cfg.k, (long long)train_rows);
+  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
 
   va_state_t st;
   memset(&st, 0, sizeof st);
@@ -346,6 +420,7 @@ static int compress_job(const va_compress_options_t *o) {
           va_config_enum_name("robust", cfg.robust), cfg.preset);
   if (cfg.preset_overrides[0]) va_log0("config: set over preset %s: %s\n", cfg.preset, cfg.preset_overrides);
 
+  const rows_t full = {st.n, st.row0, st.n_local};
   va_backend_plan_t plan = va_backend_plan(&st, &cfg);
   struct {
     double loop, peak;
@@ -353,7 +428,7 @@ static int compress_job(const va_compress_options_t *o) {
   /* CUDA rows from a file skip the host shard: read chunk by chunk into the context's pinned staging
    * buffers, they go straight to the GPU and are preprocessed there (resident), or into the context's
    * pinned host copy, preprocessed in place (streamed). */
-  const int direct = plan.cuda && !plan.host_prep && !embed_corpus;
+  const int direct = plan.cuda && !plan.host_prep && !embed_corpus && !sampled; /* the sample is taken on the host */
   double pinned = 0;
   pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
   if (cfg.memory_check)
@@ -427,6 +502,7 @@ shard_ready:
     va_rows_device_ready(&st);
   } else {
     st.total_var = preprocess(&st, &zero_rows);
+    if (sampled) take_sample(&st, train_rows);
     double t0 = va_now();
     backend = va_backend_attach(&st, &cfg, &plan);
     attach_seconds = va_now() - t0;
@@ -474,6 +550,7 @@ shard_ready:
     return VA_EXIT_STOPPED;
   }
   va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
+  if (sampled) backend = restore_shard(&st, &full, &in, &cfg, &plan, threads);
 
   double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"),
          *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
@@ -490,7 +567,7 @@ shard_ready:
                    .distortion = st.total_var > 0 ? E / st.total_var : 0,
                    .ratio = va_index_payload_bytes(st.n, st.d, st.k) / ((double)st.n * (double)st.d * in.elem_size),
                    .seconds = va_now() - t_start,
-                   .train_rows = st.n,
+                   .train_rows = train_rows,
                    .backend = backend};
   t = va_tick();
   rc = va_index_write(cfg.out, &ix);

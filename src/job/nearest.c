@@ -21,23 +21,20 @@ static int choose_threads(const va_config_t *cfg) {
   return t > 0 ? t : 1;
 }
 
-/* The rows in the index's frame, value by value as compress's preprocessing computes it (compress.c
- * preprocess and column_sums): l2 x - center rounded to float32; cosine x / ||x|| (norm in double, in
- * order), zero rows left zero. */
-static void to_frame(float *X, int64_t n, int64_t d, const va_index_data_t *ix, int threads) {
+void va_rows_to_frame(float *X, int64_t n, int64_t d, int cosine, const double *center, int threads) {
   (void)threads;
 #ifdef VECANNEAL_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
   for (int64_t i = 0; i < n; i++) {
     float *x = X + i * d;
-    if (ix->cosine) {
+    if (cosine) {
       double s = 0;
       for (int64_t t = 0; t < d; t++) s += (double)x[t] * x[t];
       if (s > 0)
         for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] / sqrt(s));
     } else {
-      for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - ix->center[t]);
+      for (int64_t t = 0; t < d; t++) x[t] = (float)(x[t] - center[t]);
     }
   }
 }
@@ -90,7 +87,7 @@ int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t
   }
   in->checksum = read.checksum;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &in->checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  to_frame(st.X, st.n_local, st.d, ix, threads);
+  va_rows_to_frame(st.X, st.n_local, st.d, ix->cosine, ix->center, threads);
   st.center = va_malloc((size_t)st.d * sizeof(double), "centre");
   memcpy(st.center, ix->center, (size_t)st.d * sizeof(double));
   va_state_alloc(&st);

@@ -22,4 +22,8 @@ typedef struct {
  * is the one the index's final pass used (ix->cpu_assign). Returns 0 or the agreed exit code. */
 int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out);
 void va_nearest_free(va_nearest_t *out);
+/* Local: n rows (n x d) put in a job's frame in place, value by value as compress's preprocessing
+ * computes it (compress.c preprocess and column_sums): l2 x - center rounded to float32; cosine
+ * x / ||x|| (norm in double, in order), zero rows left zero. */
+void va_rows_to_frame(float *X, int64_t n, int64_t d, int cosine, const double *center, int threads);
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # assign_add.sh: `vecanneal assign` on the index's own training rows gives the index's /assignments;
 # the assignment of new rows is the same on 1-4 ranks; `add` writes the old assignment followed by
-# assign(new) with counts = bincount; bad inputs end every rank with one message and one exit code,
+# assign(new) with counts = bincount; `compress --train-sample N` is the same on 1 and 3 ranks, assigns
+# every row in its final pass and, with N = n, is a plain compress; bad inputs end every rank with one message and one exit code,
 # leaving no output.
 source "$(dirname "$0")/lib.sh"
 python3 -c 'import h5py, numpy' 2> /dev/null ||
@@ -54,6 +55,26 @@ assert abs(j.attrs["final_energy"] - (j["anchor_count"][:] * j["anchor_mse"][:])
   echo "$metric: add = old ++ assign(new), counts = bincount, info lists /sources"
 done
 
+# compress --train-sample: 1 vs 3 ranks; N = n is a plain compress.
+ts=(compress --input "$data:/train" --anchors 14 "${common[@]}")
+run_np 1 "${ts[@]}" --train-sample 1500 --out "$WORK/ts1.h5" > /dev/null || fail "train-sample, 1 rank"
+run_np 3 "${ts[@]}" --train-sample 1500 --out "$WORK/ts3.h5" > /dev/null || fail "train-sample, 3 ranks"
+"$TOOL" close "$WORK/ts3.h5" "$WORK/ts1.h5" 1e-5 || fail "train-sample: 3 ranks differ from 1 rank"
+[ "$("$TOOL" attr "$WORK/ts1.h5" train_rows)" = 1500 ] && [ "$("$TOOL" attr "$WORK/ts1.h5" n)" = 4000 ] ||
+  fail "train-sample: the index does not record 1500 training rows of 4000"
+run_np 2 "${ts[@]}" --out "$WORK/plain.h5" > /dev/null || fail "plain compress"
+run_np 2 "${ts[@]}" --train-sample 4000 --out "$WORK/tsall.h5" > /dev/null || fail "train-sample = n"
+"$TOOL" same "$WORK/plain.h5" "$WORK/tsall.h5" || fail "train-sample = n differs from a plain compress"
+run_np 1 "${ts[@]}" --train-sample 900 --set metric=cosine --out "$WORK/tsc1.h5" > /dev/null || fail "cosine sample, 1 rank"
+run_np 3 "${ts[@]}" --train-sample 900 --set metric=cosine --out "$WORK/tsc3.h5" > /dev/null || fail "cosine sample, 3 ranks"
+"$TOOL" close "$WORK/tsc3.h5" "$WORK/tsc1.h5" 1e-5 || fail "train-sample, cosine: 3 ranks differ from 1 rank"
+run_np 2 assign --index "$WORK/ts3.h5" --input "$data:/train" --out "$WORK/ts3.self.h5" "${common[@]}" > /dev/null ||
+  fail "assign on a sampled index"
+py 'import h5py, numpy as np, sys
+assert np.array_equal(h5py.File(sys.argv[1])["assignments"][:], h5py.File(sys.argv[2])["assign"][:])' \
+  "$WORK/ts3.h5" "$WORK/ts3.self.h5" || fail "train-sample: the final pass is not assign over every row"
+echo "train-sample: 1 vs 3 ranks identical (l2, cosine); N = n equals a plain compress; every row assigned"
+
 # Bad inputs: one message, the same exit code on every rank, no output left.
 P=3
 run_np 1 gen --out "$WORK/d8.h5" --n 100 --d 8 > /dev/null || fail "gen d8"
@@ -88,4 +109,5 @@ done
 cp "$WORK/l2.h5" "$WORK/keep.h5"
 expect 2 "index" "$o" add --index "$WORK/l2.h5" --input "$data:/test" --out "$WORK/l2.h5"
 cmp -s "$WORK/l2.h5" "$WORK/keep.h5" || fail "add --out = --index changed the index"
+expect 2 "train_sample" "$o" compress --input "$data:/train" --anchors 14 --train-sample 10 --out "$o"
 echo "PASS: assign_add"
