@@ -232,6 +232,7 @@ static int gen_job(const va_gen_options_t *opts) {
     t_nbr = va_now();
     w.nbr = exact_neighbors(&g);
     t_nbr = va_now() - t_nbr;
+    va_stop_point("neighbours");
   }
   rc = va_h5_write_file("output", g.out, bytes + (double)(g.test * g.neighbors) * 8.0, g.io_mode, gen_setup, gen_rows,
                         &w);

@@ -18,6 +18,7 @@
 #include "io/files.h"       /* va_files_prepare, va_text_open, va_text_commit */
 #include "io/h5io.h"
 #include "io/index_view.h"
+#include "core/stop.h" /* va_stop_point, va_stop_advice */
 #include "util/heartbeat.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -297,6 +298,7 @@ static int search_job(const va_search_options_t *o) {
                                    {"metrics file", o->metrics ? o->metrics : "", 1},
                                    {"sweep CSV", o->sweep_csv ? o->sweep_csv : "", 1}};
   if ((rc = va_files_prepare(inputs, 4, outputs, 3))) return rc;
+  va_stop_advice("nothing was written: run the search again");
 
   /* Shapes: the queries and the data against the index. */
   va_input_t qin, din;
@@ -372,6 +374,7 @@ static int search_job(const va_search_options_t *o) {
   va_input_read_into(&din, row0, nloc, o->io_mode, threads, &read, &sink);
   free(sink_ctx.staging);
   free(pos);
+  va_stop_point("read"); /* a stop request cut the read short: the rows are incomplete */
   int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
   if (first_bad != INT64_MAX)
@@ -414,6 +417,7 @@ static int search_job(const va_search_options_t *o) {
   sweep_point_t pts[VA_SEARCH_MAX_SWEEP];
   for (int s = 0; s < nsweep; s++) {
     const int64_t nprobe = sweep[s];
+    va_stop_point("search");
     VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
     const double t0 = va_now();
     for (int64_t b0 = 0; b0 < nq; b0 += batch) {
@@ -438,6 +442,7 @@ static int search_job(const va_search_options_t *o) {
   }
   free(probes);
   free(local);
+  va_stop_finishing(); /* the writes are short: the job completes */
 
   result_write_t w = {o, result, nq, k, o->exact ? 0 : sweep[nsweep - 1], ix.k, metric, pts[nsweep - 1]};
   const double bytes = (double)(nq * k) * 12.0 + 4096.0;
