@@ -12,7 +12,7 @@ OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
 BIN=$ROOT/build/vecanneal
 echo "quickstart: generating $OUT/default.h5 (200000 x 128, 200 clusters) on $RANKS ranks"
-mpirun -n "$RANKS" --oversubscribe "$BIN" gen --out "$OUT/default.h5" --n 200000 --d 128 --clusters 200 --spread 0.5 --test 1000
+mpirun -n "$RANKS" --oversubscribe "$BIN" gen --out "$OUT/default.h5" --n 200000 --d 128 --clusters 200 --spread 0.5 --test 1000 --no-neighbors
 echo "quickstart: compressing it into $OUT/default_index.h5 (256 anchors) on $RANKS ranks"
 mpirun -n "$RANKS" --oversubscribe "$BIN" compress --input "$OUT/default.h5:/train" \
   --anchors 256 --out "$OUT/default_index.h5" --metrics "$OUT/default_metrics.json"
