@@ -12,7 +12,7 @@
 #include "io/h5io.h"
 #include "io/index.h" /* va_index_payload_bytes, va_index_resolve_source */
 #include "io/index_add.h"
-#include "io/index_load.h"
+#include "io/index_read.h"
 #include "job/nearest.h"
 #include "util/util.h"
 
@@ -27,7 +27,7 @@ int va_add_job(const va_add_options_t *o) {
   int rc = va_files_prepare(inputs, 2, outputs, 2);
   if (rc) return rc;
   va_index_data_t ix;
-  if ((rc = va_index_load(o->index, &ix))) return rc;
+  if ((rc = va_index_read(o->index, VA_INDEX_FRAME, &ix))) return rc;
   va_input_t in;
   va_input_open_as(cfg->input, cfg->input_format, &in);
   va_nearest_t near;
@@ -61,7 +61,7 @@ int va_add_job(const va_add_options_t *o) {
   int64_t old_row0, old_n;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &old_row0, &old_n);
   uint32_t *old_assign = va_malloc((size_t)(old_n > 0 ? old_n : 1) * sizeof(uint32_t), "old assignments");
-  if ((rc = va_index_load_assignments(o->index, old_row0, old_n, old_assign))) goto out;
+  if ((rc = va_index_read_assignments(o->index, &ix, old_row0, old_n, old_assign))) goto out;
   va_index_add_t a = {.old_path = o->index,
                       .n_old = ix.n,
                       .n_new = in.n,

@@ -9,7 +9,7 @@
 #include "io/files.h" /* va_files_prepare */
 #include "io/h5io.h"
 #include "io/index.h" /* va_index_attr_*, va_index_dataset */
-#include "io/index_load.h"
+#include "io/index_read.h"
 #include "job/nearest.h"
 #include "util/util.h"
 
@@ -65,7 +65,7 @@ int va_assign_job(const va_assign_options_t *o) {
   int rc = va_files_prepare(inputs, 2, outputs, 2);
   if (rc) return rc;
   va_index_data_t ix;
-  if ((rc = va_index_load(o->index, &ix))) return rc;
+  if ((rc = va_index_read(o->index, VA_INDEX_FRAME, &ix))) return rc;
   va_input_t in;
   va_input_open_as(cfg->input, cfg->input_format, &in);
   va_nearest_t near;

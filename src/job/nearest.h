@@ -7,7 +7,7 @@
 
 #include "core/config.h"   /* va_config_t */
 #include "io/h5io.h"       /* va_input_t */
-#include "io/index_load.h" /* va_index_data_t */
+#include "io/index_read.h" /* va_index_data_t */
 
 typedef struct {
   int64_t row0, n_local; /* this rank's block of the input (va_shard_range) */

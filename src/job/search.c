@@ -17,7 +17,7 @@
 #include "cpu/search.h"     /* va_search_probe, va_search_unit_rows */
 #include "io/files.h"       /* va_files_prepare, va_text_open, va_text_commit */
 #include "io/h5io.h"
-#include "io/index_view.h"
+#include "io/index_read.h"
 #include "core/stop.h" /* va_stop_point, va_stop_advice */
 #include "util/heartbeat.h"
 #include "util/json.h"
@@ -79,7 +79,7 @@ static int choose_threads(int asked) {
 }
 
 /* The data spec compress read: FILE:DATASET, or FILE for a vector file (no dataset recorded). */
-static void recorded_spec(const va_index_view_t *ix, char *spec, size_t len) {
+static void recorded_spec(const va_index_data_t *ix, char *spec, size_t len) {
   if (ix->source_dataset[0]) snprintf(spec, len, "%s:%s", ix->source_file, ix->source_dataset);
   else snprintf(spec, len, "%s", ix->source_file);
 }
@@ -269,8 +269,8 @@ static int search_job(const va_search_options_t *o) {
   const double t_start = va_now();
   char err[3 * VA_PATH_MAX] = "";
   int rc;
-  va_index_view_t ix;
-  va_index_view_load(o->index, &ix);
+  va_index_data_t ix;
+  if ((rc = va_index_read(o->index, VA_INDEX_SOURCE, &ix))) return rc;
   const char *metric = ix.cosine ? "cosine" : "l2";
   /* The base rows: --data, else the source the index recorded. compress --embed records a corpus. */
   const int embedded = ix.source_dataset[0] == '(';
@@ -350,7 +350,7 @@ static int search_job(const va_search_options_t *o) {
   int64_t row0, nloc;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
   uint32_t *assign = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(uint32_t), "assignments");
-  va_index_read_assignments(o->index, &ix, row0, nloc, assign);
+  if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) return rc;
   int64_t *offset = va_calloc((size_t)(ix.k + 1), sizeof(int64_t), "list offsets");
   int64_t *pos = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list positions");
   int64_t *ids = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list row ids");
@@ -457,7 +457,7 @@ static int search_job(const va_search_options_t *o) {
   free(rows);
   free(ids);
   free(offset);
-  va_index_view_free(&ix);
+  va_index_data_free(&ix);
   return 0;
 }
 
