@@ -29,6 +29,10 @@
 #                cosine to sentence-transformers' >= 0.9999 (without the peer: to tests/data/embed_ref.f32)
 #   embed-gpu    vecanneal embed vs sentence-transformers fp16 on one GPU (embed_gpu.sh). Checks: every
 #                row's cosine to sentence-transformers' >= 0.999
+#   search-cpu   vecanneal search vs faiss-cpu IndexIVFFlat on our anchors and lists (to_faiss) and on
+#                faiss's own k-means: recall@10 and queries/s at nprobe 1-64 (search_cpu.py). Checks:
+#                recall >= 0.999 at nprobe = K, recall non-decreasing in nprobe, every layout alike,
+#                faiss on our lists within 0.005 of vecanneal's recall, every run finished
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}
@@ -44,6 +48,7 @@ case $family in
   stream) exec "${BUILD_DIR:-build-gpu}/gpu_stream_bench" "$@" ;;
   embed-cpu) exec bash "$HERE/embed_cpu.sh" "$@" ;;
   embed-gpu) exec bash "$HERE/embed_gpu.sh" "$@" ;;
+  search-cpu) exec python3 "$HERE/search_cpu.py" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     [ -z "$family" ] && exit 0
