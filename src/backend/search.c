@@ -1,10 +1,17 @@
-/* search.c (backend): the CPU search engine of backend/search.h: the list scan and the exact scan on
- * the kernels of cpu/search.h. */
+/* search.c (backend): the search engines of backend/search.h: the CPU engine (the list scan and the
+ * exact scan on the kernels of cpu/search.h), the GPU engine (cuda/search.h, CUDA builds only) and the
+ * collective choice between them for `search --backend`. */
 #include "backend/search.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/util.h"
+#ifdef VECANNEAL_CUDA
+#include "backend/cuda.h" /* va_cuda_pick_device, va_cuda_memory */
+#include "cuda/search.h"
+#endif
 
 /* Query-major: each thread takes whole queries and walks their probed lists, so a query's heap is one
  * thread's and the answer does not depend on the thread count (the heap keeps the k smallest entries
@@ -35,6 +42,123 @@ static void cpu_scan_all(const va_search_engine_t *e, const va_search_lists_t *L
   free(heaps);
 }
 
+/* The CPU engine scans the lists where they are: nothing to take or to free. */
+static void cpu_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
+  (void)e;
+  (void)L;
+}
+
+static void cpu_destroy(va_search_engine_t *e) { (void)e; }
+
 va_search_engine_t va_search_engine_cpu(int threads) {
-  return (va_search_engine_t){"cpu", "fp32", threads > 0 ? threads : 1, cpu_scan_lists, cpu_scan_all};
+  return (va_search_engine_t){.name = "cpu",
+                              .precision = "fp32",
+                              .threads = threads > 0 ? threads : 1,
+                              .ctx = NULL,
+                              .prepare = cpu_prepare,
+                              .scan_lists = cpu_scan_lists,
+                              .scan_all = cpu_scan_all,
+                              .destroy = cpu_destroy};
+}
+
+#ifdef VECANNEAL_CUDA
+_Static_assert(VA_SEARCH_GPU_MAX_K == VA_CUDA_SEARCH_MAX_K, "backend/search.h names the device scan's k limit");
+
+typedef struct {
+  int device;
+  va_cuda_search_t *gpu; /* the lists on the device, from prepare */
+} cuda_engine_t;
+
+static void cuda_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
+  cuda_engine_t *c = e->ctx;
+  if (c->gpu) va_cuda_search_destroy(c->gpu);
+  c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids);
+}
+
+static cuda_engine_t *prepared(const va_search_engine_t *e) {
+  cuda_engine_t *c = e->ctx;
+  if (!c->gpu) VA_FATAL("the GPU search engine scanned before prepare gave it the lists");
+  return c;
+}
+
+/* k above the device scan's limit: the CPU kernels, the same entries. */
+static void cuda_scan_lists(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq,
+                            const int64_t *probes, int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out) {
+  if (k > VA_CUDA_SEARCH_MAX_K) cpu_scan_lists(e, L, Q, nq, probes, nprobe, cosine, k, out);
+  else va_cuda_search_scan(prepared(e)->gpu, Q, nq, probes, nprobe, cosine, k, out);
+}
+
+static void cuda_scan_all(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq,
+                          int cosine, int64_t k, va_neighbor_t *out) {
+  if (k > VA_CUDA_SEARCH_MAX_K) cpu_scan_all(e, L, Q, nq, cosine, k, out);
+  else va_cuda_search_scan(prepared(e)->gpu, Q, nq, NULL, 0, cosine, k, out);
+}
+
+static void cuda_destroy(va_search_engine_t *e) {
+  cuda_engine_t *c = e->ctx;
+  if (!c) return;
+  va_cuda_search_destroy(c->gpu);
+  free(c);
+  e->ctx = NULL;
+}
+
+va_search_engine_t va_search_engine_cuda(int device, int threads) {
+  cuda_engine_t *c = va_malloc(sizeof *c, "GPU search engine");
+  c->device = device;
+  c->gpu = NULL;
+  return (va_search_engine_t){.name = "cuda",
+                              .precision = "fp32",
+                              .threads = threads > 0 ? threads : 1,
+                              .ctx = c,
+                              .prepare = cuda_prepare,
+                              .scan_lists = cuda_scan_lists,
+                              .scan_all = cuda_scan_all,
+                              .destroy = cuda_destroy};
+}
+#endif
+
+va_search_engine_t va_search_engine_open(const char *backend, int threads, int64_t k, int64_t nlists, int64_t nrows,
+                                         int64_t d, int64_t batch) {
+  const int must = !strcmp(backend, "cuda");
+  if (!strcmp(backend, "cpu")) return va_search_engine_cpu(threads);
+#ifndef VECANNEAL_CUDA
+  (void)k, (void)nlists, (void)nrows, (void)d, (void)batch;
+  if (must)
+    VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "search: --backend cuda asked for, but this build has no CUDA backend (rebuild "
+                                    "with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
+  return va_search_engine_cpu(threads);
+#else
+  char err[512];
+  /* One GPU per rank is not needed (no NCCL here): ranks on one node share its devices round robin. */
+  const int dev = va_cuda_pick_device(-1);
+  int all_have = dev >= 0;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (!all_have) {
+    snprintf(err, sizeof err, "search: --backend cuda asked for, but rank %d on %s sees no CUDA device", va_proc.rank,
+             va_proc.host);
+    if (must) VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
+    va_log0("backend auto: not every rank sees a CUDA device: the CPU search engine\n");
+    return va_search_engine_cpu(threads);
+  }
+  if (k > VA_CUDA_SEARCH_MAX_K) {
+    va_log0("note: k = %lld is above the GPU search engine's limit of %d: the CPU search engine\n", (long long)k,
+            VA_CUDA_SEARCH_MAX_K);
+    return va_search_engine_cpu(threads);
+  }
+  size_t free_b = 0, total_b = 0;
+  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, batch);
+  const double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
+  int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
+  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (any_short) {
+    snprintf(err, sizeof err,
+             "search: rank %d on %s needs %.2f GiB on GPU %d for its %lld rows but %.2f GiB are free; use more GPUs "
+             "(ranks) or --backend cpu",
+             va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)nrows, avail / 1073741824.0);
+    if (must) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
+    va_log0("backend auto: a rank's lists do not fit its GPU's free memory: the CPU search engine\n");
+    return va_search_engine_cpu(threads);
+  }
+  return va_search_engine_cuda(dev, threads);
+#endif
 }

@@ -1,8 +1,9 @@
 /* search.h (backend): the seam of nearest-neighbour search. The search job (job/search.c) hands a
  * search engine this rank's inverted lists and a batch of queries with the lists each one probes; the
  * engine returns each query's top k over its members of those lists (or over every row: exact). The CPU
- * engine runs cpu/search.h; a GPU engine takes the same lists and answers with the same entries (the
- * order of cpu/search.h: distance, then global row id), so the job does not change with the hardware. */
+ * engine runs cpu/search.h; the GPU engine (cuda/search.h) takes the same lists, uploaded once, and
+ * answers with the same entries bit for bit (the same distance recipe, the order of cpu/search.h:
+ * distance, then global row id), so the job does not change with the hardware and never sees CUDA. */
 #ifndef VECANNEAL_BACKEND_SEARCH_H
 #define VECANNEAL_BACKEND_SEARCH_H
 #include <stdint.h>
@@ -20,9 +21,13 @@ typedef struct {
 } va_search_lists_t;
 
 typedef struct va_search_engine {
-  const char *name;      /* "cpu" */
+  const char *name;      /* "cpu" or "cuda" */
   const char *precision; /* of the distances: "fp32" */
   int threads;
+  void *ctx; /* the engine's own state (the GPU engine's device and its lists there); NULL on the CPU */
+  /* Once, before the first scan: the engine takes the lists it will scan (the GPU engine uploads them;
+   * the CPU engine reads them in place). Every scan after it gets these lists, unchanged. */
+  void (*prepare)(struct va_search_engine *e, const va_search_lists_t *lists);
   /* out[q * k ...] <- the k best of query q's members of lists probes[q * nprobe ...], sorted (fillers
    * when the lists hold fewer than k rows). Q: nq x d queries in the lists' frame. */
   void (*scan_lists)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
@@ -30,8 +35,25 @@ typedef struct va_search_engine {
   /* The same over every row of the lists (exact search). */
   void (*scan_all)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
                    int cosine, int64_t k, va_neighbor_t *out);
+  /* Frees what prepare made (device buffers); the engine is not used after. */
+  void (*destroy)(struct va_search_engine *e);
 } va_search_engine_t;
 
-/* The CPU engine on `threads` threads. */
+/* The CPU engine on `threads` threads (prepare and destroy do nothing). */
 va_search_engine_t va_search_engine_cpu(int threads);
+/* The GPU engine on CUDA device `device` (cuda/search.h): the same entries as the CPU engine, bit for
+ * bit; k above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists only in a
+ * build with the CUDA backend (VECANNEAL_CUDA). */
+va_search_engine_t va_search_engine_cuda(int device, int threads);
+/* The largest k the GPU engine scans on the device (cuda/search.h: VA_CUDA_SEARCH_MAX_K). */
+#define VA_SEARCH_GPU_MAX_K 256
+
+/* Collective: the engine for `backend` ("auto", "cpu" or "cuda"), the same kind on every rank (never a
+ * mix). auto: the GPU engine when this build has CUDA, every rank sees a device and every rank's lists
+ * (nlists lists, nrows x d rows, batches of `batch` queries) fit its free GPU memory, and k is at most
+ * VA_SEARCH_GPU_MAX_K; else the CPU engine, with a note on rank 0 saying why. cuda: the GPU engine, or an
+ * agreed exit: 2 without a CUDA build or a device on some rank, 5 when the lists do not fit a GPU; above
+ * the k limit the CPU engine with a note. Call prepare with the lists, scan, then destroy. */
+va_search_engine_t va_search_engine_open(const char *backend, int threads, int64_t k, int64_t nlists, int64_t nrows,
+                                         int64_t d, int64_t batch);
 #endif

@@ -31,6 +31,9 @@ static void search_usage(void) {
           "  --metrics FILE.json      timings, recall and QPS per nprobe (docs/metrics.md)\n"
           "  --batch B                queries per batch [256]\n"
           "  --threads T              threads per rank [the rank's cores]\n"
+          "  --backend auto|cpu|cuda  the list scan: cuda = the GPU engine on every rank (bitwise the CPU's\n"
+          "                           results; k up to 256, above it the CPU); auto = cuda when built and\n"
+          "                           every rank sees a device, else cpu [auto]\n"
           "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
@@ -74,6 +77,7 @@ int va_cmd_search(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--ground-truth"))) o.ground_truth = v;
     else if ((v = va_opt(argc, argv, &i, "--sweep-csv"))) o.sweep_csv = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) o.io = v;
+    else if ((v = va_opt(argc, argv, &i, "--backend"))) o.backend = v;
     else if ((v = va_opt(argc, argv, &i, "--k")))
       bad = parse_i64(v, 1, &o.k) ? snprintf(err, sizeof err, "--k: expected an integer >= 1, got '%s'", v) : 0;
     else if ((v = va_opt(argc, argv, &i, "--nprobe")))

@@ -30,6 +30,7 @@ void va_search_options_default(va_search_options_t *o) {
   o->n_nprobe = 1;
   o->batch = 256;
   o->io = "auto";
+  o->backend = "auto";
 }
 
 int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
@@ -43,6 +44,8 @@ int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
                                                : VA_IO_AUTO;
   if (strcmp(o->io, "auto") && o->io_mode == VA_IO_AUTO)
     return snprintf(err, len, "search: --io must be auto, collective or independent"), 1;
+  if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda"))
+    return snprintf(err, len, "search: --backend must be auto, cpu or cuda, got '%s'", o->backend), 1;
   return 0;
 }
 
@@ -337,7 +340,11 @@ static int search_job(const va_search_options_t *o) {
     }
   }
   const int threads = choose_threads(o->threads);
-  const va_search_engine_t engine = va_search_engine_cpu(threads);
+  /* This rank's shard (the rows compress read) and the engine for it: CPU or GPU on every rank alike. */
+  int64_t row0, nloc;
+  va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
+  va_search_engine_t engine =
+      va_search_engine_open(o->backend, threads, o->k, ix.k, nloc, ix.d, o->batch < qin.n ? o->batch : qin.n);
   va_log0("vecanneal %s search: %d rank(s), %d thread(s)/rank, backend %s (%s); index %s: %lld x %lld, %lld anchors, "
           "metric %s; data %s; queries %s: %lld; k %lld, %s\n",
           VECANNEAL_VERSION, va_proc.nranks, threads, engine.name, engine.precision, o->index, (long long)ix.n,
@@ -347,8 +354,6 @@ static int search_job(const va_search_options_t *o) {
 
   /* This rank's shard: its slice of /assignments gives every row its place in list order. */
   double t_read = va_now();
-  int64_t row0, nloc;
-  va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
   uint32_t *assign = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(uint32_t), "assignments");
   if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) return rc;
   int64_t *offset = va_calloc((size_t)(ix.k + 1), sizeof(int64_t), "list offsets");
@@ -405,6 +410,7 @@ static int search_job(const va_search_options_t *o) {
     va_search_unit_rows(Q, nq, d, threads);
   }
   const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids};
+  engine.prepare(&engine, &lists); /* the GPU engine uploads them */
   const double lists_seconds = va_now() - t_lists;
   va_log0("read %lld rows into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n, (long long)ix.k,
           (long long)nq, read_seconds + lists_seconds);
@@ -450,6 +456,7 @@ static int search_job(const va_search_options_t *o) {
   if ((rc = write_sweep_csv(o, &engine, pts, nsweep))) return rc;
   const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n, d, nq, ix.k, ix.cosine, threads};
   if ((rc = write_metrics(o, &engine, &fig, pts, nsweep))) return rc;
+  engine.destroy(&engine);
   va_log0("results written to %s\n", o->out);
   free(result);
   free(truth);

@@ -11,6 +11,7 @@
 
 typedef struct {
   const char *index, *queries, *data, *out, *metrics, *ground_truth, *sweep_csv, *io;
+  const char *backend; /* the search engine: auto, cpu or cuda (backend/search.h) */
   int64_t k;
   int64_t nprobe[VA_SEARCH_MAX_SWEEP]; /* the values swept, in order; the output holds the last one's */
   int n_nprobe;
@@ -20,7 +21,7 @@ typedef struct {
   int io_mode;   /* derived by va_search_options_resolve */
 } va_search_options_t;
 
-/* k 10, nprobe 16, batch 256, threads 0, io auto. */
+/* k 10, nprobe 16, batch 256, threads 0, io auto, backend auto. */
 void va_search_options_default(va_search_options_t *o);
 /* Local: checks the options and derives the rest; 0, or 1 with err set (a usage error). */
 int va_search_options_resolve(va_search_options_t *o, char *err, size_t len);

@@ -14,6 +14,13 @@ if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
   set_tests_properties(cuda_kernels PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 
+  # The GPU search engine against the CPU engine, bit for bit (backend/search.h, cuda/search.cu).
+  add_executable(test_search_cuda ${VA_TEST_DIR}/cuda/test_search_cuda.c)
+  target_link_libraries(test_search_cuda PRIVATE vecanneal_core)
+  add_test(NAME cuda_search COMMAND test_search_cuda)
+  set_tests_properties(cuda_search PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
   # The hooks of src/cuda/probe.h (vecanneal_cuda_probe) stay out of the shipped code: neither the
   # executable nor vecanneal_core defines or references one of them. Needs no device.
   add_test(NAME source_cuda_probe_apart COMMAND sh -c "for f in $<TARGET_FILE:vecanneal> $<TARGET_FILE:vecanneal_core>; do nm -C \"$f\" > /dev/null || exit 1; if nm -C \"$f\" | grep -E 'va_cuda_(bench_|debug_|set_assign_variant|set_stats_variant|set_fused_config|set_gemm_rows)|mma_peak_kernel|poison_kernel'; then echo \"FAIL: $f carries test and benchmark hooks\"; exit 1; fi; done")

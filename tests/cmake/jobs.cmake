@@ -52,3 +52,6 @@ set_tests_properties(assign_add PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RET
 # search: exact = gen's /neighbors, monotone recall over nprobe, bitwise the same on 1-4 ranks, bad inputs.
 va_job_test(search search.sh)
 set_tests_properties(search PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
+# search --backend cuda on 1 and 2 ranks: /neighbors and /distances bitwise those of --backend cpu.
+va_job_test(search_gpu search_gpu.sh)
+set_tests_properties(search_gpu PROPERTIES LABELS "gpu;mpi" TIMEOUT 600 SKIP_RETURN_CODE 77)

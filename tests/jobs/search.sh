@@ -7,7 +7,8 @@
 #   nprobe = anchors; the CSV has one line per nprobe;
 # - /neighbors and /distances are bitwise the same on 1, 2, 3 and 4 ranks, and for another batch size and
 #   thread count (inverted lists and exact);
-# - every bad input ends every rank with one message from rank 0 and the same exit code, no output left.
+# - every bad input ends every rank with one message from rank 0 and the same exit code, no output left
+#   (--backend cuda in a build without CUDA among them).
 source "$(dirname "$0")/lib.sh"
 n=20000 d=16 nq=200 anchors=32
 
@@ -124,6 +125,9 @@ expect 3 "no such file" --index "$index" --queries "$data:/test" --data "$WORK/n
 expect 3 "cannot open index" --index "$WORK/nothere_index.h5" --queries "$data:/test"
 expect 2 "$(basename "$data")" --index "$index" --queries "$data:/test" --out "$data"
 expect 2 "$(basename "$index")" --index "$index" --queries "$data:/test" --out "$index"
+expect 2 "auto, cpu or cuda" --index "$index" --queries "$data:/test" --backend gpu
+# --backend cuda in a build without CUDA (tests/jobs/search_gpu.sh covers a CUDA build without a device)
+"$BIN" --version | grep -q "cuda no" && expect 2 "no CUDA backend" --index "$index" --queries "$data:/test" --backend cuda
 [ -s "$index" ] && [ -s "$data" ] || fail "an input was touched by a refused output"
 # nprobe beyond the anchors: a note, not an error; the lists are all probed (recall 1).
 run_np $P search --index "$index" --queries "$data:/test" --k 10 --nprobe 100000 --out "$WORK/clamped.h5" \

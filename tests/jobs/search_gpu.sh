@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# search_gpu.sh (label gpu): `search --backend cuda` against `--backend cpu` on the same index and
+# queries, l2 and cosine: /neighbors and /distances must be bitwise the same (the GPU engine computes each
+# distance with the CPU's recipe and keeps the same k first entries: docs/search.md), on 1 and 2 ranks,
+# through the lists (one nprobe, and the last of a sweep) and exact, k 1, 10 and 100; k 300 is above the
+# GPU engine's limit and runs on the CPU with a note. The log, the metrics and the sweep CSV name the
+# engine. Without a visible device, --backend cuda is a usage error (exit 2) and auto stays on the CPU.
+# SKIP (77) without a CUDA build or device: never a silent pass.
+source "$(dirname "$0")/lib.sh"
+export NCCL_NVLS_ENABLE=0
+"$BIN" --version | grep -q "cuda yes" || { echo "SKIP: built without CUDA"; exit 77; }
+ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+[ "${ngpu:-0}" -ge 1 ] || { echo "SKIP: no CUDA device"; exit 77; }
+n=30000 d=20 nq=300 anchors=48
+
+# results_of FILE: the raw bytes of its /neighbors and /distances (bitwise comparisons).
+results_of() {
+  h5dump -d /neighbors -b LE -o "$1.ids" "$1" > /dev/null && h5dump -d /distances -b LE -o "$1.dist" "$1" > /dev/null ||
+    fail "h5dump $1"
+  cat "$1.ids" "$1.dist"
+}
+
+for metric in l2 cosine; do
+  data=$WORK/$metric.h5 index=$WORK/${metric}_index.h5
+  distance=euclidean
+  [ $metric = cosine ] && distance=angular
+  run_np 2 gen --out "$data" --n $n --d $d --clusters 40 --test $nq --distance $distance > /dev/null || fail "gen $metric"
+  run_np 2 compress --input "$data:/train" --anchors $anchors --out "$index" --backend cpu --set max_iter=8 \
+    --set maintenance_interval=0 > /dev/null || fail "compress $metric"
+  for k in 1 10 100 300; do
+    for mode in "--nprobe 4" "--nprobe 1,2,16" "--exact"; do
+      [ $k = 300 ] && [ "$mode" != "--nprobe 4" ] && continue
+      args=(search --index "$index" --queries "$data:/test" --k $k $mode)
+      run_np 1 "${args[@]}" --backend cpu --out "$WORK/cpu.h5" > "$WORK/cpu.log" || { cat "$WORK/cpu.log"; fail "cpu $metric k $k $mode"; }
+      results_of "$WORK/cpu.h5" > "$WORK/cpu.bin"
+      for p in 1 2; do
+        run_np $p "${args[@]}" --backend cuda --out "$WORK/gpu$p.h5" --sweep-csv "$WORK/gpu$p.csv" \
+          --metrics "$WORK/gpu$p.json" > "$WORK/gpu$p.log" || { cat "$WORK/gpu$p.log"; fail "cuda $metric k $k $mode, $p ranks"; }
+        results_of "$WORK/gpu$p.h5" | cmp -s "$WORK/cpu.bin" - ||
+          fail "$metric k $k $mode: --backend cuda on $p rank(s) differs from --backend cpu"
+        if [ $k = 300 ]; then
+          grep -q "note: k = 300 is above the GPU search engine's limit" "$WORK/gpu$p.log" || { cat "$WORK/gpu$p.log"; fail "no note on k 300"; }
+          grep -q '"backend": "cpu"' "$WORK/gpu$p.json" || fail "k 300: the metrics do not name the CPU engine"
+        else
+          grep -q "backend cuda (fp32)" "$WORK/gpu$p.log" || { cat "$WORK/gpu$p.log"; fail "the GPU engine was not used"; }
+          grep -q '"backend": "cuda"' "$WORK/gpu$p.json" && grep -q '"precision": "fp32"' "$WORK/gpu$p.json" ||
+            fail "the metrics do not name the GPU engine"
+          tail -n +2 "$WORK/gpu$p.csv" | grep -qv "^cuda,fp32," && fail "the sweep CSV names another engine"
+        fi
+      done
+      echo "$metric k $k $mode: --backend cuda on 1 and 2 ranks = --backend cpu, bit for bit"
+    done
+  done
+  # auto takes the GPU where every rank sees one.
+  run_np 2 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --out "$WORK/auto.h5" > "$WORK/auto.log" ||
+    fail "auto"
+  grep -q "backend cuda (fp32)" "$WORK/auto.log" || { cat "$WORK/auto.log"; fail "auto did not take the GPU"; }
+done
+
+# No visible device: cuda is a usage error on every rank (one message), auto stays on the CPU.
+data=$WORK/l2.h5 index=$WORK/l2_index.h5
+rm -f "$WORK/none.h5"*
+CUDA_VISIBLE_DEVICES= VECANNEAL_TRACE_EXIT=1 timeout 120 mpirun -n 2 --oversubscribe -x CUDA_VISIBLE_DEVICES \
+  -x VECANNEAL_TRACE_EXIT "$BIN" search --index "$index" --queries "$data:/test" --k 10 --backend cuda \
+  --out "$WORK/none.h5" > "$WORK/none.log" 2>&1
+rc=$?
+[ $rc = 2 ] || { cat "$WORK/none.log"; fail "--backend cuda without a device: exit $rc, not 2"; }
+[ "$(grep -c "vecanneal: error:.*sees no CUDA device" "$WORK/none.log")" = 1 ] || { cat "$WORK/none.log"; fail "one message"; }
+[ "$(grep -c "exits with code 2" "$WORK/none.log")" = 2 ] || { cat "$WORK/none.log"; fail "every rank exits 2"; }
+ls "$WORK/none.h5"* > /dev/null 2>&1 && fail "output left behind"
+CUDA_VISIBLE_DEVICES= timeout 120 mpirun -n 2 --oversubscribe -x CUDA_VISIBLE_DEVICES "$BIN" search --index "$index" \
+  --queries "$data:/test" --k 10 --nprobe 4 --out "$WORK/none.h5" > "$WORK/none.log" 2>&1 || { cat "$WORK/none.log"; fail "auto without a device"; }
+grep -q "backend cpu (fp32)" "$WORK/none.log" || { cat "$WORK/none.log"; fail "auto without a device did not take the CPU"; }
+results_of "$WORK/none.h5" > "$WORK/none.bin"
+run_np 1 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --backend cuda --out "$WORK/gpu.h5" > /dev/null ||
+  fail "cuda"
+results_of "$WORK/gpu.h5" | cmp -s "$WORK/none.bin" - || fail "auto on the CPU differs from cuda"
+echo "no device: --backend cuda exits 2 on every rank, auto takes the CPU engine (the same bits)"
+echo "PASS"
