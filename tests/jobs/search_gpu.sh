@@ -15,9 +15,7 @@ n=30000 d=20 nq=300 anchors=48
 
 # results_of FILE: the raw bytes of its /neighbors and /distances (bitwise comparisons).
 results_of() {
-  h5dump -d /neighbors -b LE -o "$1.ids" "$1" > /dev/null && h5dump -d /distances -b LE -o "$1.dist" "$1" > /dev/null ||
-    fail "h5dump $1"
-  cat "$1.ids" "$1.dist"
+  "$TOOL" raw "$1" /neighbors && "$TOOL" raw "$1" /distances || fail "h5tool raw $1"
 }
 
 for metric in l2 cosine; do

@@ -3,6 +3,7 @@
  *   h5tool attr-type FILE NAME      print its type: int64, uint64, float64, utf8 (variable-length
  *                                   UTF-8 string), or string (any other string)
  *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical
+ *   h5tool raw FILE DATASET         write the dataset's bytes, as stored, to standard output
  *   h5tool close A B RTOL [FRAC]    exit 0 iff at most FRAC (default 0) of the assignments differ and
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
  *   h5tool make-bad OUT KIND        write a malformed input (1d, int32, nan, inf, empty, nodata, damaged: a
@@ -132,6 +133,22 @@ static int cmd_same(const char *fa, const char *fb) {
   H5Fclose(b);
   if (!diff) printf("bitwise identical: %s %s\n", fa, fb);
   return diff;
+}
+
+static int cmd_raw(const char *path, const char *name) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) {
+    fprintf(stderr, "cannot open %s\n", path);
+    return 2;
+  }
+  size_t bytes;
+  hsize_t dims[8];
+  int rank;
+  void *buf = read_all(f, name, &bytes, dims, &rank);
+  int rc = fwrite(buf, 1, bytes, stdout) == bytes ? 0 : 2;
+  free(buf);
+  H5Fclose(f);
+  return rc;
 }
 
 static int cmd_close(const char *fa, const char *fb, double rtol, double max_diff_frac) {
@@ -324,12 +341,13 @@ int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "attr")) return cmd_attr(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "attr-type")) return cmd_attr_type(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "same")) return cmd_same(argv[2], argv[3]);
+  if (argc == 4 && !strcmp(argv[1], "raw")) return cmd_raw(argv[2], argv[3]);
   if ((argc == 5 || argc == 6) && !strcmp(argv[1], "close"))
     return cmd_close(argv[2], argv[3], atof(argv[4]), argc == 6 ? atof(argv[5]) : 0.0);
   if (argc == 4 && !strcmp(argv[1], "make-bad")) return cmd_make_bad(argv[2], argv[3]);
   if (argc == 4 && !strcmp(argv[1], "delete")) return cmd_delete(argv[2], argv[3]);
   if (argc == 6 && !strcmp(argv[1], "poke")) return cmd_poke(argv[2], argv[3], atoll(argv[4]), argv[5]);
   if (argc == 5 && !strcmp(argv[1], "set-attr")) return cmd_set_attr(argv[2], argv[3], atoll(argv[4]));
-  fprintf(stderr, "usage: h5tool attr|attr-type|same|close|make-bad|delete|poke|set-attr ...\n");
+  fprintf(stderr, "usage: h5tool attr|attr-type|same|raw|close|make-bad|delete|poke|set-attr ...\n");
   return 2;
 }
