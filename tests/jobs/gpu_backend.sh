@@ -111,7 +111,7 @@ grep -q "do not fit the GPU" "$WORK/big_s.log" && grep -q "streamed from pinned"
 "$TOOL" close "$WORK/big_s.h5" "$WORK/big_r.h5" 1e-5 1e-4 || fail "auto-streamed differs from resident"
 # fp16 rows are resident in 16 bits alone: at 600000 x 64 about 315 MB (va_cuda_bytes_needed). While
 # they are preprocessed on the GPU they are float32 in place of the 16-bit rows: 77 MB more, plus 7 MB
-# (va_cuda_prep_bytes); side by side (before session 20) it was 154 MB more. Under a 440 MB limit (418
+# (va_cuda_prep_bytes); kept side by side, the two would take 154 MB more. Under a 440 MB limit (418
 # MB usable) they are preprocessed on the GPU all the same; under 360 MB (342 usable) they stay resident
 # and are preprocessed on the host instead. The three give the same index bit for bit. The metrics' GPU
 # memory (the drop in the device's free memory): during the loop the fp16 job holds at least 90% of the
