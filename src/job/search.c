@@ -300,7 +300,10 @@ static int search_job(const va_search_options_t *o) {
   const va_file_use_t outputs[] = {{"result", o->out, 1},
                                    {"metrics file", o->metrics ? o->metrics : "", 1},
                                    {"sweep CSV", o->sweep_csv ? o->sweep_csv : "", 1}};
-  if ((rc = va_files_prepare(inputs, 4, outputs, 3))) return rc;
+  if ((rc = va_files_prepare(inputs, 4, outputs, 3))) {
+    va_index_data_free(&ix);
+    return rc;
+  }
   va_stop_advice("nothing was written: run the search again");
 
   /* Shapes: the queries and the data against the index. */
@@ -355,7 +358,12 @@ static int search_job(const va_search_options_t *o) {
   /* This rank's shard: its slice of /assignments gives every row its place in list order. */
   double t_read = va_now();
   uint32_t *assign = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(uint32_t), "assignments");
-  if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) return rc;
+  if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) {
+    free(assign);
+    free(truth);
+    va_index_data_free(&ix);
+    return rc;
+  }
   int64_t *offset = va_calloc((size_t)(ix.k + 1), sizeof(int64_t), "list offsets");
   int64_t *pos = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list positions");
   int64_t *ids = va_malloc((size_t)(nloc > 0 ? nloc : 1) * sizeof(int64_t), "list row ids");
@@ -452,12 +460,13 @@ static int search_job(const va_search_options_t *o) {
 
   result_write_t w = {o, result, nq, k, o->exact ? 0 : sweep[nsweep - 1], ix.k, metric, pts[nsweep - 1]};
   const double bytes = (double)(nq * k) * 12.0 + 4096.0;
-  if ((rc = va_h5_write_file("result", o->out, bytes, o->io_mode, result_setup, result_rows, &w))) return rc;
-  if ((rc = write_sweep_csv(o, &engine, pts, nsweep))) return rc;
+  /* A failed write is agreed on every rank (exit 4): the later ones are skipped, everything is freed. */
+  rc = va_h5_write_file("result", o->out, bytes, o->io_mode, result_setup, result_rows, &w);
+  if (!rc) rc = write_sweep_csv(o, &engine, pts, nsweep);
   const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n, d, nq, ix.k, ix.cosine, threads};
-  if ((rc = write_metrics(o, &engine, &fig, pts, nsweep))) return rc;
+  if (!rc) rc = write_metrics(o, &engine, &fig, pts, nsweep);
   engine.destroy(&engine);
-  va_log0("results written to %s\n", o->out);
+  if (!rc) va_log0("results written to %s\n", o->out);
   free(result);
   free(truth);
   free(Q);
@@ -465,7 +474,7 @@ static int search_job(const va_search_options_t *o) {
   free(ids);
   free(offset);
   va_index_data_free(&ix);
-  return 0;
+  return rc;
 }
 
 int va_search_job(const va_search_options_t *o) {
