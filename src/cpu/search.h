@@ -53,14 +53,30 @@ int va_search_simd_available(void);
  * threads (each query's heap is touched by one thread). Never holds an m x nq matrix. */
 void va_search_scan(const float *Q, int64_t nq, int64_t d, const float *X, int64_t m, const int64_t *ids, int64_t id0,
                     int cosine, int threads, va_topk_t *heaps);
+/* One query q against rows X (m x d, ids as above): offers every (distance, id) to heap h, on the
+ * calling thread (the list scan's step). */
+void va_search_scan_one(const float *q, int64_t d, const float *X, int64_t m, const int64_t *ids, int64_t id0,
+                        int cosine, va_topk_t *h);
+/* The IVF list scan: heaps[q] is offered every row of the lists probes[q * nprobe ...] name (list j:
+ * rows [offset[j], offset[j + 1]) of rows, ids ids[...]). The queries are cut into `threads` blocks, one
+ * per thread; within a block the queries are grouped by list, so a tile of a list's rows is read from
+ * memory once for every query of the block that probes it. */
+void va_search_scan_lists(const float *Q, int64_t nq, int64_t d, int64_t nlists, const float *rows,
+                          const int64_t *offset, const int64_t *ids, const int64_t *probes, int64_t nprobe, int cosine,
+                          int threads, va_topk_t *heaps);
 /* The reference: every distance with va_search_distance_ref, rounded to float, offered in row order. */
 void va_search_scan_ref(const float *Q, int64_t nq, int64_t d, const float *X, int64_t m, const int64_t *ids,
                         int64_t id0, int cosine, va_topk_t *heaps);
 
-/* The nprobe nearest anchors of each query (A: nanchors x d), ascending by (distance, anchor id), into
- * probes[query * nprobe ...]. Threads over queries; the same answer for any thread count. */
+/* The nprobe nearest anchors of each query (A: nanchors x d), ascending by (key, anchor id), into
+ * probes[query * nprobe ...]; the key (va_search_probe_key) is the cosine distance, or for l2
+ * |a|^2 - 2 q.a, which orders anchors as |q - a|^2 does up to rounding (one FMA a coordinate instead of
+ * a subtraction and an FMA; near-ties may order differently from the l2 distance). Threads over
+ * queries; the same answer for any thread count. */
 void va_search_probe(const float *Q, int64_t nq, int64_t d, const float *A, int64_t nanchors, int cosine,
                      int64_t nprobe, int threads, int64_t *probes);
+/* The probe's key of query q and anchor a, without SIMD (the probe's bits: tested). */
+float va_search_probe_key(const float *q, const float *a, int64_t d, int cosine);
 
 /* Merges nlists sorted lists of k entries each (list l at in[l * stride ...]) into the k first entries
  * of their union, sorted, into out[0..k). */

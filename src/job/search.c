@@ -28,7 +28,7 @@ void va_search_options_default(va_search_options_t *o) {
   o->k = 10;
   o->nprobe[0] = 16;
   o->n_nprobe = 1;
-  o->batch = 256;
+  o->batch = 2048;
   o->io = "auto";
   o->backend = "auto";
 }

@@ -4,9 +4,11 @@
  *   cosine |fast - ref| <= 1e-6;
  * - top-k heap: the k smallest of (distance, id) exactly as a full sort finds them, ties included;
  * - scan: the same ids as the double reference except at near-ties (a differing entry's distance within
- *   the tolerance above of the reference's k-th), distances within tolerance; bitwise the same for 1 and
+ *   the tolerance above of the reference's k-th), distances within tolerance and bitwise the portable
+ *   recipe's (every lane of the eight-row kernel, odd row counts included); bitwise the same for 1 and
  *   2 threads, and when the rows are cut into blocks (ranks) whose top-k lists are merged;
- * - probe: the nprobe nearest anchors in (distance, id) order, as a full sort of the kernel's distances.
+ * - probe: the nprobe nearest anchors in (key, id) order, as a full sort of the portable keys finds them;
+ *   each probed anchor within the l2 tolerance of the true nprobe-th nearest (the key only reorders near-ties).
  * Exits non-zero on any failure. */
 #include <math.h>
 #include <stdio.h>
@@ -129,10 +131,12 @@ static void test_scan(int cosine) {
   va_search_scan_ref(Q, nq, d, X, m, NULL, 0, cosine, h);
   for (int64_t q = 0; q < nq; q++) va_topk_sorted(&h[q], ref + q * k);
   run_scan(Q, nq, d, X, m, cosine, k, 1, 1, fast);
-  int64_t differ = 0;
+  int64_t differ = 0, off_recipe = 0;
   for (int64_t q = 0; q < nq; q++)
     for (int64_t i = 0; i < k; i++) {
       const va_neighbor_t a = fast[q * k + i], r = ref[q * k + i];
+      const float recipe = va_search_distance_portable(Q + q * d, X + a.id * d, d, cosine);
+      off_recipe += memcmp(&recipe, &a.dist, sizeof recipe) != 0;
       const double tol = tolerance(Q + q * d, X + (a.id >= 0 ? a.id : 0) * d, d, cosine);
       CHECK(fabs(a.dist - r.dist) <= tol, "query %lld rank %lld: distance %.9g vs reference %.9g", (long long)q,
             (long long)i, a.dist, r.dist);
@@ -142,6 +146,7 @@ static void test_scan(int cosine) {
               "query %lld: id %lld vs reference %lld is no near-tie", (long long)q, (long long)a.id, (long long)r.id);
       }
     }
+  CHECK(off_recipe == 0, "%lld scan distances differ from the portable recipe's bits", (long long)off_recipe);
   const int shapes[][2] = {{2, 1}, {1, 2}, {2, 3}, {1, 4}, {2, 7}};
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     run_scan(Q, nq, d, X, m, cosine, k, shapes[s][0], shapes[s][1], other);
@@ -164,18 +169,30 @@ static void test_probe(int cosine) {
   const int64_t nq = 13, na = 300, d = 24, np = 16;
   float *Q = random_matrix(nq, d, 21, cosine), *A = random_matrix(na, d, 22, cosine);
   int64_t *probes = malloc((size_t)(nq * np) * sizeof(int64_t)), *probes2 = malloc((size_t)(nq * np) * sizeof(int64_t));
-  va_neighbor_t *all = malloc((size_t)na * sizeof *all);
+  va_neighbor_t *all = malloc((size_t)(2 * na) * sizeof *all);
   va_search_probe(Q, nq, d, A, na, cosine, np, 1, probes);
   va_search_probe(Q, nq, d, A, na, cosine, np, 2, probes2);
   CHECK(!memcmp(probes, probes2, (size_t)(nq * np) * sizeof(int64_t)), "probe: 1 and 2 threads differ");
   for (int64_t q = 0; q < nq; q++) {
-    for (int64_t j = 0; j < na; j++) all[j] = (va_neighbor_t){va_search_distance(Q + q * d, A + j * d, d, cosine), j};
+    for (int64_t j = 0; j < na; j++) all[j] = (va_neighbor_t){va_search_probe_key(Q + q * d, A + j * d, d, cosine), j};
     qsort(all, (size_t)na, sizeof *all, by_order);
+    va_neighbor_t *exact = all + na; /* the anchors by true distance: a probed one is no farther than the
+                                        np-th of them, up to the tolerance */
+    for (int64_t j = 0; j < na; j++)
+      exact[j] = (va_neighbor_t){(float)va_search_distance_ref(Q + q * d, A + j * d, d, cosine), j};
+    qsort(exact, (size_t)na, sizeof *exact, by_order);
+    for (int64_t p = 0; p < np; p++) {
+      const int64_t a = probes[q * np + p];
+      const double dist = va_search_distance_ref(Q + q * d, A + a * d, d, cosine);
+      CHECK(dist <= exact[np - 1].dist + tolerance(Q + q * d, A + a * d, d, cosine),
+            "probe: query %lld anchor %lld at %.9g is beyond the %lld-th nearest (%.9g)", (long long)q, (long long)a,
+            dist, (long long)np, exact[np - 1].dist);
+    }
     for (int64_t p = 0; p < np; p++)
       CHECK(probes[q * np + p] == all[p].id, "probe: query %lld place %lld: anchor %lld, sorted %lld", (long long)q,
             (long long)p, (long long)probes[q * np + p], (long long)all[p].id);
   }
-  printf("probe (%s): the %lld nearest of %lld anchors in (distance, id) order, the same for 1-2 threads\n",
+  printf("probe (%s): the %lld nearest of %lld anchors in (key, id) order, the same for 1-2 threads\n",
          cosine ? "cosine" : "l2", (long long)np, (long long)na);
   free(all);
   free(probes);
