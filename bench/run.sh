@@ -32,7 +32,13 @@
 #   search-cpu   vecanneal search vs faiss-cpu IndexIVFFlat on our anchors and lists (to_faiss) and on
 #                faiss's own k-means: recall@10 and queries/s at nprobe 1-64 (search_cpu.py). Checks:
 #                recall >= 0.999 at nprobe = K, recall non-decreasing in nprobe, every layout alike,
-#                faiss on our lists within 0.005 of vecanneal's recall, every run finished
+#                faiss on our lists within 0.005 of vecanneal's recall, every run finished. --text: the same
+#                on vecanneal embed's embeddings of WordNet's glosses, ground truth from search --exact
+#   search-gpu   one or two GPUs: vecanneal search --backend cuda per nprobe against an exact PyTorch
+#                brute force at 1M and 8M x 128, the list scan's share of the copy bandwidth, 2-GPU strong
+#                scaling (search_gpu.sh). Checks: nprobe = K bitwise = --exact, --exact's recall against
+#                PyTorch >= 0.999 (and = gen's /neighbors), recall non-decreasing in nprobe, 2 GPUs
+#                bitwise = 1 GPU, every run on the engine asked for and finished
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}
@@ -49,6 +55,7 @@ case $family in
   embed-cpu) exec bash "$HERE/embed_cpu.sh" "$@" ;;
   embed-gpu) exec bash "$HERE/embed_gpu.sh" "$@" ;;
   search-cpu) exec python3 "$HERE/search_cpu.py" "$@" ;;
+  search-gpu) exec bash "$HERE/search_gpu.sh" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     [ -z "$family" ] && exit 0

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """search-cpu: `vecanneal search` (IVF over the index's anchors, CPU) against faiss-cpu IndexIVFFlat,
-recall@10 and queries per second at nprobe 1 to 64, on generated data, on the same cores.
+recall@10 and queries per second at nprobe 1 to 64, on generated data or (--text) on text embeddings
+made with `vecanneal embed`, on the same cores.
 
 Steps (all in one run, on one machine):
   1. data     `vecanneal gen --n N --d D --clusters C --spread S --test Q` (gen's /neighbors: the exact
-              100 nearest /train rows of every /test row, computed with search --exact's kernel)
+              100 nearest /train rows of every /test row, computed with search --exact's kernel).
+              --text: the corpus (default: every WordNet 3.0 gloss, /usr/share/wordnet/data.* of
+              Debian's wordnet-base; or --corpus FILE, one text per line), its distinct lines in an
+              order shuffled with --seed, the first N + Q of them embedded by `vecanneal embed` (CPU,
+              one rank per core; the embedding is kept, so a rerun skips it); rows 0..N-1 are /train
+              (with embed's distance = angular: a cosine index), rows N..N+Q-1 the queries /test
   2. index    `vecanneal compress --anchors K` (vecanneal's defaults otherwise)
-  3. vecanneal `vecanneal search --k 10 --nprobe LIST --ground-truth DATA:/neighbors --sweep-csv`, in
+     --text: ground truth = `vecanneal search --exact --k 100` of the queries (its /neighbors)
+  3. vecanneal `vecanneal search --k 10 --nprobe LIST --ground-truth TRUTH:/neighbors --sweep-csv`, in
               every layout of ranks x threads = cores (2 cores: 2 ranks x 1 thread and 1 rank x 2
               threads), each run REPEATS times; QPS per nprobe = the best run (search's own figure:
               the batches' wall time, without the reads)
@@ -14,6 +21,9 @@ Steps (all in one run, on one machine):
               IndexIVFFlat whose quantizer holds our anchors and whose lists are our assignments;
               (b) "faiss, own k-means": IndexIVFFlat(IndexFlatL2, d, K) trained by faiss (its
               k-means, default settings: 10 iterations on a 256 x K sample) and given the same rows.
+              A cosine index (--text): to_faiss's METRIC_INNER_PRODUCT on unit rows, and for (b)
+              IndexIVFFlat(IndexFlatIP, d, K, METRIC_INNER_PRODUCT) with spherical k-means
+              (cp.spherical), both on unit rows and queries (faiss.normalize_L2).
               faiss.omp_set_num_threads(cores); per nprobe, index.search over all queries, best of
               REPEATS; recall@10 against the same /neighbors.
 Ratios: vecanneal QPS / faiss QPS at the same nprobe, for each layout and each faiss index. The goal
@@ -22,22 +32,24 @@ reaches recall 0.9 (its QPS there), and reported; it is not a verification failu
 
 Checks (bench/verify.py's Checks; the last line says passed or FAILED, exit 1 on a failure):
   full probe  vecanneal at nprobe = K (every list) on the first EXACT_Q queries: recall@10 >= 0.999
-              against gen's /neighbors (search --exact finds them exactly; only near-tie orderings
-              between the two passes could differ)
+              against the ground truth (gen's /neighbors or search --exact's: search --exact finds
+              them exactly; only near-tie orderings between the two passes could differ)
   monotone    vecanneal's recall does not decrease with nprobe (docs/search.md: the rows scanned at
               nprobe p are a subset of those at p + 1), in every layout
   layouts     the layouts give the same recall at every nprobe (the result is bitwise the same for
               any rank and thread count)
   same lists  faiss on our lists: recall within SAME_LISTS_TOL of vecanneal's at every nprobe (the
               same lists and probes; only near-ties in faiss's other distance formula differ)
-  finished    every gen, compress and search run exited 0 and wrote its outputs
+  finished    every gen, embed, compress and search run exited 0 and wrote its outputs
 """
 import argparse
 import csv
 import datetime
+import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -81,17 +93,29 @@ def log(msg):
     print(msg, flush=True)
 
 
-def sh(cmd, checks, label, env=None):
-    """Runs cmd (a list); returns (ok, seconds). A failure is a failed 'finished' check."""
+def sh(cmd, checks, label, env=None, timeout=None, log_path=None):
+    """Runs cmd (a list); returns (ok, seconds). A failure, or a run past timeout seconds (its process
+    group is killed), is a failed 'finished' check. log_path keeps the whole output."""
     log("$ " + " ".join(shlex.quote(c) for c in cmd))
     t = time.perf_counter()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, process_group=0)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # mpirun and its ranks: the group this call started
+        out, _ = p.communicate()
+        rc = None
     dt = time.perf_counter() - t
-    tail = "\n".join(p.stdout.splitlines()[-6:])
+    if log_path:
+        with open(log_path, "w") as f:
+            f.write(out)
+    tail = "\n".join(out.splitlines()[-6:])
     if tail:
         log("  " + tail.replace("\n", "\n  "))
-    if p.returncode != 0:
-        checks.add((False, "%s exited %d after %.1f s" % (label, p.returncode, dt)), "finished")
+    if rc != 0:
+        how = "was killed at the %d s limit" % timeout if rc is None else "exited %d" % rc
+        checks.add((False, "%s %s after %.1f s" % (label, how, dt)), "finished")
         return False, dt
     log("  (%.1f s)" % dt)
     return True, dt
@@ -127,21 +151,81 @@ def first_at(rows, key_recall, key_qps, goal=GOAL_RECALL):
     return None
 
 
+WORDNET = ["/usr/share/wordnet/data.%s" % pos for pos in ("noun", "verb", "adj", "adv")]
+
+
+def corpus_lines(path):
+    """The distinct non-empty lines (bytes) of the corpus, in file order. No path: WordNet 3.0's glosses
+    (Debian's wordnet-base), the text after ' | ' on each synset line of data.noun, .verb, .adj, .adv."""
+    if path:
+        lines = [line.rstrip(b"\r\n") for line in open(path, "rb")]
+    else:
+        missing = [f for f in WORDNET if not os.path.exists(f)]
+        if missing:
+            raise FileNotFoundError("%s is missing: apt-get install wordnet-base, or give --corpus" % missing[0])
+        lines = [line.split(b" | ", 1)[1].rstrip() for f in WORDNET for line in open(f, "rb")
+                 if not line.startswith(b"  ") and b" | " in line]
+    return list(dict.fromkeys(line for line in lines if line.strip()))
+
+
+def text_data(a, checks, env, times):
+    """--text's data file: /train = the embeddings of the first N lines of the shuffled corpus, /test =
+    those of the next Q, with embed's attributes (distance = angular). Kept, as is the embedding; returns
+    the path, or None after a failed check."""
+    name = os.path.splitext(os.path.basename(a.corpus))[0] if a.corpus else "wordnet"
+    stem = os.path.join(a.data_dir, "text_%s_n%d_q%d_seed%d" % (name, a.n, a.q, a.seed))
+    data, emb = stem + ".h5", stem + "_embed.h5"
+    if os.path.exists(data):
+        log("data: %s (kept)" % data)
+        return data
+    if not os.path.exists(emb):
+        try:
+            lines = corpus_lines(a.corpus)
+        except OSError as e:
+            checks.add((False, "corpus: %s" % e), "finished")
+            return None
+        if len(lines) < a.n + a.q:
+            checks.add((False, "corpus: %d distinct lines, fewer than --n + --q = %d" % (len(lines), a.n + a.q)), "finished")
+            return None
+        order = np.random.default_rng(a.seed).permutation(len(lines))[:a.n + a.q]
+        with open(stem + ".txt", "wb") as f:
+            f.write(b"".join(lines[i] + b"\n" for i in order))
+        log("corpus: %d of %d distinct lines -> %s" % (a.n + a.q, len(lines), stem + ".txt"))
+        ok, times["embed"] = sh(mpirun(a.threads) + [a.vecanneal, "embed", "--input", stem + ".txt", "--out", emb, "--model", a.model,
+                                                     "--threads", "1", "--progress", "0", "--metrics", stem + "_embed.json"],
+                                checks, "embed", env)
+        if not ok:
+            return None
+    with h5py.File(emb, "r") as f, h5py.File(stem + ".tmp.h5", "w") as g:
+        E = f["/train"]
+        g["/train"], g["/test"] = E[:a.n], E[a.n:a.n + a.q]
+        for key, value in f.attrs.items():
+            g.attrs[key] = value
+        for key, value in E.attrs.items():
+            g["/train"].attrs[key] = value
+    os.rename(stem + ".tmp.h5", data)
+    return data
+
+
 def main():
     cores = os.cpu_count() or 1
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("--n", type=int, default=1000000, help="rows [1000000]")
-    ap.add_argument("--d", type=int, default=128, help="dimensions [128]")
-    ap.add_argument("--k", type=int, default=1024, help="anchors = faiss nlist [1024]")
-    ap.add_argument("--q", type=int, default=10000, help="queries [10000]")
+    ap.add_argument("--text", action="store_true", help="text embeddings (vecanneal embed) instead of generated rows")
+    ap.add_argument("--n", type=int, help="rows [1000000; --text 50000]")
+    ap.add_argument("--d", type=int, default=128, help="dimensions of generated rows [128]")
+    ap.add_argument("--k", type=int, help="anchors = faiss nlist [1024; --text 256]")
+    ap.add_argument("--q", type=int, help="queries [10000; --text 2000]")
     ap.add_argument("--nprobe", default="1,2,4,8,16,32,64", help="nprobe sweep [1,2,4,8,16,32,64]")
     ap.add_argument("--threads", type=int, default=cores, help="cores given to each tool [the machine's: %d]" % cores)
     ap.add_argument("--layouts", default="", help="vecanneal ranks x threads, e.g. 2x1,1x2 [every R x T = threads]")
     ap.add_argument("--repeats", type=int, default=3, help="runs per tool and nprobe; the best QPS counts [3]")
     ap.add_argument("--clusters", type=int, default=1000, help="gen --clusters [1000]")
     ap.add_argument("--spread", type=float, default=1.5, help="gen --spread [1.5]: recall@10 crosses 0.9 near nprobe 16 of 1024 (at 1.0 it is 0.98 at nprobe 1, at 2.0 below 0.7 at 64)")
-    ap.add_argument("--seed", type=int, default=7, help="gen --seed [7]")
+    ap.add_argument("--seed", type=int, default=7, help="gen --seed; --text: the seed of the corpus's order [7]")
+    ap.add_argument("--corpus", default="", help="--text: one text per line [WordNet 3.0's glosses, %s]" % WORDNET[0][:-5])
+    ap.add_argument("--model", default=os.environ.get("VECANNEAL_MODEL", os.path.join(REPO, "models", "all-MiniLM-L6-v2")),
+                    help="--text: embed --model [$VECANNEAL_MODEL or models/all-MiniLM-L6-v2]")
     ap.add_argument("--vecanneal", default=os.environ.get("VECANNEAL", ""), help="binary [$VECANNEAL, build-cpu/ or build/vecanneal]")
     ap.add_argument("--data-dir", default=os.environ.get("VA_BENCH_DATA", os.path.join(REPO, "build", "bench-data")),
                     help="data and index, kept between runs [$VA_BENCH_DATA or build/bench-data]")
@@ -149,6 +233,9 @@ def main():
     ap.add_argument("--tag", default="", help="suffix of the result names")
     ap.add_argument("--note", default="", help="a line for the result file (the machine's state)")
     a = ap.parse_args()
+    a.n = a.n or (50000 if a.text else 1000000)
+    a.q = a.q or (2000 if a.text else 10000)
+    a.k = a.k or (256 if a.text else 1024)
 
     if not a.vecanneal:
         for cand in ("build-cpu/vecanneal", "build/vecanneal"):
@@ -170,18 +257,23 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cpu = cpu_name()
     date = datetime.date.today().isoformat()
-    stem = "%s_%s-%dcore_search-cpu%s" % (date, short_cpu(cpu), cores, ("-" + a.tag) if a.tag else "")
+    stem = "%s_%s-%dcore_search-cpu%s%s" % (date, short_cpu(cpu), cores, "-text" if a.text else "", ("-" + a.tag) if a.tag else "")
     os.makedirs(a.data_dir, exist_ok=True)
     os.makedirs(a.out_dir, exist_ok=True)
     t_start = time.perf_counter()
     load_start = os.getloadavg()
-    log("search-cpu: %d x %d, K %d, %d queries, nprobe %s, %d threads per tool, layouts %s; %s, %d CPUs, load %.2f %.2f %.2f"
-        % (a.n, a.d, a.k, a.q, nprobes, a.threads, ["%dx%d" % l for l in layouts], cpu, cores, *load_start))
+    log("search-cpu: %s, %d rows, K %d, %d queries, nprobe %s, %d threads per tool, layouts %s; %s, %d CPUs, load %.2f %.2f %.2f"
+        % ("text (%s)" % (a.corpus or "WordNet glosses") if a.text else "generated, d %d" % a.d, a.n, a.k, a.q, nprobes, a.threads,
+           ["%dx%d" % l for l in layouts], cpu, cores, *load_start))
     times = {}
 
     # 1. data (kept: same name, same data)
     data = os.path.join(a.data_dir, "search_n%d_d%d_q%d_c%d_s%g_seed%d.h5" % (a.n, a.d, a.q, a.clusters, a.spread, a.seed))
-    if not os.path.exists(data):
+    if a.text:
+        data = text_data(a, checks, env, times)
+        if data is None:
+            return checks.verdict()
+    elif not os.path.exists(data):
         ok, times["gen"] = sh(mpirun(a.threads) + [a.vecanneal, "gen", "--out", data, "--n", str(a.n), "--d", str(a.d),
                                                   "--clusters", str(a.clusters), "--spread", str(a.spread), "--seed", str(a.seed),
                                                   "--test", str(a.q)], checks, "gen", env)
@@ -192,9 +284,7 @@ def main():
     with h5py.File(data, "r") as f:
         X = np.ascontiguousarray(f["/train"][()], dtype=np.float32)
         Qs = np.ascontiguousarray(f["/test"][()], dtype=np.float32)
-        truth = f["/neighbors"][()]
-    ok = X.shape == (a.n, a.d) and Qs.shape == (a.q, a.d) and truth.shape[0] == a.q and truth.shape[1] >= TOPK
-    checks.add((ok, "%s: train %s, test %s, neighbors %s" % (os.path.basename(data), X.shape, Qs.shape, truth.shape)), "finished")
+    d = X.shape[1]
 
     # 2. index
     index = os.path.join(a.data_dir, os.path.basename(data)[:-3] + "_k%d.index.h5" % a.k)
@@ -208,8 +298,24 @@ def main():
         log("index: %s (kept)" % index)
     checks.attempt(verify.run, index, None, a.n, label="finished")
     with vi.open_index(index) as ix:
-        K = ix.k
+        K, metric = ix.k, ix.metric
         ivf_ours = vi.to_faiss(ix, X)
+    nprobes = sorted({min(p, K) for p in nprobes})  # search clamps a larger nprobe to K
+
+    # ground truth: gen's /neighbors, or --text: search --exact's (kept)
+    truth_file = data
+    if a.text:
+        truth_file = data[:-3] + "_exact100.h5"
+        if not os.path.exists(truth_file):
+            ok, times["exact"] = sh(mpirun(1) + [a.vecanneal, "search", "--index", index, "--queries", data + ":/test", "--exact", "--k",
+                                                 "100", "--threads", str(a.threads), "--out", truth_file], checks, "search --exact", env)
+            if not ok:
+                return checks.verdict()
+    with h5py.File(truth_file, "r") as f:
+        truth = f["/neighbors"][()]
+    ok = X.shape == (a.n, d if a.text else a.d) and Qs.shape == (a.q, d) and truth.shape[0] == a.q and truth.shape[1] >= TOPK
+    checks.add((ok, "%s: train %s, test %s; %s: neighbors %s" % (os.path.basename(data), X.shape, Qs.shape, os.path.basename(truth_file),
+                                                                 truth.shape)), "finished")
 
     # 3. vecanneal search, every layout, REPEATS runs each
     work = os.path.join(a.data_dir, "search-work")
@@ -223,7 +329,7 @@ def main():
                 if os.path.exists(p):
                     os.remove(p)
             ok, _ = sh(mpirun(r) + [a.vecanneal, "search", "--index", index, "--queries", data + ":/test", "--k", str(TOPK),
-                                    "--nprobe", plist, "--ground-truth", data + ":/neighbors", "--threads", str(t),
+                                    "--nprobe", plist, "--ground-truth", truth_file + ":/neighbors", "--threads", str(t),
                                     "--out", os.path.join(work, "result.h5"), "--sweep-csv", csvp],
                        checks, "search %dr x %dt" % (r, t), env)
             if not ok:
@@ -254,14 +360,21 @@ def main():
                              "--out", os.path.join(work, "result_full.h5"), "--sweep-csv", csvf], checks, "search nprobe K", env)
     if ok:
         rec = read_sweep(csvf)[K][0]
-        checks.add((rec >= FULL_PROBE_MIN, "vecanneal at nprobe = K = %d on the first %d queries: recall@10 %.4f against gen's "
-                    "/neighbors (at least %g)" % (K, nq, rec, FULL_PROBE_MIN)), "full probe")
+        checks.add((rec >= FULL_PROBE_MIN, "vecanneal at nprobe = K = %d on the first %d queries: recall@10 %.4f against %s's "
+                    "/neighbors (at least %g)" % (K, nq, rec, os.path.basename(truth_file), FULL_PROBE_MIN)), "full probe")
 
-    # 4. faiss: our lists, then its own k-means
+    # 4. faiss: our lists, then its own k-means (cosine: inner product on unit rows and queries)
     faiss.omp_set_num_threads(a.threads)
+    if metric == "cosine":
+        X, Qs = X.copy(), Qs.copy()
+        faiss.normalize_L2(X)
+        faiss.normalize_L2(Qs)
     t = time.perf_counter()
-    quant = faiss.IndexFlatL2(a.d)
-    ivf_own = faiss.IndexIVFFlat(quant, a.d, K, faiss.METRIC_L2)
+    if metric == "cosine":
+        ivf_own = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, K, faiss.METRIC_INNER_PRODUCT)
+        ivf_own.cp.spherical = True
+    else:
+        ivf_own = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, K, faiss.METRIC_L2)
     ivf_own.train(X)
     ivf_own.add(X)
     times["faiss train+add"] = time.perf_counter() - t
@@ -359,13 +472,28 @@ def main():
                 % (cpu, cores, platform.platform(), *load_start, *load_end))
         if a.note:
             f.write("- note: %s\n" % a.note)
-        f.write("- data: `vecanneal gen --n %d --d %d --clusters %d --spread %g --seed %d --test %d` (float32; gen's exact "
-                "/neighbors as ground truth)\n" % (a.n, a.d, a.clusters, a.spread, a.seed, a.q))
+        if a.text:
+            f.write("- data: %d + %d distinct lines of %s, in an order shuffled with seed %d, embedded by `vecanneal embed --model %s` "
+                    "(CPU, fp32): /train the first %d rows, the queries the next %d; %d-d, %s; ground truth "
+                    "`vecanneal search --exact --k 100` (%s)\n" % (
+                        a.n, a.q, a.corpus or "WordNet 3.0's glosses (Debian's wordnet-base, /usr/share/wordnet/data.{noun,verb,adj,adv}; "
+                        "the WordNet 3.0 license of Princeton University)", a.seed, a.model, a.n, a.q, d, metric,
+                        os.path.basename(truth_file)))
+            if os.path.exists(data[:-3] + "_embed.json"):
+                with open(data[:-3] + "_embed.json") as e:
+                    m = json.load(e)
+                f.write("- the embedding (`%s`, made when the data was): %d lines, %d tokens, %d ranks x %d threads, %.1f lines/s, "
+                        "%.1f lines per CPU second\n" % (os.path.basename(data[:-3] + "_embed.json"), m["lines"], m["tokens"], m["ranks"],
+                                                          m["threads_per_rank"], m["lines_per_second"], m["lines_per_cpu_second"]))
+        else:
+            f.write("- data: `vecanneal gen --n %d --d %d --clusters %d --spread %g --seed %d --test %d` (float32; gen's exact "
+                    "/neighbors as ground truth)\n" % (a.n, a.d, a.clusters, a.spread, a.seed, a.q))
         f.write("- index: `vecanneal compress --anchors %d` (defaults), 1 rank x %d threads; K = %d\n" % (a.k, a.threads, K))
         f.write("- vecanneal: %s; search --k 10 --nprobe %s, layouts %s (ranks x threads), best of %d runs per nprobe\n"
                 % (a.vecanneal, plist, ", ".join("%dr x %dt" % l for l in lay), a.repeats))
-        f.write("- faiss-cpu %s, omp_set_num_threads(%d), index.search over all %d queries, best of %d; numpy %s, h5py %s, "
-                "python %s\n" % (faiss.__version__, a.threads, a.q, a.repeats, np.__version__, h5py.__version__,
+        f.write("- faiss-cpu %s, omp_set_num_threads(%d), index.search over all %d queries, best of %d%s; numpy %s, h5py %s, "
+                "python %s\n" % (faiss.__version__, a.threads, a.q, a.repeats, "; cosine: METRIC_INNER_PRODUCT on unit rows and "
+                                 "queries, own k-means spherical" if metric == "cosine" else "", np.__version__, h5py.__version__,
                                  platform.python_version()))
         f.write("- step times (s): %s; whole run %.0f s\n" % (
             ", ".join("%s %.1f" % kv for kv in times.items()) or "data and index kept from an earlier run", total))

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# search_gpu.sh: `bash bench/run.sh search-gpu [ARGS]` on a GPU machine (one or two H100/H200), from the
+# repository root: vecanneal search on the GPU against an exact PyTorch brute force at 1M and 8M x 128,
+# 10000 queries, k 10, and strong scaling on 2 GPUs when two are visible (bench/search_gpu.py: the
+# steps, the checks; ARGS go to it). The binary: $VA, else $BUILD_DIR/vecanneal (default build-gpu), built
+# there with CUDA when missing. Results under $OUT (default ./out-gpu): DATE_GPU_search-gpu.{md,csv,png}
+# and search-gpu-work/ (every step's log, sweep CSV and metrics); data and indexes in $VA_BENCH_DATA
+# (default /tmp/vecanneal-search-gpu), kept between runs. Needs PyTorch, numpy and h5py (matplotlib
+# for the plot). Ends with bench/verify.py's line, "verification: passed (N checks)" or FAILED, exit 1.
+set -u
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
+HERE=$(dirname "${BASH_SOURCE[0]}")
+case " $* " in *" --help "* | *" -h "*) exec python3 "$HERE/search_gpu.py" --help ;; esac
+export OUT=${OUT:-$PWD/out-gpu}
+mkdir -p "$OUT"
+VA=${VA:-}
+if [ -z "$VA" ]; then
+  B=${BUILD_DIR:-build-gpu}
+  VA=$B/vecanneal
+  if [ ! -x "$VA" ]; then
+    echo "building $VA (CUDA, sm_90)"
+    { cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/cmake.log" 2>&1 &&
+      make -C "$B" -j"$(nproc)" vecanneal > "$OUT/build.log" 2>&1; } || {
+      tail -20 "$OUT/build.log" "$OUT/cmake.log" 2> /dev/null
+      export VERIFY_LOG=$OUT/verification.log
+      : > "$VERIFY_LOG"
+      python3 "$HERE/verify.py" fail "the build of $VA failed ($OUT/build.log)"
+      exec python3 "$HERE/verify.py" verdict
+    }
+  fi
+fi
+case $VA in /*) ;; *) VA=$PWD/$VA ;; esac
+exec python3 "$HERE/search_gpu.py" --vecanneal "$VA" "$@"
