@@ -148,7 +148,8 @@ static const char *npy_value(const char *hdr, const char *key) {
   return p;
 }
 
-/* The header's shape tuple into dims (at most 8); the number of dimensions, or -1 when malformed. */
+/* The header's shape tuple: its first 8 sizes into dims; the number of dimensions (numpy writes up to 64,
+ * each counted so that the message names them), or -1 when malformed. */
 static int npy_shape(const char *v, int64_t *dims, char *text, size_t textlen) {
   if (!v || *v != '(') return -1;
   const char *end = strchr(v, ')');
@@ -161,10 +162,11 @@ static int npy_shape(const char *v, int64_t *dims, char *text, size_t textlen) {
     char *q;
     errno = 0;
     long long x = strtoll(p, &q, 10);
-    if (q == p || errno || x < 0 || nd == 8) return -1;
+    if (q == p || errno || x < 0) return -1;
     /* numpy writes Python ints; a 'L' suffix comes from Python 2 */
     if (*q == 'L') q++;
-    dims[nd++] = x;
+    if (nd < 8) dims[nd] = x;
+    nd++;
     p = q;
   }
   return nd;

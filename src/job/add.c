@@ -8,7 +8,6 @@
 
 #include "comm/comm.h" /* va_allreduce_sum_* */
 #include "core/metrics.h"
-#include "io/files.h" /* va_files_prepare */
 #include "io/h5io.h"
 #include "io/index.h" /* va_index_payload_bytes, va_index_resolve_source */
 #include "io/index_add.h"
@@ -19,24 +18,11 @@
 int va_add_job(const va_add_options_t *o) {
   const double t_start = va_now();
   const va_config_t *cfg = &o->cfg;
-  char input_file[VA_PATH_MAX];
-  va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
-  /* The old index is an input: --out naming it (or a link to it) is a usage error, never an overwrite. */
-  const va_file_use_t inputs[] = {{"index", o->index, 0}, {"input", input_file, 0}};
-  const va_file_use_t outputs[] = {{"new index", o->out, 1}, {"metrics file", cfg->metrics, 1}};
-  int rc = va_files_prepare(inputs, 2, outputs, 2);
-  if (rc) return rc;
   va_index_data_t ix;
-  if ((rc = va_index_read(o->index, VA_INDEX_FRAME, &ix))) return rc;
   va_input_t in;
-  va_input_open_as(cfg->input, cfg->input_format, &in);
   va_nearest_t near;
-  va_tick_t t = va_tick();
-  if ((rc = va_nearest_rows(&ix, &in, cfg, &near))) {
-    va_index_data_free(&ix);
-    return rc;
-  }
-  va_tock(VA_PH_ASSIGN, t);
+  int rc = va_nearest_job(o->index, "new index", o->out, cfg, &ix, &in, &near);
+  if (rc) return rc;
   /* Counts are exact (integers). The members' distance sums: old mse x old count (the sum compress
    * reduced, up to the rounding of its mean) plus the new rows' distances, summed in double. */
   const int64_t k = ix.k;
@@ -86,7 +72,7 @@ int va_add_job(const va_add_options_t *o) {
   snprintf(a.source.dataset, sizeof a.source.dataset, "%s", in.dataset);
   snprintf(a.source.dtype, sizeof a.source.dtype, "%s", va_dtype_name(in.dtype));
   a.source.checksum = in.checksum;
-  t = va_tick();
+  va_tick_t t = va_tick();
   rc = va_index_write_added(o->out, &a, cfg->io);
   va_tock(VA_PH_WRITE, t);
   if (!rc) {

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/metrics.h"
-#include "io/files.h" /* va_files_prepare */
 #include "io/h5io.h"
 #include "io/index.h" /* va_index_attr_*, va_index_dataset */
 #include "io/index_read.h"
@@ -56,27 +55,16 @@ static void assign_rows(hid_t f, void *ctx) {
 int va_assign_job(const va_assign_options_t *o) {
   const double t_start = va_now();
   const va_config_t *cfg = &o->cfg;
-  char out_file[VA_PATH_MAX], dataset[256], input_file[VA_PATH_MAX];
+  char out_file[VA_PATH_MAX], dataset[256];
   va_split_spec(o->out, out_file, sizeof out_file, dataset, sizeof dataset);
   if (!strrchr(o->out, ':')) snprintf(dataset, sizeof dataset, "/assign"); /* no DATASET part given */
-  va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
-  const va_file_use_t inputs[] = {{"index", o->index, 0}, {"input", input_file, 0}};
-  const va_file_use_t outputs[] = {{"assignment file", out_file, 1}, {"metrics file", cfg->metrics, 1}};
-  int rc = va_files_prepare(inputs, 2, outputs, 2);
-  if (rc) return rc;
   va_index_data_t ix;
-  if ((rc = va_index_read(o->index, VA_INDEX_FRAME, &ix))) return rc;
   va_input_t in;
-  va_input_open_as(cfg->input, cfg->input_format, &in);
   va_nearest_t near;
-  va_tick_t t = va_tick();
-  if ((rc = va_nearest_rows(&ix, &in, cfg, &near))) {
-    va_index_data_free(&ix);
-    return rc;
-  }
-  va_tock(VA_PH_ASSIGN, t);
+  int rc = va_nearest_job(o->index, "assignment file", out_file, cfg, &ix, &in, &near);
+  if (rc) return rc;
   assign_write_t w = {.o = o, .ix = &ix, .in = &in, .near = &near, .dataset = dataset};
-  t = va_tick();
+  va_tick_t t = va_tick();
   rc = va_h5_write_file("assignment file", out_file, 8.0 * (double)in.n + 65536.0, cfg->io, assign_setup, assign_rows,
                         &w);
   va_tock(VA_PH_WRITE, t);

@@ -1,5 +1,6 @@
-/* nearest.c: new rows placed in an existing index (job/nearest.h): sharded read, the index's frame,
- * one assign pass through the backend table (the same kernels as compress's final pass). */
+/* nearest.c: new rows placed in an existing index (job/nearest.h): the files checked, the index read,
+ * sharded read, the index's frame, one assign pass through the backend table (the same kernels as
+ * compress's final pass). */
 #include "job/nearest.h"
 
 #include <math.h>
@@ -9,6 +10,8 @@
 
 #include "backend/plan.h" /* va_backend_plan, va_backend_attach */
 #include "core/anneal.h"  /* va_state_t */
+#include "core/metrics.h" /* va_tick, va_tock */
+#include "io/files.h"     /* va_files_prepare */
 #include "util/util.h"
 
 /* Threads per rank as compress takes them: the key, else the cores the launcher bound the rank to, else
@@ -39,7 +42,8 @@ void va_rows_to_frame(float *X, int64_t n, int64_t d, int cosine, const double *
   }
 }
 
-int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out) {
+/* This rank's block of in placed in ix (va_nearest_job's last stage); 0 or the agreed exit code. */
+static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out) {
   memset(out, 0, sizeof *out);
   char label[VA_PATH_MAX + 300], err[VA_PATH_MAX + 600] = "";
   va_input_label(in, label, sizeof label);
@@ -103,6 +107,26 @@ int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t
   st.assign = NULL;
   st.r = NULL;
   va_state_free(&st);
+  return 0;
+}
+
+int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
+                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out) {
+  char input_file[VA_PATH_MAX];
+  va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
+  /* The index is an input: an output naming it (or a link to it) is a usage error, never an overwrite. */
+  const va_file_use_t inputs[] = {{"index", index, 0}, {"input", input_file, 0}};
+  const va_file_use_t outputs[] = {{out_role, out_file, 1}, {"metrics file", cfg->metrics, 1}};
+  int rc = va_files_prepare(inputs, 2, outputs, 2);
+  if (rc) return rc;
+  if ((rc = va_index_read(index, VA_INDEX_FRAME, ix))) return rc;
+  va_input_open_as(cfg->input, cfg->input_format, in);
+  va_tick_t t = va_tick();
+  if ((rc = nearest_rows(ix, in, cfg, out))) {
+    va_index_data_free(ix);
+    return rc;
+  }
+  va_tock(VA_PH_ASSIGN, t);
   return 0;
 }
 

@@ -1,6 +1,7 @@
-/* nearest.h: new rows placed in an existing index, for `assign` and `add`: each rank reads its block of
- * an input, puts the rows in the index's frame as compress preprocessed its own, and finds each row's
- * nearest anchor through the backend table, as the final pass of compress does. */
+/* nearest.h: new rows placed in an existing index, the opening `assign` and `add` share: the files
+ * checked, the index read, each rank's block of an input read and put in the index's frame as compress
+ * preprocessed its own, and each row's nearest anchor found through the backend table, as the final
+ * pass of compress does. */
 #ifndef VECANNEAL_JOB_NEAREST_H
 #define VECANNEAL_JOB_NEAREST_H
 #include <stdint.h>
@@ -16,11 +17,17 @@ typedef struct {
   const char *backend;   /* "cpu" or "cuda" */
 } va_nearest_t;
 
-/* Collective: a dimension other than the index's, or a row holding NaN/Inf, is VA_EXIT_INPUT agreed on
- * every rank (one message); so are read failures. in->checksum becomes the rows' checksum (summed over
- * ranks). cfg supplies the execution keys (threads, io, read_chunk_mb, backend, ...); the assign kernel
- * is the one the index's final pass used (ix->cpu_assign). Returns 0 or the agreed exit code. */
-int va_nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out);
+/* Collective: a job's stages up to its rows placed: the index and the input (cfg->input as
+ * cfg->input_format) checked against the job's output (out_role names it in messages) and cfg->metrics,
+ * which are claimed (va_files_prepare); the index read with its frame; the input opened; this rank's
+ * block read, put in the index's frame and assigned (timed as the assign phase). A dimension other than
+ * the index's, or a row holding NaN/Inf, is VA_EXIT_INPUT agreed on every rank (one message); so are read
+ * failures. in->checksum becomes the rows' checksum (summed over ranks). cfg supplies the execution keys
+ * (threads, io, read_chunk_mb, backend, ...); the assign kernel is the one the index's final pass used
+ * (ix->cpu_assign). Returns 0 with ix, in and out filled (the caller frees ix and out), or the agreed
+ * exit code with nothing held. */
+int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
+                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out);
 void va_nearest_free(va_nearest_t *out);
 /* Local: n rows (n x d) put in a job's frame in place, value by value as compress's preprocessing
  * computes it (compress.c preprocess and column_sums): l2 x - center rounded to float32; cosine

@@ -21,6 +21,7 @@ endfunction()
 va_fuzz_replay(config_file)
 va_fuzz_replay(config_kv)
 va_fuzz_replay(h5probe)
+va_fuzz_replay(vecfile)
 # The embed parsers (tokenizer, vocab.txt, JSON, safetensors): part of vecanneal_core when
 # cmake/embed.cmake adds them (VA_EMBED_SOURCES), else compiled in from src/embed when present.
 set(_embed ${CMAKE_SOURCE_DIR}/src/embed)
@@ -76,7 +77,7 @@ file(WRITE ${VA_FUZZ_OUT}/toolchain.env "FUZZ_H5_CFLAGS='${_cflags}'\nFUZZ_H5_LI
 set(VA_FUZZ_RUN bash ${VA_FUZZ_DIR}/run_fuzz.sh)
 add_test(NAME fuzz_build COMMAND ${VA_FUZZ_RUN} build ${VA_FUZZ_OUT})
 set_tests_properties(fuzz_build PROPERTIES LABELS fuzz TIMEOUT 300 SKIP_RETURN_CODE 77 FIXTURES_SETUP va_fuzz_bins)
-set(_targets config_file config_kv h5probe)
+set(_targets config_file config_kv h5probe vecfile)
 if(VA_FUZZ_EMBED)
   list(APPEND _targets tokenizer vocab json safetensors)
 endif()

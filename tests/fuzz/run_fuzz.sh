@@ -17,18 +17,20 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SRC="$(cd "$HERE/../.." && pwd)"
 # VA_FUZZ_SRC_ROOT: build the harnesses against another checkout's src/ (e.g. to try a fix first).
 SRCROOT="${VA_FUZZ_SRC_ROOT:-$SRC}"
-TARGETS=(config_file config_kv h5probe tokenizer vocab json safetensors)
+TARGETS=(config_file config_kv h5probe vecfile tokenizer vocab json safetensors)
 
 sources_of() {
   case $1 in
     config_file|config_kv) echo "src/core/config.c src/util/format.c" ;;
     h5probe) echo "src/io/h5io.c src/io/vecfile.c src/util/util.c src/util/format.c src/util/checksum.c src/io/files.c src/core/stop.c src/util/stall.c" ;;
+    vecfile) echo "src/io/vecfile.c" ;;
     tokenizer|vocab) echo "src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     json) echo "src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
     safetensors) echo "src/embed/safetensors.c src/embed/json.c src/embed/tokenizer.c src/embed/unicode_tables.c" ;;
   esac
 }
-needs_hdf5() { [ "$1" = h5probe ]; }
+# HDF5's and MPI's flags: h5probe links both; vecfile only includes mpi.h (through util/util.h).
+needs_hdf5() { [ "$1" = h5probe ] || [ "$1" = vecfile ]; }
 available() { for s in $(sources_of "$1"); do [ -f "$SRCROOT/$s" ] || return 1; done; }
 
 # LSan: Open MPI and HDF5 keep process-lifetime allocations (free lists, component tables) and HDF5
