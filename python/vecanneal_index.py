@@ -5,13 +5,18 @@
         ix.anchors, ix.assignments, ix.counts, ix.mse   # numpy arrays
         ix.attrs["final_energy"], ix.config["lr"]        # str, int or float
         ix.history["energy"], ix.source["checksum"]
+        ix.center, ix.anchors_centered, ix.sources        # the frame and the inputs (None when absent)
+        ix.pq, ix.codes, ix.codebooks                    # compress --codes pq (None without codes)
+        approx = ix.decode()                             # anchor + decoded residual (+ center for l2)
         ivf = vi.to_faiss(ix, rows)                      # a faiss.IndexIVFFlat (needs faiss)
 
 Reads format 2 (written by this vecanneal) and format 1 (files without a format_version attribute):
 in format 1, strings are bytes on disk and are decoded here; configuration values are text on disk
 and become int or float here when they read as one (everything else stays str); the source is the
 path as the job was given it, with no size or checksum (None); /history/anchors is returned as
-history["anchor_count"]. Numbers come back as Python int and float, strings as str.
+history["anchor_count"]. Numbers come back as Python int and float, strings as str. What an index
+records only since some version (/center, /anchors_centered, /sources) is None where it is absent, and
+so are the codes of an index compressed without --codes pq (docs/codes.md).
 """
 
 import h5py
@@ -23,6 +28,8 @@ __all__ = ["Index", "open_index", "to_faiss", "FORMAT_VERSION"]
 FORMAT_VERSION = 2
 
 _HISTORY = ("energy", "changed", "anchor_count", "temperature")
+#: The attributes of each /sources entry, in the order they are written (docs/index-format.md).
+_SOURCE_KEYS = ("how", "file", "dataset", "dtype", "size", "checksum", "row0", "n")
 
 
 def _plain(value):
@@ -104,6 +111,73 @@ class Index:
     def mse(self):
         """k float64: mean distance of each anchor's members to it (squared Euclidean, or 1 - x.a)."""
         return self._read("anchor_mse")
+
+    @property
+    def center(self):
+        """d float64: the mean compress subtracted from every row (l2; zeros for cosine), or None in an
+        index written before it was recorded."""
+        return self._read("center") if "center" in self._f else None
+
+    @property
+    def anchors_centered(self):
+        """k x d float32: the anchors as the final pass compared rows with them, in the frame of center
+        (anchors = float32(anchors_centered + center)); None for cosine and in an index written before
+        it was recorded."""
+        return self._read("anchors_centered") if "anchors_centered" in self._f else None
+
+    @property
+    def sources(self):
+        """The inputs of an index `vecanneal add` wrote, in /assignments order: a list of dicts with how
+        ("compress" or "add"), file, dataset, dtype, size, checksum, row0 and n (its rows are
+        assignments[row0:row0 + n]; a key the entry lacks is None). None when the index has no /sources
+        (compress wrote it: self.source describes its rows)."""
+        if "sources" not in self._f:
+            return None
+        if "sources" not in self._cache:
+            g = self._f["sources"]
+            self._cache["sources"] = [{k: _plain(g[str(m)].attrs.get(k)) for k in _SOURCE_KEYS}
+                                      for m in range(len(g))]
+        return self._cache["sources"]
+
+    @property
+    def pq(self):
+        """The codes' attributes (compress --codes pq, docs/codes.md): m, bits, ksub, dsub_max, train_rows,
+        bytes_per_vector, compression_ratio, variance, anchor_error, error, train_seconds, encode_seconds,
+        description; None without codes."""
+        return {k: _plain(v) for k, v in self._f["pq"].attrs.items()} if "pq" in self._f else None
+
+    @property
+    def codes(self):
+        """n x m uint8: the code of every source row in every subspace; None without codes."""
+        return self._read("pq/codes") if "pq" in self._f else None
+
+    @property
+    def codebooks(self):
+        """m x ksub x dsub_max float32: each subspace's centroids, residuals in the index's frame (values
+        past a subspace's width are 0); None without codes."""
+        return self._read("pq/codebooks") if "pq" in self._f else None
+
+    @property
+    def subspace_dims(self):
+        """m int64: the columns of each subspace, consecutive from column 0; None without codes."""
+        return self._read("pq/subspace_dims") if "pq" in self._f else None
+
+    def decode(self, rows=slice(None)):
+        """The rows decoded from their codes (float32, source coordinates): the anchor as the final pass saw
+        it, plus each subspace's centroid in its columns, plus center (l2). cosine rows come back near unit
+        length (the source's norms are not kept). Raises ValueError without codes."""
+        if self.codes is None:
+            raise ValueError(f"{self.path} has no codes (compress --codes pq writes them)")
+        codes = self.codes[rows]
+        frame = self.anchors if self.metric == "cosine" else self.anchors_centered
+        out = frame[self.assignments[rows]].astype(np.float32)
+        books, start = self.codebooks, 0
+        for m, width in enumerate(self.subspace_dims.tolist()):
+            out[:, start:start + width] += books[m, codes[:, m], :width]
+            start += width
+        if self.metric == "cosine":
+            return out
+        return (out + self.center).astype(np.float32)
 
     @property
     def history(self):

@@ -22,6 +22,9 @@ static void compress_usage(void) {
          "  --anchors K           number of anchors (config key k)\n"
          "  --train-sample N      train the anchors on N rows spread over the input, then assign every row\n"
          "                        (config key train_sample; 0 = all rows)\n"
+         "  --codes none|pq       after the anchors, also encode every row's residual in M codes of --pq-bits\n"
+         "                        bits (config keys codes, pq_m, pq_bits; docs/codes.md)\n"
+         "  --pq-m M              pq subspaces (1..d); --pq-bits 8 (the only width supported)\n"
          "  --out INDEX.h5        output index (written to INDEX.h5.partial, renamed when complete)\n"
          "  --config FILE         INI file of 'key = value' lines (see configs/)\n"
          "  --set key=value       override one key (repeatable; applied after --config)\n"
@@ -60,7 +63,10 @@ static int parse_args(int argc, char **argv, va_compress_options_t *o, char *err
                                              {"--preset", "preset"},
                                              {"--backend", "backend"},
                                              {"--seed", "seed"},
-                                             {"--train-sample", "train_sample"}};
+                                             {"--train-sample", "train_sample"},
+                                             {"--codes", "codes"},
+                                             {"--pq-m", "pq_m"},
+                                             {"--pq-bits", "pq_bits"}};
   for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       *help = 1;

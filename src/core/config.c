@@ -109,6 +109,17 @@ static const key_def_t KEYS[] = {
      "merges never take k below this; 0 = the initial k (k stays fixed unless k_min/k_max widen the range)"},
     {"k_max", K_INT, F(k_max), "0", -1, BIG, NULL,
      "splits never take k above this; 0 = the initial k, -1 = no bound but n"},
+    {"codes", K_ENUM, F(codes), "none", 0, 0, "none|pq",
+     "per-row codes after the anchors: pq = residual product quantization, one code per subspace of the row's "
+     "residual x - anchor, codebooks trained by the same loop (docs/codes.md; same as --codes)"},
+    {"pq_m", K_INT, F(pq_m), "8", 1, 65536, NULL,
+     "codes = pq: subspaces M (at most d); column ranges of d / M columns, the first d mod M one column longer "
+     "(same as --pq-m)"},
+    {"pq_bits", K_INT, F(pq_bits), "8", 1, 16, NULL,
+     "codes = pq: bits per code, 2^bits centroids per subspace; only 8 is supported (same as --pq-bits)"},
+    {"pq_iters", K_INT, F(pq_iters), "25", 1, 1e9, NULL,
+     "codes = pq: iteration limit of each subspace's codebook loop (plain Lloyd steps: eta 1, no momentum, "
+     "no merges or splits; empty centroids re-seeded)"},
     {"checkpoint_every", K_INT, F(checkpoint_every), "0", 0, 1e9, NULL,
      "write a checkpoint every this many iterations; 0 = only when stopped by SIGTERM/SIGUSR1"},
     {"checkpoint", K_STR, F(checkpoint), "", 0, 0, NULL, "checkpoint file; empty = OUT.ckpt.h5"},
@@ -470,6 +481,13 @@ int va_config_resolve(const va_config_src_t *src, va_config_t *cfg, char *err, s
              cfg->trim_far);
     return 1;
   }
+  if (cfg->codes == VA_CODES_PQ && cfg->pq_bits != 8) {
+    snprintf(err, errlen,
+             "config key 'pq_bits' is %lld, but only 8 bits per code are supported (4 is not supported yet): set "
+             "pq_bits = 8",
+             (long long)cfg->pq_bits);
+    return 1;
+  }
   if (cfg->k_max > 0 && cfg->k_max < cfg->k_min) {
     snprintf(err, errlen, "config key 'k_max' (%lld) is below 'k_min' (%lld)", (long long)cfg->k_max,
              (long long)cfg->k_min);
@@ -510,14 +528,10 @@ void va_config_visit(const va_config_t *cfg, va_config_visit_fn fn, void *ctx) {
 }
 
 /* The sections of the key table, by their first key (the INI file and the markdown page). */
-static const char *const SECTIONS[][2] = {{"input", "job"},
-                                          {"init", "initialisation"},
-                                          {"robust", "robust statistics"},
-                                          {"lr", "update"},
-                                          {"max_iter", "convergence"},
-                                          {"maintenance_interval", "maintenance"},
-                                          {"checkpoint_every", "checkpoints"},
-                                          {"memory_check", "execution"}};
+static const char *const SECTIONS[][2] = {
+    {"input", "job"},   {"init", "initialisation"},          {"robust", "robust statistics"},
+    {"lr", "update"},   {"max_iter", "convergence"},         {"maintenance_interval", "maintenance"},
+    {"codes", "codes"}, {"checkpoint_every", "checkpoints"}, {"memory_check", "execution"}};
 
 static const char *section_starting_at(const char *key) {
   for (size_t s = 0; s < sizeof SECTIONS / sizeof SECTIONS[0]; s++)

@@ -19,6 +19,7 @@ enum { VA_IO_AUTO, VA_IO_COLLECTIVE, VA_IO_INDEPENDENT };
 enum { VA_INPUT_AUTO, VA_INPUT_HDF5, VA_INPUT_FVECS, VA_INPUT_BVECS, VA_INPUT_IVECS, VA_INPUT_NPY };
 enum { VA_STREAM_AUTO, VA_STREAM_ON, VA_STREAM_OFF }; /* gpu_stream */
 enum { VA_GPU_COLL_NCCL, VA_GPU_COLL_MPI };           /* gpu_collectives */
+enum { VA_CODES_NONE, VA_CODES_PQ };                  /* codes */
 
 #define VA_PATH_MAX 1024
 
@@ -62,6 +63,9 @@ typedef struct {
   double merge_factor, split_count_factor, split_var_factor;
   int split_var_mode;
   int64_t split_iters, k_min, k_max;
+  /* codes (docs/codes.md) */
+  int codes;                       /* VA_CODES_* */
+  int64_t pq_m, pq_bits, pq_iters; /* subspaces, bits per code, iteration limit of each codebook's loop */
   /* checkpoints */
   int64_t checkpoint_every;
   char checkpoint[VA_PATH_MAX];

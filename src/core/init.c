@@ -258,8 +258,9 @@ static void init_kmeans_parallel(va_state_t *st) {
   double t0 = va_now();
   for (int64_t round = 1; round <= c->kmeans_rounds || (ncand < k && round <= c->kmeans_rounds + 5); round++) {
     va_stop_point("initialisation");
-    va_log0("init kmeans||: round %lld of %lld: %lld candidates so far, %.2f s\n", (long long)round,
-            (long long)c->kmeans_rounds, (long long)ncand, va_now() - t0);
+    if (c->progress_every > 0) /* progress_every = 0: no progress lines (the codebooks' loops, core/pq.h) */
+      va_log0("init kmeans||: round %lld of %lld: %lld candidates so far, %.2f s\n", (long long)round,
+              (long long)c->kmeans_rounds, (long long)ncand, va_now() - t0);
     double phi = 0;
     for (int64_t i = 0; i < n; i++) phi += mind[i];
     va_allreduce_sum_f64(&phi, 1);
@@ -306,7 +307,9 @@ static void init_kmeans_parallel(va_state_t *st) {
     ncand += extra;
     free(rows);
   }
-  va_log0("init kmeans||: weighting %lld candidates by their nearest rows, %.2f s\n", (long long)ncand, va_now() - t0);
+  if (c->progress_every > 0)
+    va_log0("init kmeans||: weighting %lld candidates by their nearest rows, %.2f s\n", (long long)ncand,
+            va_now() - t0);
   /* Weights: rows nearest to each candidate (an integer count, exact in any order). */
   float *cn = va_malloc((size_t)ncand * sizeof(float), "kmeans|| norms");
   va_row_norms(C, ncand, d, cn);
@@ -314,8 +317,9 @@ static void init_kmeans_parallel(va_state_t *st) {
   double *w = va_calloc((size_t)ncand, sizeof(double), "kmeans|| weights");
   for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
   va_allreduce_sum_f64(w, ncand);
-  va_log0("init kmeans||: weighted k-means++ from %lld candidates to %lld anchors, %.2f s\n", (long long)ncand,
-          (long long)k, va_now() - t0);
+  if (c->progress_every > 0)
+    va_log0("init kmeans||: weighted k-means++ from %lld candidates to %lld anchors, %.2f s\n", (long long)ncand,
+            (long long)k, va_now() - t0);
   weighted_kmeanspp(st, C, w, ncand, st->A);
   free(w);
   free(cn);

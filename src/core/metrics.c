@@ -116,6 +116,19 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
     json_min_mean_max(&j, "peak", gmin[1], gsum[1] / P, gmax[1]);
     va_json_end(&j);
   }
+  if (s->codes_m > 0) {
+    va_json_object(&j, "codes");
+    va_json_string(&j, "kind", "pq");
+    va_json_int(&j, "m", s->codes_m);
+    va_json_int(&j, "bits", s->codes_bits);
+    va_json_number(&j, "bytes_per_vector", s->codes_bytes_per_vector);
+    va_json_number(&j, "compression_ratio", s->codes_compression_ratio);
+    va_json_number(&j, "error", s->codes_error);
+    va_json_number(&j, "anchor_error", s->codes_anchor_error);
+    va_json_number(&j, "train_seconds", s->codes_train_seconds);
+    va_json_number(&j, "encode_seconds", s->codes_encode_seconds);
+    va_json_end(&j);
+  }
   va_json_object(&j, "phases_seconds");
   for (int p = 0; p < VA_NPHASE; p++) json_min_mean_max(&j, va_phase_names[p], mn[p], sum[p] / P, mx[p]);
   va_json_end(&j);

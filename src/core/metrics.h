@@ -42,6 +42,12 @@ typedef struct {
   /* CUDA backend: the GPU memory this rank's job held at the loop's end and at its fullest (compress.c
    * gpu_memory_used); 0 otherwise */
   double gpu_memory_loop_bytes, gpu_memory_peak_bytes;
+  /* codes = pq (job/codes.h): subspaces (0: no codes), bits, bytes per vector, its share of the raw
+   * float32 rows, the reconstruction error with the codes and with the anchors alone (relative to the
+   * variance), the codebooks' and the encoding's seconds (rank 0) */
+  int64_t codes_m, codes_bits;
+  double codes_bytes_per_vector, codes_compression_ratio, codes_error, codes_anchor_error, codes_train_seconds,
+      codes_encode_seconds;
 } va_run_summary_t;
 /* Collective: reduces phase times and peak memory over ranks; rank 0 writes path (if non-empty) through
  * its temporary file (files.h). Returns 0, or VA_EXIT_OUTPUT agreed on every rank with the system's

@@ -10,10 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cpu/pq.h" /* va_pq_subspace */
 #include "util/util.h"
 
 double va_index_payload_bytes(int64_t n, int64_t d, int64_t k) {
   return 4.0 * (double)k * (double)d + 4.0 * (double)n + 16.0 * (double)k;
+}
+
+double va_index_codes_bytes(int64_t n, int64_t d, int64_t m, int64_t ksub) {
+  return (double)n * (double)m + 4.0 * (double)m * (double)ksub * (double)va_pq_dsub_max(d, m) + 16.0 * (double)m;
 }
 
 /* What setup writes besides the job's results: the source as rank 0 resolved it. Every rank writes the
@@ -80,6 +85,54 @@ static void config_attr(const char *key, const char *value, void *ctx) {
   case VA_CONFIG_REAL: va_index_attr_f64(g, key, strtod(value, NULL)); break;
   default: va_index_attr_text(g, key, value); break;
   }
+}
+
+/* /pq (docs/index-format.md): the codebooks, each subspace's width and iterations, the figures as
+ * attributes, and /pq/codes created for index_rows to fill. */
+static void codes_setup(hid_t f, const va_state_t *st, const va_index_codes_t *c) {
+  const char *u_vec = st->cosine ? "1" : "source";
+  hid_t g = VA_H5(H5Gcreate2(f, "/pq", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  va_index_attr_text(g, "description",
+                     "residual product-quantization codes: row i is approximately its anchor plus, for every "
+                     "subspace m, centroid codes[i, m] of codebook m in that subspace's columns (docs/codes.md)");
+  va_index_attr_i64(g, "m", c->m);
+  va_index_attr_i64(g, "bits", c->bits);
+  va_index_attr_i64(g, "ksub", c->ksub);
+  va_index_attr_i64(g, "dsub_max", c->dsub_max);
+  va_index_attr_i64(g, "train_rows", c->train_rows);
+  va_index_attr_f64(g, "bytes_per_vector", c->bytes_per_vector);
+  va_index_attr_f64(g, "compression_ratio", c->compression_ratio);
+  va_index_attr_f64(g, "variance", c->variance);
+  va_index_attr_f64(g, "anchor_error", c->anchor_error);
+  va_index_attr_f64(g, "error", c->error);
+  va_index_attr_f64(g, "train_seconds", c->train_seconds);
+  va_index_attr_f64(g, "encode_seconds", c->encode_seconds);
+  hsize_t dims[3] = {(hsize_t)c->m, (hsize_t)c->ksub, (hsize_t)c->dsub_max};
+  hid_t space = VA_H5(H5Screate_simple(3, dims, NULL));
+  hid_t ds = VA_H5(H5Dcreate2(g, "codebooks", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  VA_H5(H5Sclose(space));
+  va_index_attr_text(ds, "description",
+                     "centroids of every subspace's codebook (m x ksub x dsub_max), residuals in the index's frame "
+                     "(x - center - anchor for l2, unit x - anchor for cosine); values past a subspace's width are 0");
+  va_index_attr_text(ds, "units", u_vec);
+  va_h5_write_whole(ds, H5T_NATIVE_FLOAT, c->codebooks);
+  VA_H5(H5Dclose(ds));
+  int64_t *width = va_malloc((size_t)c->m * sizeof(int64_t), "pq widths");
+  for (int64_t m = 0; m < c->m; m++) {
+    int64_t col0;
+    va_pq_subspace(st->d, c->m, m, &col0, &width[m]);
+  }
+  va_index_write_1d(g, "subspace_dims", H5T_STD_I64LE, H5T_NATIVE_INT64, c->m, width,
+                    "columns of each subspace, consecutive from column 0: d / m each, the first d mod m one more",
+                    "columns");
+  free(width);
+  va_index_write_1d(g, "iterations", H5T_STD_I64LE, H5T_NATIVE_INT64, c->m, c->iterations,
+                    "iterations of each subspace's codebook loop", "iterations");
+  VA_H5(H5Dclose(va_index_dataset(g, "codes", H5T_STD_U8LE, 2, st->n, c->m,
+                                  "code (row of that subspace's codebook) of every source row in every subspace, in "
+                                  "source row order (n x m)",
+                                  "code")));
+  VA_H5(H5Gclose(g));
 }
 
 static void index_setup(hid_t f, void *ctx) {
@@ -169,13 +222,21 @@ static void index_setup(hid_t f, void *ctx) {
   va_index_attr_f64(f, "distortion", ix->distortion);
   va_index_attr_f64(f, "compression_ratio", ix->ratio);
   va_index_attr_f64(f, "seconds", ix->seconds);
+  if (ix->codes) codes_setup(f, st, ix->codes);
 }
 
 static void index_rows(hid_t f, void *ctx) {
-  const va_state_t *st = ((const index_write_t *)ctx)->ix->st;
+  const va_index_t *ix = ((const index_write_t *)ctx)->ix;
+  const va_state_t *st = ix->st;
   hid_t ds = VA_H5(H5Dopen2(f, "/assignments", H5P_DEFAULT));
   va_h5_write_block(ds, H5T_NATIVE_UINT32, st->row0, st->n_local, 1, sizeof(uint32_t), st->assign);
   VA_H5(H5Dclose(ds));
+  if (ix->codes) {
+    ds = VA_H5(H5Dopen2(f, "/pq/codes", H5P_DEFAULT));
+    va_h5_write_block(ds, H5T_NATIVE_UINT8, st->row0, st->n_local, ix->codes->m, (size_t)ix->codes->m,
+                      ix->codes->codes);
+    VA_H5(H5Dclose(ds));
+  }
 }
 
 void va_index_resolve_source(const char *file, char *out, size_t len, int64_t *size) {
@@ -194,7 +255,8 @@ int va_index_write(const char *path, const va_index_t *ix) {
   if (va_proc.rank == 0) va_index_resolve_source(ix->in->file, w.source, sizeof w.source, &w.source_size);
   VA_MPI(MPI_Bcast(w.source, (int)sizeof w.source, MPI_CHAR, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Bcast(&w.source_size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
-  const double bytes =
-      va_index_payload_bytes(st->n, st->d, st->k) + 4.0 * (double)st->k * (double)st->d + 32.0 * (double)st->iter;
+  const double bytes = va_index_payload_bytes(st->n, st->d, st->k) + 4.0 * (double)st->k * (double)st->d +
+                       32.0 * (double)st->iter +
+                       (ix->codes ? va_index_codes_bytes(st->n, st->d, ix->codes->m, ix->codes->ksub) : 0.0);
   return va_h5_write_file("index", path, bytes, st->cfg->io, index_setup, index_rows, &w);
 }

@@ -9,6 +9,22 @@
  * /history/anchors. Readers (info, python/vecanneal_index.py) accept both. */
 #define VA_INDEX_FORMAT_VERSION 2
 
+/* compress --codes pq (docs/codes.md): what /pq holds, and the figures of its attributes. */
+typedef struct {
+  int64_t m, bits, ksub, dsub_max; /* subspaces, bits per code, centroids per subspace (2^bits), widest subspace */
+  int64_t train_rows;              /* rows the codebooks were trained on */
+  float *codebooks;                /* m x ksub x dsub_max, in the job's frame (cpu/pq.h) */
+  uint8_t *codes;                  /* this rank's rows x m */
+  int64_t *iterations;             /* m: iterations of each subspace's loop */
+  double bytes_per_vector;         /* m bits / 8 + 4 (the uint32 anchor id) */
+  double compression_ratio;        /* bytes_per_vector / (4 d): the share of the raw float32 rows */
+  double variance;      /* mean squared distance of the rows (in the job's frame) to their mean, over every row */
+  double anchor_error;  /* sum over rows of ||x - anchor||^2, / n / variance: the anchors alone */
+  double error;         /* sum over rows of ||x - anchor - decoded residual||^2, / n / variance */
+  double train_seconds; /* the codebooks' training, the residuals' gathering included */
+  double encode_seconds;
+} va_index_codes_t;
+
 typedef struct {
   const va_state_t *st;
   const va_input_t *in;
@@ -17,10 +33,13 @@ typedef struct {
   double energy, distortion, ratio, seconds;
   int64_t train_rows; /* rows the anchors were trained on (train_sample; n when 0) */
   const char *backend;
+  const va_index_codes_t *codes; /* NULL: codes = none, no /pq */
 } va_index_t;
 
 /* Bytes of the index payload (anchors, assignments, per-anchor statistics). */
 double va_index_payload_bytes(int64_t n, int64_t d, int64_t k);
+/* Bytes /pq adds: codes and codebooks. */
+double va_index_codes_bytes(int64_t n, int64_t d, int64_t m, int64_t ksub);
 /* Collective: writes the index (atomically: OUT.partial, then renamed). Returns 0 or an exit code. The
  * source is recorded as rank 0 sees it: absolute path, size, and in->checksum (the rows as read). */
 int va_index_write(const char *path, const va_index_t *ix);

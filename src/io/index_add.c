@@ -2,8 +2,8 @@
  * object (datasets read whole and written from rank 0's copy, attributes with their own types, groups
  * with their attributes' creation order), except what adding rows changes: /assignments (old ++ new),
  * /anchor_count, /anchor_mse, the root attributes n, final_energy, distortion and compression_ratio,
- * and /sources, which gains one entry for the input (and, for an index that had none, one for the rows
- * compress read, from the root's source_* attributes). */
+ * /pq, which is dropped, and /sources, which gains one entry for the input (and, for an index that had
+ * none, one for the rows compress read, from the root's source_* attributes). */
 #include "io/index_add.h"
 
 #include <stdlib.h>
@@ -13,8 +13,9 @@
 #include "io/index.h" /* va_index_attr_*, va_index_dataset, va_index_write_1d */
 #include "util/util.h"
 
-/* Root objects and attributes written anew rather than copied. */
-static const char *const new_root_objects[] = {"assignments", "anchor_count", "anchor_mse", NULL};
+/* Root objects and attributes written anew rather than copied. /pq (compress --codes pq) is left out: it
+ * holds codes for the old rows only, and add encodes none for the new ones (docs/codes.md). */
+static const char *const new_root_objects[] = {"assignments", "anchor_count", "anchor_mse", "pq", NULL};
 static const char *const new_root_attrs[] = {"n", "final_energy", "distortion", "compression_ratio", NULL};
 
 static int listed(const char *name, const char *const *list) {

@@ -35,6 +35,37 @@ static int read_whole(hid_t f, const char *name, hid_t mtype, int r, int64_t d0,
   return !ok;
 }
 
+/* Rank 0: /pq's scalars and codebooks, when the index has codes; 0 or VA_EXIT_INPUT with err set. */
+static int read_codes_head(hid_t f, const char *path, va_index_data_t *ix, char *err, size_t len) {
+  if (H5Lexists(f, "/pq", H5P_DEFAULT) <= 0) return 0;
+  hid_t g = H5Gopen2(f, "/pq", H5P_DEFAULT);
+  int ok = g >= 0 && !attr_num(g, "m", H5T_NATIVE_INT64, &ix->pq_m) &&
+           !attr_num(g, "bits", H5T_NATIVE_INT64, &ix->pq_bits) &&
+           !attr_num(g, "ksub", H5T_NATIVE_INT64, &ix->pq_ksub) &&
+           !attr_num(g, "dsub_max", H5T_NATIVE_INT64, &ix->pq_dsub_max) && ix->pq_m >= 1 && ix->pq_m <= ix->d &&
+           ix->pq_bits == 8 && ix->pq_ksub == ((int64_t)1 << ix->pq_bits) &&
+           ix->pq_dsub_max == (ix->d + ix->pq_m - 1) / ix->pq_m;
+  if (ok) {
+    ix->pq_codebooks =
+        va_malloc((size_t)(ix->pq_m * ix->pq_ksub * ix->pq_dsub_max) * sizeof(float), "index pq codebooks");
+    hid_t ds = H5Lexists(g, "codebooks", H5P_DEFAULT) > 0 ? H5Dopen2(g, "codebooks", H5P_DEFAULT) : -1,
+          sp = ds >= 0 ? H5Dget_space(ds) : -1;
+    hsize_t dims[3] = {0, 0, 0};
+    ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 3 && H5Sget_simple_extent_dims(sp, dims, NULL) == 3 &&
+         dims[0] == (hsize_t)ix->pq_m && dims[1] == (hsize_t)ix->pq_ksub && dims[2] == (hsize_t)ix->pq_dsub_max &&
+         H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, ix->pq_codebooks) >= 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+  }
+  if (g >= 0) H5Gclose(g);
+  if (ok) return 0;
+  snprintf(err, len,
+           "index '%s' is damaged: its codes (/pq: attributes m, bits, ksub, dsub_max and the codebooks, m x 2^bits x "
+           "ceil(d / m) float) are missing, inconsistent with d = %lld, or do not read (%s)",
+           path, (long long)ix->d, va_h5_last_error());
+  return VA_EXIT_INPUT;
+}
+
 /* The arrays of ix's shape (every rank alike once the scalars are known). */
 static void alloc_arrays(va_index_data_t *ix, int need) {
   const size_t kd = (size_t)(ix->k * ix->d);
@@ -129,6 +160,7 @@ static int read_rank0(const char *path, int need, va_index_data_t *ix, char *err
                                                 : VA_CPU_ASSIGN_AUTO;
     H5Gclose(cg);
   }
+  if (read_codes_head(f, path, ix, err, len)) goto done;
   attr_num(f, "total_variance", H5T_NATIVE_DOUBLE, &ix->total_variance);
   attr_num(f, "compression_ratio", H5T_NATIVE_DOUBLE, &ix->compression_ratio);
   rc = 0;
@@ -153,7 +185,11 @@ int va_index_read(const char *path, int need, va_index_data_t *ix) {
     ix->anchors = ix->frame = NULL;
     ix->center = ix->mse = NULL;
     ix->counts = NULL;
+    ix->pq_codebooks = NULL;
     alloc_arrays(ix, need);
+    if (ix->pq_m > 0)
+      ix->pq_codebooks =
+          va_malloc((size_t)(ix->pq_m * ix->pq_ksub * ix->pq_dsub_max) * sizeof(float), "index pq codebooks");
   }
   const int kd = (int)(ix->k * ix->d);
   VA_MPI(MPI_Bcast(ix->anchors, kd, MPI_FLOAT, 0, MPI_COMM_WORLD));
@@ -163,6 +199,8 @@ int va_index_read(const char *path, int need, va_index_data_t *ix) {
     VA_MPI(MPI_Bcast(ix->frame, kd, MPI_FLOAT, 0, MPI_COMM_WORLD));
     VA_MPI(MPI_Bcast(ix->center, (int)ix->d, MPI_DOUBLE, 0, MPI_COMM_WORLD));
   }
+  if (ix->pq_m > 0)
+    VA_MPI(MPI_Bcast(ix->pq_codebooks, (int)(ix->pq_m * ix->pq_ksub * ix->pq_dsub_max), MPI_FLOAT, 0, MPI_COMM_WORLD));
   return 0;
 }
 
@@ -203,7 +241,42 @@ int va_index_read_assignments(const char *path, const va_index_data_t *ix, int64
   return va_agree(read_slice(path, ix, row0, count, out, err, sizeof err), err);
 }
 
+/* This rank's rows of /pq/codes; 0 or VA_EXIT_INPUT with err set. */
+static int read_codes_slice(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint8_t *out,
+                            char *err, size_t len) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
+  hid_t ds = H5Lexists(f, "/pq", H5P_DEFAULT) > 0 && H5Lexists(f, "/pq/codes", H5P_DEFAULT) > 0
+                 ? H5Dopen2(f, "/pq/codes", H5P_DEFAULT)
+                 : -1;
+  hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
+  hsize_t dims[2] = {0, 0}, off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)count, (hsize_t)ix->pq_m};
+  int ok = ix->pq_m > 0 && sp >= 0 && H5Sget_simple_extent_ndims(sp) == 2 &&
+           H5Sget_simple_extent_dims(sp, dims, NULL) == 2 && dims[0] == (hsize_t)ix->n && dims[1] == (hsize_t)ix->pq_m;
+  if (ok && count > 0) {
+    hid_t mem = H5Screate_simple(2, cnt, NULL);
+    ok = mem >= 0 && H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
+         H5Dread(ds, H5T_NATIVE_UINT8, mem, sp, H5P_DEFAULT, out) >= 0;
+    if (mem >= 0) H5Sclose(mem);
+  }
+  if (sp >= 0) H5Sclose(sp);
+  if (ds >= 0) H5Dclose(ds);
+  H5Fclose(f);
+  if (!ok)
+    return snprintf(err, len,
+                    "index '%s' has no codes, or its /pq/codes is not %lld x %lld bytes or does not read (%s)", path,
+                    (long long)ix->n, (long long)ix->pq_m, va_h5_last_error()),
+           VA_EXIT_INPUT;
+  return 0;
+}
+
+int va_index_read_codes(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint8_t *out) {
+  char err[VA_PATH_MAX + 512] = "";
+  return va_agree(read_codes_slice(path, ix, row0, count, out, err, sizeof err), err);
+}
+
 void va_index_data_free(va_index_data_t *ix) {
+  free(ix->pq_codebooks);
   free(ix->anchors);
   free(ix->counts);
   free(ix->mse);

@@ -30,6 +30,9 @@ typedef struct {
   double *mse;                   /* k, /anchor_mse */
   float *frame;                  /* VA_INDEX_FRAME, else NULL: k x d, the anchors as the final pass saw them */
   double *center;                /* VA_INDEX_FRAME, else NULL: d, /center (cosine without it: zeros) */
+  /* /pq, read whenever the index has codes (compress --codes pq, docs/codes.md); pq_m = 0: none */
+  int64_t pq_m, pq_bits, pq_ksub, pq_dsub_max; /* subspaces, bits per code, centroids each, widest subspace */
+  float *pq_codebooks;                         /* pq_m x pq_ksub x pq_dsub_max (cpu/pq.h's layout), else NULL */
 } va_index_data_t;
 
 /* Collective: rank 0 reads and checks the index (format, attributes, shapes, and what need asks for),
@@ -39,5 +42,8 @@ int va_index_read(const char *path, int need, va_index_data_t *ix);
 /* Collective: every rank reads /assignments[row0, row0 + count) of path into out (independent reads)
  * and checks /assignments' length against ix->n and each id against ix->k. 0, or VA_EXIT_INPUT agreed. */
 int va_index_read_assignments(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint32_t *out);
+/* Collective, for an index with codes (ix->pq_m > 0): every rank reads /pq/codes[row0, row0 + count) (count x
+ * pq_m bytes) into out and checks its shape against ix->n and ix->pq_m. 0, or VA_EXIT_INPUT agreed. */
+int va_index_read_codes(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint8_t *out);
 void va_index_data_free(va_index_data_t *ix);
 #endif

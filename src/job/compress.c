@@ -8,6 +8,7 @@
 
 #include "core/anneal.h"
 #include "core/checkpoint.h"
+#include "job/codes.h" /* va_codes_* */
 #include "job/embed.h"
 #include "job/nearest.h"   /* va_rows_to_frame */
 #include "job/sample.h"    /* va_sample_* */
@@ -360,8 +361,12 @@ static int compress_job(const va_compress_options_t *o) {
   if (resume_path) va_checkpoint_check(resume_path, &cfg, &in);
   {
     const int64_t k_most = cfg.k_max > cfg.k ? cfg.k_max : cfg.k_max < 0 ? in.n : cfg.k;
+    const double codes_bytes =
+        cfg.codes == VA_CODES_PQ
+            ? va_index_codes_bytes(in.n, in.d, cfg.pq_m < in.d ? cfg.pq_m : in.d, (int64_t)1 << cfg.pq_bits)
+            : 0.0;
     if ((rc = va_space_check("index", cfg.out,
-                             va_index_payload_bytes(in.n, in.d, k_most) + 32.0 * (double)cfg.max_iter)))
+                             va_index_payload_bytes(in.n, in.d, k_most) + 32.0 * (double)cfg.max_iter + codes_bytes)))
       return rc;
   }
   if (cfg.init_kind != VA_INIT_FILE && cfg.k > in.n) {
@@ -379,6 +384,7 @@ static int compress_job(const va_compress_options_t *o) {
     snprintf(err, sizeof err, "k = %lld anchors is more than the train_sample = %lld rows they are trained on",
              (long long)cfg.k, (long long)train_rows);
   VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
+  va_codes_check(&cfg, in.d, train_rows, input_label);
 
   va_state_t st;
   memset(&st, 0, sizeof st);
@@ -432,8 +438,10 @@ static int compress_job(const va_compress_options_t *o) {
   double pinned = 0;
   pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
   if (cfg.memory_check)
-    check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct), threads,
-                 !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
+    check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct) +
+                     va_codes_host_bytes(&cfg, st.n_local,
+                                         (int64_t)((double)st.n_local * (double)train_rows / (double)in.n) + 1, st.d),
+                 threads, !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
@@ -555,6 +563,8 @@ shard_ready:
   double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"),
          *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
   double E = va_final_pass(&st, counts, mse);
+  va_index_codes_t codes = {0};
+  if (cfg.codes == VA_CODES_PQ) va_codes_pq(&st, train_rows, &codes);
   float *anchors = va_malloc((size_t)(st.k * st.d) * sizeof(float), "output anchors");
   for (int64_t j = 0; j < st.k; j++)
     for (int64_t q = 0; q < st.d; q++) anchors[j * st.d + q] = (float)(st.A[j * st.d + q] + st.center[q]);
@@ -568,7 +578,8 @@ shard_ready:
                    .ratio = va_index_payload_bytes(st.n, st.d, st.k) / ((double)st.n * (double)st.d * in.elem_size),
                    .seconds = va_now() - t_start,
                    .train_rows = train_rows,
-                   .backend = backend};
+                   .backend = backend,
+                   .codes = cfg.codes == VA_CODES_PQ ? &codes : NULL};
   t = va_tick();
   rc = va_index_write(cfg.out, &ix);
   va_tock(VA_PH_WRITE, t);
@@ -593,7 +604,15 @@ shard_ready:
                           .final_energy = E,
                           .backend = backend,
                           .gpu_memory_loop_bytes = gpu_memory.loop,
-                          .gpu_memory_peak_bytes = gpu_memory.peak};
+                          .gpu_memory_peak_bytes = gpu_memory.peak,
+                          .codes_m = codes.m,
+                          .codes_bits = codes.bits,
+                          .codes_bytes_per_vector = codes.bytes_per_vector,
+                          .codes_compression_ratio = codes.compression_ratio,
+                          .codes_error = codes.error,
+                          .codes_anchor_error = codes.anchor_error,
+                          .codes_train_seconds = codes.train_seconds,
+                          .codes_encode_seconds = codes.encode_seconds};
   char device[160];
   va_backend_device_name(&plan, device, sizeof device);
   sum.device = device;
@@ -602,6 +621,7 @@ shard_ready:
   free(anchors);
   free(counts);
   free(mse);
+  va_codes_free(&codes);
   va_state_free(&st);
   va_comm_finalize();
   return 0;

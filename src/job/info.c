@@ -126,6 +126,36 @@ static void print_sources(hid_t f) {
   }
 }
 
+/* /pq (compress --codes pq, docs/codes.md): the codes' layout, size and reconstruction error. */
+static void print_codes(hid_t f) {
+  if (H5Lexists(f, "/pq", H5P_DEFAULT) <= 0) return;
+  hid_t g = H5Gopen2(f, "/pq", H5P_DEFAULT);
+  if (g < 0) {
+    printf("  codes              (not readable)\n");
+    return;
+  }
+  char m[32], bits[32], ksub[32], rows[32], bytes[32], ratio[32], err[32], aerr[32], tsec[32], esec[32];
+  int bad = attr_text(g, "m", m, sizeof m) | attr_text(g, "bits", bits, sizeof bits) |
+            attr_text(g, "ksub", ksub, sizeof ksub) | attr_text(g, "train_rows", rows, sizeof rows) |
+            attr_text(g, "bytes_per_vector", bytes, sizeof bytes) |
+            attr_text(g, "compression_ratio", ratio, sizeof ratio) | attr_text(g, "error", err, sizeof err) |
+            attr_text(g, "anchor_error", aerr, sizeof aerr) | attr_text(g, "train_seconds", tsec, sizeof tsec) |
+            attr_text(g, "encode_seconds", esec, sizeof esec);
+  H5Gclose(g);
+  if (bad) {
+    printf("  codes              (not readable)\n");
+    return;
+  }
+  const double r = strtod(ratio, NULL);
+  printf("  codes              pq: %s subspaces x %s bits (%s centroids each), trained on %s rows\n", m, bits, ksub,
+         rows);
+  printf("  code size          %s bytes per vector with the anchor id, %.4g%% of the raw float32 rows (%.4g x "
+         "smaller)\n",
+         bytes, 100.0 * r, r > 0 ? 1.0 / r : 0.0);
+  printf("  code error         %s of the variance (anchors alone %s)\n", err, aerr);
+  printf("  code seconds       codebooks %s, encoding %s\n", tsec, esec);
+}
+
 static herr_t print_config_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx) {
   (void)info;
   char v[VA_PATH_MAX];
@@ -195,6 +225,7 @@ static int info_rank0(const char *path, char *err, size_t errlen) {
   }
   if (!attr_text(f, "train_rows", v, sizeof v)) printf("  %-18s %s\n", "train_rows", v);
   print_history(f);
+  print_codes(f);
   print_sources(f);
   anchor_row_t *rows = va_malloc((size_t)k * sizeof *rows, "info");
   uint64_t empty = 0;

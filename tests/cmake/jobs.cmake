@@ -55,3 +55,8 @@ set_tests_properties(search PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
 # search --backend cuda on 1 and 2 ranks: /neighbors and /distances bitwise those of --backend cpu.
 va_job_test(search_gpu search_gpu.sh)
 set_tests_properties(search_gpu PROPERTIES LABELS "gpu;mpi" TIMEOUT 600 SKIP_RETURN_CODE 77)
+# compress --codes pq: codes and codebooks bitwise the same on 1-4 ranks, 1 and 3 threads, both io modes; the
+# stored codes are the rows encoded again (test_pq --index); errors, info and metrics (docs/codes.md).
+va_job_test(codes codes.sh)
+set_property(TEST codes APPEND PROPERTY ENVIRONMENT "VECANNEAL_TEST_PQ=$<TARGET_FILE:test_pq>")
+set_tests_properties(codes PROPERTIES LABELS "cpu;mpi" TIMEOUT 600)

@@ -26,3 +26,11 @@ add_executable(test_search ${VA_TEST_DIR}/unit/test_search.c)
 target_link_libraries(test_search PRIVATE vecanneal_core)
 add_test(NAME search_kernels_cpu COMMAND test_search)
 set_tests_properties(search_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120)
+
+# Residual product quantization (cpu/pq.h, docs/codes.md): the encoder against its double reference, thread
+# invariance, ties to the lower code, the subspace split. tests/jobs/codes.sh runs the same program on indexes.
+add_executable(test_pq ${VA_TEST_DIR}/unit/test_pq.c)
+target_link_libraries(test_pq PRIVATE vecanneal_core)
+add_test(NAME pq_kernels_cpu COMMAND test_pq)
+set_tests_properties(pq_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
+  ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")

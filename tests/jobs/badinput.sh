@@ -50,6 +50,13 @@ expect 2 "expected 'key"     --input "$good:/train" --anchors 4 --config "$WORK/
 expect 2 "not one of"        --input "$good:/train" --anchors 4 --set robust=median
 expect 2 "cannot open config" --input "$good:/train" --anchors 4 --config "$WORK/none.ini"
 expect 2 "unknown argument"  --input "$good:/train" --anchors 4 --bogus
+# compress --codes pq (docs/codes.md): pq_m outside 1..d (good.h5 has d 8), bits other than 8, another kind of
+# codes, fewer training rows than a codebook's 256 centroids
+expect 2 "outside"           --input "$good:/train" --anchors 4 --codes pq --pq-m 0
+expect 2 "more than the 8 columns" --input "$good:/train" --anchors 4 --codes pq --pq-m 9
+expect 2 "4 is not supported yet" --input "$good:/train" --anchors 4 --codes pq --pq-m 4 --pq-bits 4
+expect 2 "not one of none|pq" --input "$good:/train" --anchors 4 --codes opq
+expect 2 "256 centroids"     --input "$good:/train" --anchors 4 --codes pq --pq-m 4 --train-sample 200
 # backend cuda that cannot run: no CUDA in the build, no device, or (on a GPU machine) the ranks all on
 # device 0, which NCCL refuses
 expect 2 "CUDA\|GPU"         --input "$good:/train" --anchors 4 --backend cuda --set device=0

@@ -19,4 +19,9 @@ for p in 1 2 3 4; do
 done
 BIN=$PAR_BIN run_np 3 compress --input "$WORK/s.h5:/train" --anchors 10 --out "$WORK/s.par.h5" --set threads=1 --set progress_every=0 > /dev/null || fail "parallel build"
 "$TOOL" same "$WORK/s.p3.h5" "$WORK/s.par.h5" || fail "serial and parallel HDF5 builds write different indexes"
+# compress --codes pq: /pq/codes written rank after rank, as the parallel build writes them collectively.
+pq=(compress --input "$WORK/s.h5:/train" --anchors 10 --codes pq --pq-m 4 --set threads=1 --set progress_every=0)
+run_np 3 "${pq[@]}" --out "$WORK/s.pq.serial.h5" > /dev/null || fail "compress --codes pq (serial HDF5)"
+BIN=$PAR_BIN run_np 3 "${pq[@]}" --out "$WORK/s.pq.par.h5" > /dev/null || fail "compress --codes pq (parallel build)"
+"$TOOL" same "$WORK/s.pq.serial.h5" "$WORK/s.pq.par.h5" || fail "serial and parallel HDF5 builds write different codes"
 echo "PASS: serial HDF5 build"

@@ -5,15 +5,25 @@ Builds an l2 and a cosine index of `vecanneal gen --n 20000 --d 32` rows, opens 
 checks: strings are str, numbers int or float (root attributes, configuration, source), every dataset has
 a description and units, counts sum to n and equal bincount(assignments), final_energy is
 sum(counts * mse) / n, the source is the data file's real path and size, info prints the same checksum;
-the format-1 fixture tests/data/index_format1.h5 reads too. Then, with faiss: to_faiss gives an
+the frame: center is the training rows' mean (l2) or zeros (cosine), anchors = float32(anchors_centered +
+center) bitwise (l2; cosine has no anchors_centered); an index compress wrote has no sources; two
+`vecanneal add` runs give sources that match what info prints, with the checksums of compress's source and
+of assign's input, and keep the frame; the format-1 fixture tests/data/index_format1.h5 and a format-2
+index without the frame read too (None for what they lack). Then, with faiss: to_faiss gives an
 IndexIVFFlat whose inverted lists hold exactly our assignment's members, faiss's quantizer puts every row
 in our list but for near-ties (docs/index-format.md), and a search with nprobe = nlist returns the exact
 neighbours of a flat index. Exit 77 (SKIP) only when faiss cannot be imported, after everything else passed.
+Codes (compress --codes pq, l2 and cosine, d 32 in 6 subspaces of 6 and 5 columns): codebooks and codes of
+the documented shapes and types, None without codes, and decode() gives rows whose squared error against
+the source rows (in the index's frame) is the /pq error attribute times its variance, and below the
+anchors' alone; an index `vecanneal add` wrote has no codes.
 
 usage: test_index_reader.py --vecanneal BIN --source SRC_DIR --work DIR
 """
 import argparse
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -39,7 +49,7 @@ def check(cond, what):
         sys.exit(f"FAIL: {what}")
 
 
-def check_reader(vi, path, data_path, n, metric, info_text):
+def check_reader(vi, path, data_path, n, metric, info_text, train):
     with vi.open_index(path) as ix:
         check(ix.format_version == 2 == vi.FORMAT_VERSION, f"{path}: format_version {ix.format_version}")
         for k in ("format", "version", "metric", "backend", "source_file", "source_dataset", "source_dtype"):
@@ -82,6 +92,76 @@ def check_reader(vi, path, data_path, n, metric, info_text):
         check(f"source_checksum    {src['checksum']:016x}" in info_text, f"{path}: info prints another checksum")
         check(ix.describe("anchor_count") == ("source rows assigned to each anchor", "rows"), f"{path}: describe")
         check(ix.reconstruct(slice(0, 5)).shape == (5, ix.d), f"{path}: reconstruct")
+        check_frame(ix, path, metric, train)
+        check(ix.sources is None, f"{path}: compress wrote /sources {ix.sources}")
+
+
+def check_frame(ix, path, metric, train):
+    """center and anchors_centered against the training rows and /anchors."""
+    c = ix.center
+    check(c is not None and c.shape == (ix.d,) and c.dtype == np.float64, f"{path}: center {c!r}")
+    ac = ix.anchors_centered
+    if metric == "cosine":
+        check(not c.any(), f"{path}: cosine center is not zero: {c}")
+        check(ac is None, f"{path}: cosine index has anchors_centered")
+        return
+    # compress rounds the mean to 16 significant bits (the same for any rank count): within half a unit
+    # of the 16th bit of the mean, and holding no more bits than that.
+    mean = train.astype(np.float64).mean(axis=0)
+    frac, exp = np.frexp(c)
+    check(np.array_equal(np.ldexp(np.rint(np.ldexp(frac, 16)), exp - 16), c), f"{path}: center has more than 16 bits")
+    check(np.all(np.abs(c - mean) <= np.ldexp(1.0, np.frexp(mean)[1] - 17) * (1 + 1e-9)),
+          f"{path}: center differs from the training rows' mean by {np.abs(c - mean).max():.3g}")
+    check(ac is not None and ac.shape == (ix.k, ix.d) and ac.dtype == np.float32, f"{path}: anchors_centered {ac!r}")
+    check(np.array_equal((ac.astype(np.float64) + c).astype(np.float32), ix.anchors),
+          f"{path}: anchors != float32(anchors_centered + center)")
+
+
+def info_sources(info_text):
+    """The sources info prints: (number, how, row0, n, file:dataset) per line."""
+    return [(int(m[1]), m[2], int(m[3]), int(m[4]), m[5])
+            for m in re.finditer(r"^ +#(\d+) +(\S+) +rows (\d+) \+ (\d+)  (.*)$", info_text, re.M)]
+
+
+def check_added(vi, base, added, data_path, n, n_new, info_text, base_checksum, new_checksum):
+    """An index `vecanneal add` wrote twice over base (n rows): sources, counts and the frame kept."""
+    with vi.open_index(base) as b, vi.open_index(added) as ix:
+        total = n + 2 * n_new
+        check(ix.n == total and ix.assignments.shape == (total,), f"{added}: {ix}")
+        check(np.array_equal(np.bincount(ix.assignments, minlength=ix.k), ix.counts), f"{added}: counts != bincount")
+        check(np.array_equal(ix.center, b.center) and np.array_equal(ix.anchors_centered, b.anchors_centered),
+              f"{added}: the frame differs from {base}'s")
+        src = ix.sources
+        check(isinstance(src, list) and len(src) == 3, f"{added}: sources {src!r}")
+        real = os.path.realpath(data_path)
+        want = [("compress", "/train", 0, n, base_checksum), ("add", "/test", n, n_new, new_checksum),
+                ("add", "/test", n + n_new, n_new, new_checksum)]
+        for m, (s, (how, dset, row0, rows, checksum)) in enumerate(zip(src, want)):
+            check(list(s) == ["how", "file", "dataset", "dtype", "size", "checksum", "row0", "n"],
+                  f"{added}: source {m} keys {list(s)}")
+            for k in ("how", "file", "dataset", "dtype"):
+                check(type(s[k]) is str, f"{added}: source {m} {k} is {type(s[k]).__name__}, not str")
+            for k in ("size", "checksum", "row0", "n"):
+                check(type(s[k]) is int, f"{added}: source {m} {k} is {type(s[k]).__name__}, not int")
+            check((s["how"], s["file"], s["dataset"], s["dtype"], s["size"], s["checksum"], s["row0"], s["n"]) ==
+                  (how, real, dset, "float32", os.path.getsize(data_path), checksum, row0, rows),
+                  f"{added}: source {m} is {s}")
+        printed = info_sources(info_text)
+        check(printed == [(m, s["how"], s["row0"], s["n"], f"{s['file']}:{s['dataset']}") for m, s in enumerate(src)],
+              f"{added}: info prints sources {printed}, the reader {src}")
+        check(sum(s["n"] for s in src) == ix.n, f"{added}: sources hold {sum(s['n'] for s in src)} rows, not {ix.n}")
+
+
+def check_no_frame(vi, path):
+    """A format-2 index written before /center and /anchors_centered existed."""
+    with h5py.File(path, "r+") as f:
+        del f["center"]
+        if "anchors_centered" in f:
+            del f["anchors_centered"]
+    with vi.open_index(path) as ix:
+        check(ix.format_version == 2 and ix.center is None and ix.anchors_centered is None and ix.sources is None,
+              f"{path}: without the frame: center {ix.center!r}, anchors_centered {ix.anchors_centered!r}")
+        check(ix.anchors.shape == (ix.k, ix.d), f"{path}: anchors")
 
 
 def check_format1(vi, path):
@@ -97,6 +177,8 @@ def check_format1(vi, path):
         check(ix.source == {"file": "data.h5", "dataset": "/train", "dtype": "float32", "size": None,
                             "checksum": None}, f"{path}: source {ix.source}")
         check(ix.describe("anchors") == (None, None), f"{path}: describe")
+        check(ix.center is None and ix.anchors_centered is None and ix.sources is None,
+              f"{path}: center {ix.center!r}, anchors_centered {ix.anchors_centered!r}, sources {ix.sources!r}")
 
 
 def check_faiss(faiss, vi, path, x, queries):
@@ -152,6 +234,31 @@ def check_faiss(faiss, vi, path, x, queries):
               f"{len(qs)} queries")
 
 
+def check_codes(vi, path, plain, train, metric):
+    """An index of compress --codes pq --pq-m 6 (d 32): shapes, and decode() as the /pq error says."""
+    with vi.open_index(plain) as ix:
+        check(ix.pq is None and ix.codes is None and ix.codebooks is None, f"{plain}: codes without --codes pq")
+    with vi.open_index(path) as ix:
+        pq = ix.pq
+        check(pq["m"] == 6 and pq["bits"] == 8 and pq["ksub"] == 256 and pq["dsub_max"] == 6, f"{path}: /pq {pq}")
+        for k in ("bytes_per_vector", "compression_ratio", "variance", "anchor_error", "error"):
+            check(type(pq[k]) is float, f"{path}: /pq {k} is {type(pq[k]).__name__}, not float")
+        check(ix.codes.shape == (ix.n, 6) and ix.codes.dtype == np.uint8, f"{path}: codes {ix.codes.shape}")
+        check(ix.codebooks.shape == (6, 256, 6) and ix.codebooks.dtype == np.float32, f"{path}: codebooks")
+        check(ix.subspace_dims.tolist() == [6, 6, 5, 5, 5, 5], f"{path}: subspace_dims {ix.subspace_dims}")
+        check(not ix.codebooks[2:, :, 5].any(), f"{path}: codebook values past a subspace's width are not 0")
+        x = train.astype(np.float64)
+        if metric == "cosine":
+            x /= np.linalg.norm(x, axis=1, keepdims=True)
+        approx = ix.decode()
+        check(approx.shape == x.shape and approx.dtype == np.float32, f"{path}: decode() shape {approx.shape}")
+        err = float(((approx.astype(np.float64) - x) ** 2).sum()) / ix.n / pq["variance"]
+        check(abs(err - pq["error"]) <= 1e-3 * pq["error"], f"{path}: decode() error {err}, /pq error {pq['error']}")
+        check(pq["error"] < pq["anchor_error"], f"{path}: error {pq['error']} not below the anchors' alone")
+        check(np.array_equal(ix.decode(slice(100, 200)), approx[100:200]), f"{path}: decode of a slice")
+    print(f"reader: {path}: decoded rows' error {err:.5g} of the variance, /pq error {pq['error']:.5g}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vecanneal", required=True)
@@ -173,11 +280,35 @@ def main():
     common = ["compress", "--input", "g.h5:/train", "--anchors", "64", "--set", "max_iter=20", "--set",
               "threads=1", "--set", "progress_every=0"]
     indexes = {"l2": "l2.idx.h5", "cosine": "cos.idx.h5"}
+    with h5py.File("g.h5", "r") as f:
+        train = f["train"][()]
     for metric, out in indexes.items():
         run([a.vecanneal] + common + ["--set", f"metric={metric}", "--out", out], env)
-        check_reader(vi, out, "g.h5", n, metric, run([a.vecanneal, "info", out], env))
+        check_reader(vi, out, "g.h5", n, metric, run([a.vecanneal, "info", out], env), train)
+    for metric, out in indexes.items():
+        coded = out.replace(".idx.h5", ".pq.h5")
+        run([a.vecanneal] + common + ["--set", f"metric={metric}", "--codes", "pq", "--pq-m", "6", "--out", coded], env)
+        check_codes(vi, coded, out, train, metric)
     check_format1(vi, os.path.join(a.source, "tests", "data", "index_format1.h5"))
-    print("reader: l2 and cosine indexes (format 2) and the format-1 fixture read with typed values")
+    print("reader: l2 and cosine indexes (format 2) and the format-1 fixture read with typed values and frames")
+    # Two adds of the 200 test rows: /sources holds compress's rows and both inputs.
+    base = indexes["l2"]
+    with vi.open_index(base) as ix:
+        base_checksum = ix.source["checksum"]
+    run([a.vecanneal, "assign", "--index", base, "--input", "g.h5:/test", "--out", "test.assign.h5"], env)
+    with h5py.File("test.assign.h5", "r") as f:
+        new_checksum = int(f.attrs["input_checksum"])
+    run([a.vecanneal, "add", "--index", base, "--input", "g.h5:/test", "--out", "l2.add1.h5"], env)
+    run([a.vecanneal, "add", "--index", "l2.add1.h5", "--input", "g.h5:/test", "--out", "l2.add2.h5"], env)
+    run([a.vecanneal, "add", "--index", "l2.pq.h5", "--input", "g.h5:/test", "--out", "l2.pq.add.h5"], env)
+    with vi.open_index("l2.pq.add.h5") as ix:
+        check(ix.pq is None and ix.n == n + 200, f"l2.pq.add.h5: add kept codes for the old rows only: {ix.pq}")
+    check_added(vi, base, "l2.add2.h5", "g.h5", n, 200, run([a.vecanneal, "info", "l2.add2.h5"], env), base_checksum,
+                new_checksum)
+    print("reader: sources of an index added to twice match info, compress's and assign's checksums")
+    shutil.copy(base, "l2.noframe.h5")
+    check_no_frame(vi, "l2.noframe.h5")
+    print("reader: a format-2 index without /center and /anchors_centered reads, None for them")
 
     try:
         import faiss

@@ -2,7 +2,8 @@
  *   h5tool attr FILE NAME           print an attribute: NAME on the root, or OBJECT/NAME (config/lr)
  *   h5tool attr-type FILE NAME      print its type: int64, uint64, float64, utf8 (variable-length
  *                                   UTF-8 string), or string (any other string)
- *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical
+ *   h5tool same A B                 exit 0 iff every index dataset is bitwise identical (the codes of
+ *                                   compress --codes pq too, when either file has them)
  *   h5tool raw FILE DATASET         write the dataset's bytes, as stored, to standard output
  *   h5tool close A B RTOL [FRAC]    exit 0 iff at most FRAC (default 0) of the assignments differ and
  *                                   every anchor agrees to RTOL relative (||a - b|| <= RTOL ||b||)
@@ -24,6 +25,11 @@
 static const char *const DATASETS[] = {
     "/anchors",        "/assignments",     "/anchor_count",        "/anchor_mse",
     "/history/energy", "/history/changed", "/history/temperature", "/history/anchor_count"};
+
+/* compress --codes pq: compared by `same` when either file has them. */
+static const char *const CODE_DATASETS[] = {"/pq/codebooks", "/pq/codes"};
+
+static int has_codes(hid_t f) { return H5Lexists(f, "/pq", H5P_DEFAULT) > 0; }
 
 static const char *dataset_name(hid_t f, const char *name) {
   if (!strcmp(name, "/history/anchor_count") && H5Lexists(f, name, H5P_DEFAULT) <= 0) return "/history/anchors";
@@ -128,6 +134,23 @@ static int cmd_same(const char *fa, const char *fb) {
     }
     free(x);
     free(y);
+  }
+  if (has_codes(a) != has_codes(b)) {
+    printf("differs: /pq (codes in one file only)\n");
+    diff = 1;
+  } else if (has_codes(a)) {
+    for (size_t i = 0; i < sizeof CODE_DATASETS / sizeof *CODE_DATASETS; i++) {
+      size_t na, nb;
+      hsize_t da[3], db[3];
+      int ra, rb;
+      void *x = read_all(a, CODE_DATASETS[i], &na, da, &ra), *y = read_all(b, CODE_DATASETS[i], &nb, db, &rb);
+      if (na != nb || memcmp(x, y, na)) {
+        printf("differs: %s\n", CODE_DATASETS[i]);
+        diff = 1;
+      }
+      free(x);
+      free(y);
+    }
   }
   H5Fclose(a);
   H5Fclose(b);
