@@ -7,7 +7,7 @@ add_library(vecanneal_core STATIC
   src/cpu/assign.c src/cpu/stats.c src/cpu/pq.c
   src/backend/cpu.c src/backend/plan.c src/backend/rows.c
   src/job/compress.c src/job/codes.c src/job/gen.c src/job/info.c
-  src/comm/topk.c src/cpu/search.c src/backend/search.c src/job/search.c src/cli/search.c
+  src/comm/topk.c src/cpu/search.c src/backend/search.c src/job/search.c src/cli/search.c src/cpu/pq_search.c src/job/search_codes.c
   src/io/index_read.c src/io/index_add.c src/job/nearest.c src/job/sample.c src/job/assign.c src/job/add.c src/cli/index_args.c src/cli/assign.c src/cli/add.c
   src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
 # HDF5 through its imported target where FindHDF5 makes one (CMake 3.19+ does for the C component).

@@ -34,6 +34,12 @@ static void search_usage(void) {
           "  --backend auto|cpu|cuda  the list scan: cuda = the GPU engine on every rank (bitwise the CPU's\n"
           "                           results; k up to 256, above it the CPU); auto = cuda when built and\n"
           "                           every rank sees a device, else cpu [auto]\n"
+          "  --scan auto|codes|rows   what the lists hold: codes = each row's PQ codes (compress --codes pq),\n"
+          "                           measured through per-query lookup tables on the CPU, without reading the\n"
+          "                           source rows; rows = the float32 source rows; auto = codes when the index\n"
+          "                           has them, unless --exact or --backend cuda asks for the rows [auto]\n"
+          "  --rerank R               with codes: re-score each query's best R candidates (R >= k) with the\n"
+          "                           source rows (read and checked as for --scan rows), keep the k best\n"
           "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
@@ -78,6 +84,10 @@ int va_cmd_search(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--sweep-csv"))) o.sweep_csv = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) o.io = v;
     else if ((v = va_opt(argc, argv, &i, "--backend"))) o.backend = v;
+    else if ((v = va_opt(argc, argv, &i, "--scan"))) o.scan = v;
+    else if ((v = va_opt(argc, argv, &i, "--rerank")))
+      bad =
+          parse_i64(v, 1, &o.rerank) ? snprintf(err, sizeof err, "--rerank: expected an integer >= 1, got '%s'", v) : 0;
     else if ((v = va_opt(argc, argv, &i, "--k")))
       bad = parse_i64(v, 1, &o.k) ? snprintf(err, sizeof err, "--k: expected an integer >= 1, got '%s'", v) : 0;
     else if ((v = va_opt(argc, argv, &i, "--nprobe")))

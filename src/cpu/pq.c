@@ -84,8 +84,7 @@ static encode_rows_fn pick_encoder(void) {
   return encode_rows_portable;
 }
 
-void va_pq_encode(const float *R, int64_t n, int64_t d, int64_t M, int64_t ksub, const float *codebooks, int threads,
-                  uint8_t *codes, double *err) {
+float *va_pq_transpose(const float *codebooks, int64_t d, int64_t M, int64_t ksub) {
   const int64_t dmax = va_pq_dsub_max(d, M);
   float *T = va_malloc((size_t)(d * ksub) * sizeof(float), "pq transposed codebooks");
   for (int64_t m = 0; m < M; m++) {
@@ -94,6 +93,12 @@ void va_pq_encode(const float *R, int64_t n, int64_t d, int64_t M, int64_t ksub,
     for (int64_t t = 0; t < width; t++)
       for (int64_t j = 0; j < ksub; j++) T[(col0 + t) * ksub + j] = codebooks[(m * ksub + j) * dmax + t];
   }
+  return T;
+}
+
+void va_pq_encode(const float *R, int64_t n, int64_t d, int64_t M, int64_t ksub, const float *codebooks, int threads,
+                  uint8_t *codes, double *err) {
+  float *T = va_pq_transpose(codebooks, d, M, ksub);
   const encode_rows_fn encode_rows = pick_encoder();
   const int64_t block = 256, nblocks = (n + block - 1) / block;
 #ifdef VECANNEAL_OPENMP

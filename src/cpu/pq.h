@@ -13,6 +13,9 @@ void va_pq_subspace(int64_t d, int64_t M, int64_t m, int64_t *col0, int64_t *wid
 /* The widest subspace: ceil(d / M). */
 int64_t va_pq_dsub_max(int64_t d, int64_t M);
 
+/* The codebooks transposed into d x ksub (malloc'ed): column t of the subspace holding column t, one value
+ * per centroid, at + t ksub; the encoder's and the search tables' inner loops run over the centroids. */
+float *va_pq_transpose(const float *codebooks, int64_t d, int64_t M, int64_t ksub);
 /* Codes of n residual rows R (n x d, row-major) into codes (n x M, one byte each: ksub <= 256). Each
  * code is the nearest centroid, its distance summed in float32 over the subspace's columns in order
  * and the lowest code kept on ties; the rows are spread over `threads` threads, and the result does not

@@ -1,6 +1,7 @@
 /* search.c: `vecanneal search`, the job: the index's anchors and recorded source, each rank's shard of
  * the source rows grouped into inverted lists by its slice of /assignments (checked against the
- * recorded checksum), the queries, then for every nprobe of the sweep the batches of queries (probe,
+ * recorded checksum), or of its codes when the index has them (job/search_codes.h: no source row read
+ * unless --rerank asks), the queries, then for every nprobe of the sweep the batches of queries (probe,
  * scan of this rank's members of the probed lists, merge over the ranks on rank 0), recall against a
  * ground truth, and the outputs: the result file, the sweep's CSV, the metrics (docs/search.md). */
 #define _POSIX_C_SOURCE 200809L /* stat's st_size through sys/stat.h */
@@ -18,7 +19,9 @@
 #include "io/files.h"       /* va_files_prepare, va_text_open, va_text_commit */
 #include "io/h5io.h"
 #include "io/index_read.h"
-#include "core/stop.h" /* va_stop_point, va_stop_advice */
+#include "job/nearest.h"      /* va_rows_to_frame */
+#include "job/search_codes.h" /* va_search_codes_t */
+#include "core/stop.h"        /* va_stop_point, va_stop_advice */
 #include "util/heartbeat.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -31,6 +34,7 @@ void va_search_options_default(va_search_options_t *o) {
   o->batch = 2048;
   o->io = "auto";
   o->backend = "auto";
+  o->scan = "auto";
 }
 
 int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
@@ -46,6 +50,32 @@ int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
     return snprintf(err, len, "search: --io must be auto, collective or independent"), 1;
   if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda"))
     return snprintf(err, len, "search: --backend must be auto, cpu or cuda, got '%s'", o->backend), 1;
+  o->scan_mode = !strcmp(o->scan, "codes")  ? VA_SEARCH_SCAN_CODES
+                 : !strcmp(o->scan, "rows") ? VA_SEARCH_SCAN_ROWS
+                                            : VA_SEARCH_SCAN_AUTO;
+  if (strcmp(o->scan, "auto") && o->scan_mode == VA_SEARCH_SCAN_AUTO)
+    return snprintf(err, len, "search: --scan must be auto, codes or rows, got '%s'", o->scan), 1;
+  if (o->scan_mode == VA_SEARCH_SCAN_CODES && o->exact)
+    return snprintf(err, len, "search: --exact measures every float row: drop --scan codes (or --exact)"), 1;
+  if (o->scan_mode == VA_SEARCH_SCAN_CODES && !strcmp(o->backend, "cuda"))
+    return snprintf(err, len,
+                    "search: the scan on codes runs on the CPU only: drop --backend cuda, or scan the float rows on "
+                    "the GPU with --scan rows"),
+           1;
+  if (o->rerank > 0 && o->rerank < o->k)
+    return snprintf(err, len, "search: --rerank %lld re-scores fewer candidates than the k = %lld kept: give R >= k",
+                    (long long)o->rerank, (long long)o->k),
+           1;
+  if (o->rerank > 0 && !strcmp(o->backend, "cuda"))
+    return snprintf(err, len,
+                    "search: --rerank re-scores the candidates of a scan on codes, which runs on the CPU: drop "
+                    "--backend cuda (or --rerank)"),
+           1;
+  if (o->rerank > 0 && (o->scan_mode == VA_SEARCH_SCAN_ROWS || o->exact))
+    return snprintf(err, len,
+                    "search: --rerank re-scores candidates found on the codes: it needs --scan codes or auto, "
+                    "without --exact"),
+           1;
   return 0;
 }
 
@@ -151,6 +181,8 @@ typedef struct {
   int64_t nq, k, nprobe, anchors;
   const char *metric;
   sweep_point_t last;
+  int codes;      /* the lists held codes */
+  int64_t rerank; /* R, or 0 */
 } result_write_t;
 
 static void result_setup(hid_t f, void *ctx) {
@@ -178,6 +210,8 @@ static void result_setup(hid_t f, void *ctx) {
   va_h5_attr_i64(f, "nprobe", w->nprobe);
   va_h5_attr_i64(f, "exact", w->o->exact);
   va_h5_attr_i64(f, "anchors", w->anchors);
+  va_h5_attr_str(f, "scan", w->codes ? "codes" : "rows");
+  va_h5_attr_i64(f, "rerank", w->rerank);
   va_h5_attr_str(f, "metric", w->metric);
   va_h5_attr_str(f, "distance", !strcmp(w->metric, "cosine") ? "angular" : "euclidean");
   va_h5_attr_str(f, "index", w->o->index);
@@ -197,8 +231,13 @@ static void result_rows(hid_t f, void *ctx) { /* rank 0 wrote everything in setu
 }
 
 /* --- the sweep's CSV and the metrics ------------------------------------------------------------- */
-static int write_sweep_csv(const va_search_options_t *o, const va_search_engine_t *e, const sweep_point_t *pts,
-                           int npts) {
+/* What scanned the lists: the engine's name and precision (fp32), or for codes cpu and pqMxBITS (+rerankR). */
+typedef struct {
+  const char *name;
+  char precision[64];
+} scanner_t;
+
+static int write_sweep_csv(const va_search_options_t *o, const scanner_t *e, const sweep_point_t *pts, int npts) {
   if (!o->sweep_csv) return 0;
   FILE *f = va_proc.rank == 0 ? va_text_open(o->sweep_csv) : NULL;
   if (f) {
@@ -216,9 +255,11 @@ typedef struct {
   double read_seconds, lists_seconds, total_seconds;
   int64_t n, d, nq, anchors;
   int cosine, threads;
+  int codes;                     /* the lists held codes (else rows) */
+  int64_t bytes_per_row, rerank; /* bytes of a row the scan reads (M codes or 4 d); rerank R or 0 */
 } search_figures_t;
 
-static int write_metrics(const va_search_options_t *o, const va_search_engine_t *e, const search_figures_t *fig,
+static int write_metrics(const va_search_options_t *o, const scanner_t *e, const search_figures_t *fig,
                          const sweep_point_t *pts, int npts) {
   double rss = (double)va_peak_rss(), rss_max = 0;
   VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -246,6 +287,9 @@ static int write_metrics(const va_search_options_t *o, const va_search_engine_t 
   va_json_bool(&j, "exact", o->exact);
   va_json_int(&j, "threads_per_rank", fig->threads);
   va_json_int(&j, "batch", o->batch);
+  va_json_string(&j, "scan", fig->codes ? "codes" : "rows");
+  va_json_int(&j, "bytes_per_row_scanned", fig->bytes_per_row);
+  va_json_int(&j, "rerank", fig->rerank);
   va_json_number(&j, "read_seconds", fig->read_seconds);
   va_json_number(&j, "lists_seconds", fig->lists_seconds);
   va_json_number(&j, "total_seconds", fig->total_seconds);
@@ -267,6 +311,35 @@ static int write_metrics(const va_search_options_t *o, const va_search_engine_t 
   return va_text_commit(f, "metrics file", o->metrics);
 }
 
+/* Collective: whether the lists hold codes, from --scan and the index; an agreed exit for what cannot be. */
+static int choose_codes(const va_search_options_t *o, const va_index_data_t *ix) {
+  char err[VA_PATH_MAX + 300] = "";
+  if (o->scan_mode == VA_SEARCH_SCAN_CODES && ix->pq_m == 0)
+    snprintf(err, sizeof err,
+             "search: --scan codes asked for, but index '%s' has no codes: compress it with --codes pq, or search "
+             "the rows (--scan rows or auto)",
+             o->index);
+  else if (o->rerank > 0 && ix->pq_m == 0)
+    snprintf(err, sizeof err,
+             "search: --rerank re-scores the candidates of a scan on codes, but index '%s' has no codes: drop "
+             "--rerank, or compress with --codes pq",
+             o->index);
+  VA_AGREE_OR_EXIT(err[0] ? VA_EXIT_USAGE : 0, err);
+  if (ix->pq_m == 0 || o->scan_mode == VA_SEARCH_SCAN_ROWS) return 0;
+  if (o->scan_mode == VA_SEARCH_SCAN_CODES) return 1;
+  if (o->exact) {
+    va_log0("note: index '%s' has codes; --exact measures the float rows\n", o->index);
+    return 0;
+  }
+  if (!strcmp(o->backend, "cuda")) {
+    va_log0("note: index '%s' has codes, but --backend cuda scans the float rows (the scan on codes runs on the "
+            "CPU: --scan codes)\n",
+            o->index);
+    return 0;
+  }
+  return 1;
+}
+
 /* --- the job ------------------------------------------------------------------------------------- */
 static int search_job(const va_search_options_t *o) {
   const double t_start = va_now();
@@ -274,22 +347,35 @@ static int search_job(const va_search_options_t *o) {
   int rc;
   va_index_data_t ix;
   if ((rc = va_index_read(o->index, VA_INDEX_SOURCE, &ix))) return rc;
+  /* Codes are measured in the frame they were trained in (docs/codes.md): read it too. */
+  const int codes = choose_codes(o, &ix);
+  if (codes) {
+    va_index_data_free(&ix);
+    if ((rc = va_index_read(o->index, VA_INDEX_SOURCE | VA_INDEX_FRAME, &ix))) return rc;
+  }
+  const int need_rows = !codes || o->rerank > 0; /* the scan on codes alone reads no source row */
   const char *metric = ix.cosine ? "cosine" : "l2";
   /* The base rows: --data, else the source the index recorded. compress --embed records a corpus. */
   const int embedded = ix.source_dataset[0] == '(';
-  char data_spec[VA_PATH_MAX + 300], data_file[VA_PATH_MAX], qfile[VA_PATH_MAX], gfile[VA_PATH_MAX] = "", gdset[256];
+  char data_spec[VA_PATH_MAX + 300], data_file[VA_PATH_MAX] = "", qfile[VA_PATH_MAX], gfile[VA_PATH_MAX] = "",
+                                     gdset[256];
+  const char *why_rows = codes ? " (--rerank re-scores with the source rows)" : "";
   if (o->data) snprintf(data_spec, sizeof data_spec, "%s", o->data);
   else recorded_spec(&ix, data_spec, sizeof data_spec);
-  if (!o->data && embedded)
+  if (!need_rows) {
+    if (o->data) va_log0("note: the codes are scanned: --data '%s' is not read (--rerank R reads it)\n", o->data);
+  } else if (!o->data && embedded)
     snprintf(err, sizeof err,
-             "index '%s' was compressed from the text corpus '%s': pass --data with its vectors (compress --embed-out)",
-             o->index, ix.source_file);
+             "index '%s' was compressed from the text corpus '%s': pass --data with its vectors (compress "
+             "--embed-out)%s",
+             o->index, ix.source_file, why_rows);
   else if (!o->data && va_proc.rank == 0 && access(ix.source_file, R_OK) != 0)
     snprintf(err, sizeof err,
-             "the source of index '%s', '%s', is missing or unreadable: pass --data FILE[:DATASET] with the same rows",
-             o->index, ix.source_file);
+             "the source of index '%s', '%s', is missing or unreadable: pass --data FILE[:DATASET] with the same "
+             "rows%s",
+             o->index, ix.source_file, why_rows);
   VA_AGREE_OR_EXIT(err[0] ? VA_EXIT_INPUT : 0, err);
-  va_input_file(data_spec, VA_INPUT_AUTO, data_file, sizeof data_file);
+  if (need_rows) va_input_file(data_spec, VA_INPUT_AUTO, data_file, sizeof data_file);
   va_input_file(o->queries, VA_INPUT_AUTO, qfile, sizeof qfile);
   if (o->ground_truth) {
     if (strrchr(o->ground_truth, ':')) va_split_spec(o->ground_truth, gfile, sizeof gfile, gdset, sizeof gdset);
@@ -309,22 +395,25 @@ static int search_job(const va_search_options_t *o) {
   /* Shapes: the queries and the data against the index. */
   va_input_t qin, din;
   va_input_open(o->queries, &qin);
-  va_input_open(data_spec, &din);
-  char qlabel[VA_PATH_MAX + 300], dlabel[VA_PATH_MAX + 300];
+  char qlabel[VA_PATH_MAX + 300], dlabel[VA_PATH_MAX + 300] = "none: the codes are scanned";
   va_input_label(&qin, qlabel, sizeof qlabel);
-  va_input_label(&din, dlabel, sizeof dlabel);
+  if (need_rows) {
+    va_input_open(data_spec, &din);
+    va_input_label(&din, dlabel, sizeof dlabel);
+  }
   if (qin.d != ix.d)
     snprintf(err, sizeof err, "queries '%s' have %lld dimensions, index '%s' has %lld", qlabel, (long long)qin.d,
              o->index, (long long)ix.d);
-  else if (din.n != ix.n || din.d != ix.d)
+  else if (need_rows && (din.n != ix.n || din.d != ix.d))
     snprintf(err, sizeof err, "data '%s' is %lld x %lld, index '%s' was made from %lld x %lld rows", dlabel,
              (long long)din.n, (long long)din.d, o->index, (long long)ix.n, (long long)ix.d);
   VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   if (o->k > ix.n)
-    snprintf(err, sizeof err, "k = %lld is more than the %lld rows of '%s'", (long long)o->k, (long long)ix.n, dlabel);
+    snprintf(err, sizeof err, "k = %lld is more than the %lld rows of index '%s'", (long long)o->k, (long long)ix.n,
+             o->index);
   VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   /* The recorded file itself: a change of size is seen before any row is read. */
-  if (!o->data && va_proc.rank == 0) {
+  if (need_rows && !o->data && va_proc.rank == 0) {
     struct stat sb;
     if (ix.source_size >= 0 && stat(ix.source_file, &sb) == 0 && (int64_t)sb.st_size != ix.source_size)
       snprintf(err, sizeof err,
@@ -343,16 +432,34 @@ static int search_job(const va_search_options_t *o) {
     }
   }
   const int threads = choose_threads(o->threads);
-  /* This rank's shard (the rows compress read) and the engine for it: CPU or GPU on every rank alike. */
+  /* This rank's shard (the rows compress read) and what scans it: the codes on the CPU, or the engine for the
+   * rows (CPU or GPU on every rank alike). */
   int64_t row0, nloc;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
-  va_search_engine_t engine =
-      va_search_engine_open(o->backend, threads, o->k, ix.k, nloc, ix.d, o->batch < qin.n ? o->batch : qin.n);
+  va_search_engine_t engine = {0};
+  scanner_t scanner = {"cpu", "fp32"};
+  if (codes) {
+    snprintf(scanner.precision, sizeof scanner.precision, "pq%lldx%lld", (long long)ix.pq_m, (long long)ix.pq_bits);
+    if (o->rerank > 0) {
+      const size_t used = strlen(scanner.precision);
+      snprintf(scanner.precision + used, sizeof scanner.precision - used, "+rerank%lld", (long long)o->rerank);
+    }
+  } else {
+    engine = va_search_engine_open(o->backend, threads, o->k, ix.k, nloc, ix.d, o->batch < qin.n ? o->batch : qin.n);
+    scanner.name = engine.name;
+    snprintf(scanner.precision, sizeof scanner.precision, "%s", engine.precision);
+  }
+  const int64_t bytes_per_row = codes ? ix.pq_m * ix.pq_bits / 8 : 4 * ix.d;
   va_log0("vecanneal %s search: %d rank(s), %d thread(s)/rank, backend %s (%s); index %s: %lld x %lld, %lld anchors, "
           "metric %s; data %s; queries %s: %lld; k %lld, %s\n",
-          VECANNEAL_VERSION, va_proc.nranks, threads, engine.name, engine.precision, o->index, (long long)ix.n,
+          VECANNEAL_VERSION, va_proc.nranks, threads, scanner.name, scanner.precision, o->index, (long long)ix.n,
           (long long)ix.d, (long long)ix.k, metric, dlabel, qlabel, (long long)qin.n, (long long)o->k,
           o->exact ? "exact (every row)" : "inverted lists");
+  if (codes)
+    va_log0("scan: codes, %lld bytes per row (%lld subspaces x %lld bits) instead of the %lld of a float32 row; %s\n",
+            (long long)bytes_per_row, (long long)ix.pq_m, (long long)ix.pq_bits, (long long)(4 * ix.d),
+            o->rerank > 0 ? "the best candidates re-scored with the rows (--rerank)" : "the source rows are not read");
+  else va_log0("scan: rows, %lld bytes per row (float32)\n", (long long)bytes_per_row);
   int64_t *truth = o->ground_truth ? read_ground_truth(o->ground_truth, qin.n, o->k) : NULL;
 
   /* This rank's shard: its slice of /assignments gives every row its place in list order. */
@@ -361,6 +468,7 @@ static int search_job(const va_search_options_t *o) {
   if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) {
     free(assign);
     free(truth);
+    if (!codes) engine.destroy(&engine);
     va_index_data_free(&ix);
     return rc;
   }
@@ -379,49 +487,75 @@ static int search_job(const va_search_options_t *o) {
     free(next);
   }
   free(assign);
-  float *rows = va_malloc((size_t)(nloc > 0 ? nloc : 1) * (size_t)ix.d * sizeof(float), "list rows");
-  const int64_t chunk = (int64_t)(16 << 20) / (ix.d * 4) > 0 ? (int64_t)(16 << 20) / (ix.d * 4) : 1;
-  list_sink_t sink_ctx = {va_malloc((size_t)(chunk * ix.d) * sizeof(float), "read staging"), rows, pos, ix.d};
-  const va_row_sink_t sink = {chunk, sink_buffer, sink_filled, &sink_ctx};
-  va_read_result_t read = {-1, 0};
-  va_input_read_into(&din, row0, nloc, o->io_mode, threads, &read, &sink);
-  free(sink_ctx.staging);
+  /* Codes: this rank's codes in list order. */
+  va_search_codes_t cs = {&ix, NULL, NULL, NULL, offset, ids, NULL, row0, nloc, o->k, o->rerank, threads};
+  if (codes && (rc = va_search_codes_lists(o->index, &cs, pos))) {
+    free(pos);
+    free(ids);
+    free(offset);
+    free(truth);
+    va_index_data_free(&ix);
+    return rc;
+  }
+  /* Rows: in list order for the row scan, in row order for the rerank (looked up by global id). */
+  float *rows = NULL;
+  if (need_rows) {
+    rows = va_malloc((size_t)(nloc > 0 ? nloc : 1) * (size_t)ix.d * sizeof(float), "list rows");
+    va_read_result_t read = {-1, 0};
+    if (codes) va_input_read(&din, row0, nloc, rows, (size_t)16 << 20, o->io_mode, threads, &read);
+    else {
+      const int64_t chunk = (int64_t)(16 << 20) / (ix.d * 4) > 0 ? (int64_t)(16 << 20) / (ix.d * 4) : 1;
+      list_sink_t sink_ctx = {va_malloc((size_t)(chunk * ix.d) * sizeof(float), "read staging"), rows, pos, ix.d};
+      const va_row_sink_t sink = {chunk, sink_buffer, sink_filled, &sink_ctx};
+      va_input_read_into(&din, row0, nloc, o->io_mode, threads, &read, &sink);
+      free(sink_ctx.staging);
+    }
+    va_stop_point("read"); /* a stop request cut the read short: the rows are incomplete */
+    int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+    if (first_bad != INT64_MAX)
+      snprintf(err, sizeof err, "data '%s' row %lld holds NaN or Inf", dlabel, (long long)first_bad);
+    VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+    uint64_t checksum = read.checksum;
+    VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    if (embedded)
+      va_log0("note: index '%s' records a corpus, not rows: the rows of '%s' are not checked\n", o->index, dlabel);
+    else if (checksum != ix.source_checksum)
+      snprintf(err, sizeof err,
+               "the rows of '%s' are not those index '%s' was made from (checksum %016llx, recorded %016llx): the "
+               "data changed since compress, or --data names other data",
+               dlabel, o->index, (unsigned long long)checksum, (unsigned long long)ix.source_checksum);
+    VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
+  }
   free(pos);
-  va_stop_point("read"); /* a stop request cut the read short: the rows are incomplete */
-  int64_t first_bad = read.bad_row < 0 ? INT64_MAX : read.bad_row;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
-  if (first_bad != INT64_MAX)
-    snprintf(err, sizeof err, "data '%s' row %lld holds NaN or Inf", dlabel, (long long)first_bad);
-  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
-  uint64_t checksum = read.checksum;
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  if (embedded)
-    va_log0("note: index '%s' records a corpus, not rows: the rows of '%s' are not checked\n", o->index, dlabel);
-  else if (checksum != ix.source_checksum)
-    snprintf(err, sizeof err,
-             "the rows of '%s' are not those index '%s' was made from (checksum %016llx, recorded %016llx): the "
-             "data changed since compress, or --data names other data",
-             dlabel, o->index, (unsigned long long)checksum, (unsigned long long)ix.source_checksum);
-  VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   const double read_seconds = va_now() - t_read;
 
   /* The queries: every rank reads them all (a few rows next to the shard). */
   const int64_t nq = qin.n, d = ix.d, k = o->k;
   float *Q = va_malloc((size_t)(nq * d) * sizeof(float), "queries");
-  va_input_read(&qin, 0, nq, Q, (size_t)16 << 20, o->io_mode, threads, &read);
-  if (read.bad_row >= 0)
-    snprintf(err, sizeof err, "queries '%s' row %lld holds NaN or Inf", qlabel, (long long)read.bad_row);
+  va_read_result_t qread = {-1, 0};
+  va_input_read(&qin, 0, nq, Q, (size_t)16 << 20, o->io_mode, threads, &qread);
+  if (qread.bad_row >= 0)
+    snprintf(err, sizeof err, "queries '%s' row %lld holds NaN or Inf", qlabel, (long long)qread.bad_row);
   VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_INPUT : 0, err);
   double t_lists = va_now();
   if (ix.cosine) { /* unit rows and queries, as compress makes its rows (the anchors are unit already) */
-    va_search_unit_rows(rows, nloc, d, threads);
+    if (rows) va_search_unit_rows(rows, nloc, d, threads);
     va_search_unit_rows(Q, nq, d, threads);
   }
+  /* Codes: the queries in the frame the codes were trained in (l2: less /center; cosine: unit already). */
+  float *Qf = NULL;
+  if (codes) {
+    Qf = va_malloc((size_t)(nq * d) * sizeof(float), "queries in the index's frame");
+    memcpy(Qf, Q, (size_t)(nq * d) * sizeof(float));
+    if (!ix.cosine) va_rows_to_frame(Qf, nq, d, 0, ix.center, threads);
+    cs.rows = rows;
+  }
   const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids};
-  engine.prepare(&engine, &lists); /* the GPU engine uploads them */
+  if (!codes) engine.prepare(&engine, &lists); /* the GPU engine uploads them */
   const double lists_seconds = va_now() - t_lists;
-  va_log0("read %lld rows into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n, (long long)ix.k,
-          (long long)nq, read_seconds + lists_seconds);
+  va_log0("read %lld rows' %s into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n,
+          codes ? "codes" : "float32 values", (long long)ix.k, (long long)nq, read_seconds + lists_seconds);
 
   /* The sweep. Every rank probes the same lists (the same anchors, queries and code); rank 0 merges. */
   const int64_t batch = o->batch < nq ? o->batch : nq;
@@ -439,7 +573,8 @@ static int search_job(const va_search_options_t *o) {
       if (o->exact) engine.scan_all(&engine, &lists, Q + b0 * d, nb, ix.cosine, k, local);
       else {
         va_search_probe(Q + b0 * d, nb, d, ix.anchors, ix.k, ix.cosine, nprobe, threads, probes);
-        engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
+        if (codes) va_search_codes_batch(&cs, Qf + b0 * d, Q + b0 * d, nb, probes, nprobe, local);
+        else engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
       }
       va_topk_merge_ranks(local, nb, k, result ? result + b0 * k : NULL);
     }
@@ -458,17 +593,21 @@ static int search_job(const va_search_options_t *o) {
   free(local);
   va_stop_finishing(); /* the writes are short: the job completes */
 
-  result_write_t w = {o, result, nq, k, o->exact ? 0 : sweep[nsweep - 1], ix.k, metric, pts[nsweep - 1]};
+  result_write_t w = {o,      result,          nq,    k,        o->exact ? 0 : sweep[nsweep - 1], ix.k,
+                      metric, pts[nsweep - 1], codes, o->rerank};
   const double bytes = (double)(nq * k) * 12.0 + 4096.0;
   /* A failed write is agreed on every rank (exit 4): the later ones are skipped, everything is freed. */
   rc = va_h5_write_file("result", o->out, bytes, o->io_mode, result_setup, result_rows, &w);
-  if (!rc) rc = write_sweep_csv(o, &engine, pts, nsweep);
-  const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n, d, nq, ix.k, ix.cosine, threads};
-  if (!rc) rc = write_metrics(o, &engine, &fig, pts, nsweep);
-  engine.destroy(&engine);
+  if (!rc) rc = write_sweep_csv(o, &scanner, pts, nsweep);
+  const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n,     d, nq, ix.k, ix.cosine,
+                                threads,      codes,         bytes_per_row,      o->rerank};
+  if (!rc) rc = write_metrics(o, &scanner, &fig, pts, nsweep);
+  if (!codes) engine.destroy(&engine);
   if (!rc) va_log0("results written to %s\n", o->out);
+  va_search_codes_free(&cs);
   free(result);
   free(truth);
+  free(Qf);
   free(Q);
   free(rows);
   free(ids);

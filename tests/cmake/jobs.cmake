@@ -60,3 +60,7 @@ set_tests_properties(search_gpu PROPERTIES LABELS "gpu;mpi" TIMEOUT 600 SKIP_RET
 va_job_test(codes codes.sh)
 set_property(TEST codes APPEND PROPERTY ENVIRONMENT "VECANNEAL_TEST_PQ=$<TARGET_FILE:test_pq>")
 set_tests_properties(codes PROPERTIES LABELS "cpu;mpi" TIMEOUT 600)
+# search on the codes: bitwise the same on 1-3 ranks (alone and --rerank), recall over nprobe, M and rerank,
+# no source row read without --rerank, bad inputs (docs/search.md "Search on codes").
+va_job_test(search_codes search_codes.sh)
+set_tests_properties(search_codes PROPERTIES LABELS "cpu;mpi" TIMEOUT 600)

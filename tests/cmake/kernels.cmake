@@ -34,3 +34,11 @@ target_link_libraries(test_pq PRIVATE vecanneal_core)
 add_test(NAME pq_kernels_cpu COMMAND test_pq)
 set_tests_properties(pq_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
+# Search on PQ codes (cpu/pq_search.h, docs/search.md "Search on codes"): the tables and scanned distances
+# bitwise their recipe and within tolerance of the decoding reference, the list scan the same for 1-3 threads.
+add_executable(test_pq_search ${VA_TEST_DIR}/unit/test_pq_search.c)
+target_link_libraries(test_pq_search PRIVATE vecanneal_core)
+add_test(NAME pq_search_kernels_cpu COMMAND test_pq_search)
+set_tests_properties(pq_search_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
+  ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
