@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L /* stat's st_size through sys/stat.h */
 #include "job/search.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,29 @@ static int choose_codes(const va_search_options_t *o, const va_index_data_t *ix)
 }
 
 /* --- the job ------------------------------------------------------------------------------------- */
+/* The nprobe nearest anchors of a batch's nq queries, on every rank: rank r probes queries
+ * [nq r / P, nq (r + 1) / P) and the slices are gathered, so the probe's work is divided over the ranks
+ * and every rank holds every query's probes. A query's probes depend on it and the anchors alone
+ * (va_search_probe), so the result is the same as one rank probing them all. */
+static void probe_batch(const float *Q, int64_t nq, int64_t d, const va_index_data_t *ix, int64_t nprobe, int threads,
+                        int64_t *probes) {
+  const int P = nq * nprobe <= INT_MAX ? va_proc.nranks : 1; /* MPI counts are int: above, each rank probes all */
+  const int r = P > 1 ? va_proc.rank : 0;
+  const int64_t q0 = nq * r / P, q1 = nq * (r + 1) / P;
+  va_search_probe(Q + q0 * d, q1 - q0, d, ix->anchors, ix->k, ix->cosine, nprobe, threads, probes + q0 * nprobe);
+  if (P == 1) return;
+  int *counts = va_malloc((size_t)P * sizeof(int), "probe counts"),
+      *displs = va_malloc((size_t)P * sizeof(int), "probe counts");
+  for (int i = 0; i < P; i++) {
+    const int64_t a = nq * i / P, b = nq * (i + 1) / P;
+    counts[i] = (int)((b - a) * nprobe);
+    displs[i] = (int)(a * nprobe);
+  }
+  VA_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, probes, counts, displs, MPI_INT64_T, MPI_COMM_WORLD));
+  free(displs);
+  free(counts);
+}
+
 static int search_job(const va_search_options_t *o) {
   const double t_start = va_now();
   char err[3 * VA_PATH_MAX] = "";
@@ -557,7 +581,7 @@ static int search_job(const va_search_options_t *o) {
   va_log0("read %lld rows' %s into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n,
           codes ? "codes" : "float32 values", (long long)ix.k, (long long)nq, read_seconds + lists_seconds);
 
-  /* The sweep. Every rank probes the same lists (the same anchors, queries and code); rank 0 merges. */
+  /* The sweep. Every rank scans the same probed lists (probe_batch); rank 0 merges. */
   const int64_t batch = o->batch < nq ? o->batch : nq;
   va_neighbor_t *local = va_malloc((size_t)(batch * k) * sizeof(va_neighbor_t), "batch results");
   va_neighbor_t *result = va_proc.rank == 0 ? va_malloc((size_t)(nq * k) * sizeof(va_neighbor_t), "results") : NULL;
@@ -572,7 +596,7 @@ static int search_job(const va_search_options_t *o) {
       const int64_t nb = nq - b0 < batch ? nq - b0 : batch;
       if (o->exact) engine.scan_all(&engine, &lists, Q + b0 * d, nb, ix.cosine, k, local);
       else {
-        va_search_probe(Q + b0 * d, nb, d, ix.anchors, ix.k, ix.cosine, nprobe, threads, probes);
+        probe_batch(Q + b0 * d, nb, d, &ix, nprobe, threads, probes);
         if (codes) va_search_codes_batch(&cs, Qf + b0 * d, Q + b0 * d, nb, probes, nprobe, local);
         else engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
       }
