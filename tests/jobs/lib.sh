@@ -9,6 +9,11 @@ TOOL=${VECANNEAL_H5TOOL:?set VECANNEAL_H5TOOL}
 WORK=${VECANNEAL_WORK:-$(mktemp -d)}
 mkdir -p "$WORK"
 fail() { echo "FAIL: $*"; exit 1; }
+# results_of FILE: the raw bytes of a search result's /neighbors and /distances (bitwise comparisons;
+# h5tool, so that no HDF5 command-line tool is needed).
+results_of() {
+  "$TOOL" raw "$1" /neighbors && "$TOOL" raw "$1" /distances || fail "h5tool raw $1"
+}
 # run_np P ARGS...: vecanneal on P ranks, one thread each, 120 s at most.
 run_np() {
   local p=$1; shift

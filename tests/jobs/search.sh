@@ -12,12 +12,6 @@
 source "$(dirname "$0")/lib.sh"
 n=20000 d=16 nq=200 anchors=32
 
-# results_of FILE: the raw bytes of its /neighbors and /distances (bitwise comparisons).
-results_of() {
-  h5dump -d /neighbors -b LE -o "$1.ids" "$1" > /dev/null && h5dump -d /distances -b LE -o "$1.dist" "$1" > /dev/null ||
-    fail "h5dump $1"
-  cat "$1.ids" "$1.dist"
-}
 have_h5py=0
 python3 -c 'import h5py, numpy' 2> /dev/null && have_h5py=1
 

@@ -15,11 +15,6 @@
 source "$(dirname "$0")/lib.sh"
 n=20000 d=32 nq=300 anchors=64
 
-results_of() {
-  h5dump -d /neighbors -b LE -o "$1.ids" "$1" > /dev/null && h5dump -d /distances -b LE -o "$1.dist" "$1" > /dev/null ||
-    fail "h5dump $1"
-  cat "$1.ids" "$1.dist"
-}
 # recall_of FILE: its recall attribute.
 recall_of() { "$TOOL" attr "$1" recall; }
 # sweep_ok CSV: recall never falls from one nprobe to the next.

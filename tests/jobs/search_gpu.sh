@@ -13,10 +13,6 @@ ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
 [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP: no CUDA device"; exit 77; }
 n=30000 d=20 nq=300 anchors=48
 
-# results_of FILE: the raw bytes of its /neighbors and /distances (bitwise comparisons).
-results_of() {
-  "$TOOL" raw "$1" /neighbors && "$TOOL" raw "$1" /distances || fail "h5tool raw $1"
-}
 
 for metric in l2 cosine; do
   data=$WORK/$metric.h5 index=$WORK/${metric}_index.h5
