@@ -80,20 +80,9 @@ P=3
 run_np 1 gen --out "$WORK/d8.h5" --n 100 --d 8 > /dev/null || fail "gen d8"
 cp "$data" "$WORK/nan.h5" && "$TOOL" poke "$WORK/nan.h5" /test $((123 * 16 + 5)) nan || fail "poke a NaN"
 expect() {
-  local code=$1 pattern=$2 out=$3; shift 3
-  rm -f "$out"*
-  VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" "$@" --set threads=1 \
-    > "$WORK/case.stdout" 2> "$WORK/case.stderr"
-  local rc=$? msgs=$(grep -c "vecanneal: error:" "$WORK/case.stderr") exits=$(grep -c "exits with code $code" "$WORK/case.stderr")
-  local msg=$(grep "vecanneal: error:" "$WORK/case.stderr" | head -1)
-  printf '%-8s rc %-3s %s\n' "$1" "$rc" "$msg"
-  [ $rc -eq 124 ] && fail "hang: $*"
-  [ $rc -eq "$code" ] || { cat "$WORK/case.stderr"; fail "expected exit $code, got $rc: $*"; }
-  [ "$msgs" -eq 1 ] || { cat "$WORK/case.stderr"; fail "expected one error message, got $msgs: $*"; }
-  [ "$exits" -eq $P ] || { cat "$WORK/case.stderr"; fail "expected $P ranks to exit with $code, saw $exits: $*"; }
-  echo "$msg" | grep -qi -- "$pattern" || fail "message does not mention '$pattern': $msg"
-  ls "$out"* > /dev/null 2>&1 && fail "output left behind: $(ls "$out"*)"
-  return 0
+  local code=$1 pattern=$2 out=$3
+  shift 3
+  expect_agreed_exit "$code" "$pattern" "$out" "$@" --set threads=1
 }
 o=$WORK/bad.h5
 cp "$data" "$WORK/data.keep.h5"

@@ -14,22 +14,9 @@ printf 'this is not a config\n' > "$WORK/garbage.ini"
 
 # expect CODE PATTERN ARGS...: run compress on P ranks, check exit code, one message, every rank's exit.
 expect() {
-  local code=$1 pattern=$2; shift 2
-  local out=$WORK/case.out
-  rm -f "$out"*
-  VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" compress --out "$out" --set threads=1 "$@" > "$WORK/case.stdout" 2> "$WORK/case.stderr"
-  local rc=$?
-  local msgs=$(grep -c "vecanneal: error:" "$WORK/case.stderr")
-  local exits=$(grep -c "exits with code $code" "$WORK/case.stderr")
-  local msg=$(grep "vecanneal: error:" "$WORK/case.stderr" | head -1)
-  printf '%-40s rc %-3s %s\n' "$*" "$rc" "$msg"
-  [ $rc -eq 124 ] && fail "hang: $*"
-  [ $rc -eq "$code" ] || { cat "$WORK/case.stderr"; fail "expected exit $code, got $rc: $*"; }
-  [ "$msgs" -eq 1 ] || { cat "$WORK/case.stderr"; fail "expected one error message, got $msgs: $*"; }
-  [ "$exits" -eq $P ] || { cat "$WORK/case.stderr"; fail "expected $P ranks to exit with $code, saw $exits: $*"; }
-  echo "$msg" | grep -qi -- "$pattern" || fail "message does not mention '$pattern': $msg"
-  ls "$out"* > /dev/null 2>&1 && fail "output left behind: $(ls "$out"*)"
-  return 0
+  local code=$1 pattern=$2
+  shift 2
+  expect_agreed_exit "$code" "$pattern" "$WORK/case.out" compress --out "$WORK/case.out" --set threads=1 "$@"
 }
 expect 3 "no such file"      --input "$WORK/missing.h5:/train" --anchors 4
 expect 3 "no dataset"        --input "$good:/nothere" --anchors 4

@@ -110,23 +110,9 @@ echo "codes without the source rows: the same results"
 # Bad inputs: one message, the same exit code on every rank, nothing left at --out.
 P=3
 expect() {
-  local code=$1 pattern=$2; shift 2
-  local out=$WORK/bad_result.h5
-  rm -f "$out"*
-  VECANNEAL_TRACE_EXIT=1 timeout 60 mpirun -n $P --oversubscribe -x VECANNEAL_TRACE_EXIT "$BIN" search --k 10 \
-    --out "$out" "$@" > "$WORK/case.stdout" 2> "$WORK/case.stderr"
-  local rc=$?
-  local msgs=$(grep -c "vecanneal: error:" "$WORK/case.stderr")
-  local exits=$(grep -c "exits with code $code" "$WORK/case.stderr")
-  local msg=$(grep "vecanneal: error:" "$WORK/case.stderr" | head -1)
-  printf 'rc %-3s %s\n' "$rc" "$msg"
-  [ $rc -eq 124 ] && fail "hang: $*"
-  [ $rc -eq "$code" ] || { cat "$WORK/case.stderr"; fail "expected exit $code, got $rc: $*"; }
-  [ "$msgs" -eq 1 ] || { cat "$WORK/case.stderr"; fail "expected one error message, got $msgs: $*"; }
-  [ "$exits" -eq $P ] || { cat "$WORK/case.stderr"; fail "expected $P ranks to exit with $code, saw $exits: $*"; }
-  echo "$msg" | grep -qi -- "$pattern" || fail "message does not mention '$pattern': $msg"
-  ls "$out"* > /dev/null 2>&1 && fail "output left behind: $(ls "$out"*)"
-  return 0
+  local code=$1 pattern=$2
+  shift 2
+  expect_agreed_exit "$code" "$pattern" "$WORK/bad_result.h5" search --k 10 --out "$WORK/bad_result.h5" "$@"
 }
 run_np 2 compress --input "$WORK/l2.h5:/train" --anchors 16 --out "$WORK/plain.h5" --set max_iter=3 > /dev/null ||
   fail "compress without codes"
