@@ -65,16 +65,7 @@ typedef struct {
   int worst_ref, worst_cpu;
 } stats_t;
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      fprintf(stderr, "FAIL: ");                                                                                       \
-      fprintf(stderr, __VA_ARGS__);                                                                                    \
-      fprintf(stderr, "\n");                                                                                           \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

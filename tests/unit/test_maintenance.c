@@ -11,16 +11,7 @@
 #include "util/rng.h"
 #include "util/util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 static void make_config(va_config_t *cfg, const char *const *kv) {
   va_config_src_t *src = va_config_src_new();

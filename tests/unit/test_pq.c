@@ -23,16 +23,7 @@
 #include "util/rng.h"
 #include "util/util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 static void test_split(void) {
   for (int64_t d = 1; d <= 40; d++)

@@ -21,18 +21,7 @@
 #include "util/rng.h"
 #include "util/util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      if (failures < 20) {                                                                                             \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                    \
-        printf(__VA_ARGS__);                                                                                           \
-        printf("\n");                                                                                                  \
-      }                                                                                                                \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 static float normal(uint64_t seed, uint64_t purpose, uint64_t id, uint64_t t) {
   return (float)va_rand_normal(seed, purpose, id, t);

@@ -21,16 +21,7 @@
 #include "io/h5io.h"
 #include "util/util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", va_proc.rank, __FILE__, __LINE__);                                      \
-      fprintf(stderr, __VA_ARGS__);                                                                                    \
-      fprintf(stderr, "\n");                                                                                           \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 /* A sink that copies each delivered chunk to its place in a shard-sized array and checks the order (of
  * the rows each buffer is asked for, and of those announced). */

@@ -18,16 +18,7 @@
 #include "cpu/search.h"
 #include "util/rng.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-    }                                                                                                                  \
-  } while (0)
+#include "../check.h" /* failures, CHECK */
 
 static float *random_matrix(int64_t m, int64_t d, uint64_t seed, int cosine) {
   float *M = malloc((size_t)(m * d) * sizeof(float));
