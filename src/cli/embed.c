@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h" /* va_cmd_embed */
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
+#include "cli/options.h"  /* va_opt, va_opt_i64, va_opt_unknown */
 #include "job/embed.h"    /* va_embed_options_t, va_embed_job */
 #include "util/util.h"    /* va_log0, va_agree */
 
@@ -40,14 +40,6 @@ static void embed_usage(void) {
       "Exit codes: 0 done, 1 internal/library failure, 2 bad usage, 3 bad input or model, 4 output not writable.\n");
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || v < lo || v > hi) return 1;
-  *out = (int)v;
-  return 0;
-}
-
 static int parse_args(int argc, char **argv, va_embed_options_t *a, char *err, size_t elen, int *help) {
   const char *v;
   for (int i = 0; i < argc; i++) {
@@ -65,20 +57,17 @@ static int parse_args(int argc, char **argv, va_embed_options_t *a, char *err, s
     else if ((v = va_opt(argc, argv, &i, "--backend"))) a->backend = v;
     else if ((v = va_opt(argc, argv, &i, "--precision"))) a->precision = v;
     else if ((v = va_opt(argc, argv, &i, "--batch"))) {
-      if (parse_int(v, 1, 1 << 16, &a->batch)) {
-        snprintf(err, elen, "embed: --batch: expected an integer in 1..65536, got '%s'", v);
-        return 1;
-      }
+      int64_t x;
+      if (va_opt_i64("embed: --batch", v, 1, 1 << 16, &x, err, elen)) return 1;
+      a->batch = (int)x;
     } else if ((v = va_opt(argc, argv, &i, "--max-tokens"))) {
-      if (parse_int(v, 2, 512, &a->max_tokens)) {
-        snprintf(err, elen, "embed: --max-tokens: expected an integer in 2..512, got '%s'", v);
-        return 1;
-      }
+      int64_t x;
+      if (va_opt_i64("embed: --max-tokens", v, 2, 512, &x, err, elen)) return 1;
+      a->max_tokens = (int)x;
     } else if ((v = va_opt(argc, argv, &i, "--threads"))) {
-      if (parse_int(v, 1, 1024, &a->threads)) {
-        snprintf(err, elen, "embed: --threads: expected an integer >= 1, got '%s'", v);
-        return 1;
-      }
+      int64_t x;
+      if (va_opt_i64("embed: --threads", v, 1, 1024, &x, err, elen)) return 1;
+      a->threads = (int)x;
     } else if ((v = va_opt(argc, argv, &i, "--progress"))) {
       char *e;
       a->progress = strtod(v, &e);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h" /* va_cmd_gen */
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
+#include "cli/options.h"  /* va_opt, va_opt_i64, va_opt_unknown */
 #include "job/gen.h"      /* va_gen_options_t, va_gen_job */
 #include "util/util.h"    /* va_log0, va_agree */
 
@@ -32,14 +32,6 @@ static void gen_usage(void) {
       "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (!*s || *end || v < lo) return 1;
-  *out = v;
-  return 0;
-}
-
 int va_cmd_gen(int argc, char **argv) {
   va_gen_options_t g;
   va_gen_options_default(&g);
@@ -55,24 +47,18 @@ int va_cmd_gen(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--dtype"))) g.dtype = v;
     else if ((v = va_opt(argc, argv, &i, "--distance"))) g.distance = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) g.io = v;
-    else if ((v = va_opt(argc, argv, &i, "--n")))
-      bad = parse_i64(v, 1, &g.n) ? snprintf(err, sizeof err, "--n: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--d")))
-      bad = parse_i64(v, 1, &g.d) ? snprintf(err, sizeof err, "--d: expected an integer >= 1, got '%s'", v) : 0;
+    else if ((v = va_opt(argc, argv, &i, "--n"))) bad = va_opt_i64("--n", v, 1, INT64_MAX, &g.n, err, sizeof err);
+    else if ((v = va_opt(argc, argv, &i, "--d"))) bad = va_opt_i64("--d", v, 1, INT64_MAX, &g.d, err, sizeof err);
     else if ((v = va_opt(argc, argv, &i, "--clusters")))
-      bad = parse_i64(v, 1, &g.clusters)
-                ? snprintf(err, sizeof err, "--clusters: expected an integer >= 1, got '%s'", v)
-                : 0;
+      bad = va_opt_i64("--clusters", v, 1, INT64_MAX, &g.clusters, err, sizeof err);
     else if (!strcmp(argv[i], "--no-neighbors")) g.neighbors = 0;
     else if ((v = va_opt(argc, argv, &i, "--neighbors")))
-      bad = parse_i64(v, 1, &g.neighbors)
-                ? snprintf(err, sizeof err, "--neighbors: expected an integer >= 1, got '%s'", v)
-                : 0;
+      bad = va_opt_i64("--neighbors", v, 1, INT64_MAX, &g.neighbors, err, sizeof err);
     else if ((v = va_opt(argc, argv, &i, "--test")))
-      bad = parse_i64(v, 0, &g.test) ? snprintf(err, sizeof err, "--test: expected an integer >= 0, got '%s'", v) : 0;
+      bad = va_opt_i64("--test", v, 0, INT64_MAX, &g.test, err, sizeof err);
     else if ((v = va_opt(argc, argv, &i, "--seed"))) {
       int64_t s;
-      bad = parse_i64(v, 0, &s) ? snprintf(err, sizeof err, "--seed: expected an integer >= 0, got '%s'", v) : 0;
+      bad = va_opt_i64("--seed", v, 0, INT64_MAX, &s, err, sizeof err);
       g.seed = (uint64_t)s;
     } else if ((v = va_opt(argc, argv, &i, "--spread"))) {
       char *e;

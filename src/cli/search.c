@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h" /* va_cmd_search */
-#include "cli/options.h"  /* va_opt, va_opt_unknown */
+#include "cli/options.h"  /* va_opt, va_opt_i64, va_parse_i64, va_opt_unknown */
 #include "job/search.h"   /* va_search_options_t, va_search_job */
 #include "util/util.h"    /* va_log0, va_agree */
 
@@ -43,21 +43,13 @@ static void search_usage(void) {
           "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (!*s || *end || v < lo) return 1;
-  *out = v;
-  return 0;
-}
-
 /* "1,2,4": at most VA_SEARCH_MAX_SWEEP integers >= 1; 0 when it parses. */
 static int parse_nprobe_list(const char *s, va_search_options_t *o) {
   char buf[1024];
   if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf || !*s) return 1;
   o->n_nprobe = 0;
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (o->n_nprobe == VA_SEARCH_MAX_SWEEP || parse_i64(tok, 1, &o->nprobe[o->n_nprobe])) return 1;
+    if (o->n_nprobe == VA_SEARCH_MAX_SWEEP || va_parse_i64(tok, 1, INT64_MAX, &o->nprobe[o->n_nprobe])) return 1;
     o->n_nprobe++;
   }
   return o->n_nprobe == 0 || s[strlen(s) - 1] == ',';
@@ -86,10 +78,8 @@ int va_cmd_search(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--backend"))) o.backend = v;
     else if ((v = va_opt(argc, argv, &i, "--scan"))) o.scan = v;
     else if ((v = va_opt(argc, argv, &i, "--rerank")))
-      bad =
-          parse_i64(v, 1, &o.rerank) ? snprintf(err, sizeof err, "--rerank: expected an integer >= 1, got '%s'", v) : 0;
-    else if ((v = va_opt(argc, argv, &i, "--k")))
-      bad = parse_i64(v, 1, &o.k) ? snprintf(err, sizeof err, "--k: expected an integer >= 1, got '%s'", v) : 0;
+      bad = va_opt_i64("--rerank", v, 1, INT64_MAX, &o.rerank, err, sizeof err);
+    else if ((v = va_opt(argc, argv, &i, "--k"))) bad = va_opt_i64("--k", v, 1, INT64_MAX, &o.k, err, sizeof err);
     else if ((v = va_opt(argc, argv, &i, "--nprobe")))
       bad = parse_nprobe_list(v, &o) ? snprintf(err, sizeof err,
                                                 "--nprobe: expected integers >= 1 separated by commas (at most %d), "
@@ -97,11 +87,9 @@ int va_cmd_search(int argc, char **argv) {
                                                 VA_SEARCH_MAX_SWEEP, v)
                                      : 0;
     else if ((v = va_opt(argc, argv, &i, "--batch")))
-      bad = parse_i64(v, 1, &o.batch) ? snprintf(err, sizeof err, "--batch: expected an integer >= 1, got '%s'", v) : 0;
+      bad = va_opt_i64("--batch", v, 1, INT64_MAX, &o.batch, err, sizeof err);
     else if ((v = va_opt(argc, argv, &i, "--threads"))) {
-      bad = parse_i64(v, 1, &x) || x > 4096
-                ? snprintf(err, sizeof err, "--threads: expected an integer in [1, 4096], got '%s'", v)
-                : 0;
+      bad = va_opt_i64("--threads", v, 1, 4096, &x, err, sizeof err);
       o.threads = (int)x;
     } else {
       va_opt_unknown("search", argv[i], err, sizeof err);
