@@ -34,6 +34,11 @@
 #                recall >= 0.999 at nprobe = K, recall non-decreasing in nprobe, every layout alike,
 #                faiss on our lists within 0.005 of vecanneal's recall, every run finished. --text: the same
 #                on vecanneal embed's embeddings of WordNet's glosses, ground truth from search --exact
+#   codes-cpu    residual PQ codes (compress --codes pq, search on the codes) vs faiss-cpu IndexIVFPQ at the
+#                same nlist, M and 8 bits: training time, reconstruction error, recall@10 and queries/s at
+#                nprobe 1-64 with and without re-ranking (codes_cpu.py). Checks: decode() gives the /pq
+#                error, two searches alike, no recall curve falls by more than 0.005, re-ranked recall
+#                >= recall on codes, every run finished
 #   search-gpu   one or two GPUs: vecanneal search --backend cuda per nprobe against an exact PyTorch
 #                brute force at 1M and 8M x 128, the list scan's share of the copy bandwidth, 2-GPU strong
 #                scaling (search_gpu.sh). Checks: nprobe = K bitwise = --exact, --exact's recall against
@@ -55,6 +60,7 @@ case $family in
   embed-cpu) exec bash "$HERE/embed_cpu.sh" "$@" ;;
   embed-gpu) exec bash "$HERE/embed_gpu.sh" "$@" ;;
   search-cpu) exec python3 "$HERE/search_cpu.py" "$@" ;;
+  codes-cpu) exec python3 "$HERE/codes_cpu.py" "$@" ;;
   search-gpu) exec bash "$HERE/search_gpu.sh" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'

@@ -8,7 +8,8 @@
         ix.center, ix.anchors_centered, ix.sources        # the frame and the inputs (None when absent)
         ix.pq, ix.codes, ix.codebooks                    # compress --codes pq (None without codes)
         approx = ix.decode()                             # anchor + decoded residual (+ center for l2)
-        ivf = vi.to_faiss(ix, rows)                      # a faiss.IndexIVFFlat (needs faiss)
+        ivf = vi.to_faiss(ix, rows)                      # a faiss.IndexIVFFlat of the rows (needs faiss)
+        ivfpq = vi.to_faiss(ix)                          # a faiss.IndexIVFPQ of the codes (needs faiss)
 
 Reads format 2 (written by this vecanneal) and format 1 (files without a format_version attribute):
 in format 1, strings are bytes on disk and are decoded here; configuration values are text on disk
@@ -17,6 +18,10 @@ path as the job was given it, with no size or checksum (None); /history/anchors 
 history["anchor_count"]. Numbers come back as Python int and float, strings as str. What an index
 records only since some version (/center, /anchors_centered, /sources) is None where it is absent, and
 so are the codes of an index compressed without --codes pq (docs/codes.md).
+
+to_faiss(index, data) with the source rows builds an IndexIVFFlat of those rows on our lists; to_faiss(index)
+without rows builds an IndexIVFPQ of the index's own codes (compress --codes pq with d divisible by M; l2
+or cosine), nothing trained or re-encoded: see to_faiss.
 """
 
 import h5py
@@ -216,14 +221,27 @@ def open_index(path):
     return Index(path)
 
 
-def to_faiss(index, data):
-    """A faiss IndexIVFFlat whose coarse quantizer holds our anchors and whose inverted list j holds
-    exactly the rows we assigned to anchor j (ids = source row numbers).
+def to_faiss(index, data=None):
+    """A faiss inverted-file index on our anchors and lists: nothing is trained or re-assigned, the
+    coarse quantizer holds our anchors (nlist = k) and inverted list j holds exactly the rows we assigned
+    to anchor j, with ids = source row numbers. Needs faiss (pip install faiss-cpu); raises ImportError
+    without it.
 
-    data: the source rows (n x d, any numeric type, in source row order), as the index was built
-    from. l2: METRIC_L2 on the rows as given. cosine: METRIC_INNER_PRODUCT on the rows scaled to unit
-    length (a copy; zero rows stay zero), as vecanneal compared them; queries must be scaled alike.
-    Needs faiss (pip install faiss-cpu); raises ImportError without it.
+    data given: an IndexIVFFlat of the source rows (n x d, any numeric type, in source row order), as the
+    index was built from. l2: METRIC_L2 on the rows as given. cosine: METRIC_INNER_PRODUCT on the rows
+    scaled to unit length (a copy; zero rows stay zero), as vecanneal compared them.
+
+    data None: an IndexIVFPQ of the index's codes (compress --codes pq, docs/codes.md), without the rows:
+    M subspaces of 8 bits, our codebooks as its PQ centroids, by_residual, and every row's codes added to
+    its list as they are. faiss's subspaces are all d / M wide, so an index whose d is not a multiple of M
+    is refused (ValueError), as is one without codes. l2: METRIC_L2, the quantizer holding /anchors (the
+    source's coordinates), so queries go in as given; the codes describe x - center - anchors_centered,
+    which is x - anchors up to the float32 rounding of anchors = anchors_centered + center (half a unit of
+    the anchors' last place, far below the codes' own error). cosine: METRIC_INNER_PRODUCT, search
+    ranks by q.(a + e), as vecanneal's 1 - q.(a + e) does. reconstruct(i) (after make_direct_map()) gives
+    our decode() of row i up to that rounding.
+
+    In both, queries of a cosine index must be scaled to unit length, and nprobe = nlist visits every row.
     """
     import faiss
 
@@ -231,20 +249,63 @@ def to_faiss(index, data):
         with open_index(index) as ix:
             return to_faiss(ix, data)
     ix = index
+    if data is None:
+        return _to_faiss_pq(faiss, ix)
     x = np.ascontiguousarray(data, dtype=np.float32)
     if x.shape != (ix.n, ix.d):
         raise ValueError(f"data is {x.shape}, the index was built from {(ix.n, ix.d)}")
-    anchors = np.ascontiguousarray(ix.anchors, dtype=np.float32)
     if ix.metric == "cosine":
         x = x.copy()
         faiss.normalize_L2(x)
-        quantizer, metric = faiss.IndexFlatIP(ix.d), faiss.METRIC_INNER_PRODUCT
-    else:
-        quantizer, metric = faiss.IndexFlatL2(ix.d), faiss.METRIC_L2
-    quantizer.add(anchors)
+    quantizer, metric = _faiss_quantizer(faiss, ix)
     ivf = faiss.IndexIVFFlat(quantizer, ix.d, ix.k, metric)
     ivf.is_trained = True  # the quantizer holds the anchors: nothing to train
     lists = np.ascontiguousarray(ix.assignments, dtype=np.int64)
     ids = np.arange(ix.n, dtype=np.int64)
     ivf.add_core(ix.n, faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(lists))
+    return ivf
+
+
+def _faiss_quantizer(faiss, ix):
+    """A flat quantizer holding our anchors (source coordinates; cosine: unit) and the IVF metric."""
+    if ix.metric == "cosine":
+        quantizer, metric = faiss.IndexFlatIP(ix.d), faiss.METRIC_INNER_PRODUCT
+    elif ix.metric == "l2":
+        quantizer, metric = faiss.IndexFlatL2(ix.d), faiss.METRIC_L2
+    else:
+        raise ValueError(f"{ix.path}: metric {ix.metric!r} has no faiss equivalent here (l2 or cosine)")
+    quantizer.add(np.ascontiguousarray(ix.anchors, dtype=np.float32))
+    return quantizer, metric
+
+
+def _to_faiss_pq(faiss, ix):
+    """to_faiss without rows: the IndexIVFPQ of the index's codes (see to_faiss)."""
+    if ix.codes is None:
+        raise ValueError(f"{ix.path} has no codes (compress --codes pq writes them): pass the source rows "
+                         f"to to_faiss for an IndexIVFFlat")
+    pq = ix.pq
+    m, bits, dims = int(pq["m"]), int(pq["bits"]), ix.subspace_dims
+    if ix.d % m != 0:
+        raise ValueError(f"{ix.path}: d {ix.d} is not a multiple of its {m} subspaces (widths "
+                         f"{sorted(set(dims.tolist()), reverse=True)}); faiss's IndexIVFPQ needs d / M columns "
+                         f"in every subspace: compress with a --pq-m that divides d")
+    if bits != 8:
+        raise ValueError(f"{ix.path}: {bits}-bit codes; this export handles 8-bit codes only")
+    quantizer, metric = _faiss_quantizer(faiss, ix)
+    ivf = faiss.IndexIVFPQ(quantizer, ix.d, ix.k, m, bits, metric)
+    ivf.by_residual = True
+    books = np.ascontiguousarray(ix.codebooks[:, :, :ix.d // m], dtype=np.float32)  # m x 256 x d/m
+    faiss.copy_array_to_vector(books.ravel(), ivf.pq.centroids)
+    ivf.is_trained = True  # the quantizer holds the anchors and the PQ our codebooks: nothing to train
+    ivf.precompute_table()  # what faiss's own training ends with (l2: the anchor-centroid terms)
+    lists = ix.assignments.astype(np.int64)
+    order = np.argsort(lists, kind="stable")  # list by list, ascending row numbers within a list
+    codes = np.ascontiguousarray(ix.codes[order], dtype=np.uint8)
+    bounds = np.searchsorted(lists[order], np.arange(ix.k + 1))
+    for j in range(ix.k):
+        lo, hi = int(bounds[j]), int(bounds[j + 1])
+        if hi > lo:
+            ids = np.ascontiguousarray(order[lo:hi], dtype=np.int64)
+            ivf.invlists.add_entries(j, hi - lo, faiss.swig_ptr(ids), faiss.swig_ptr(codes[lo:hi]))
+    ivf.ntotal = ix.n
     return ivf

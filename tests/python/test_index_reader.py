@@ -12,7 +12,10 @@ of assign's input, and keep the frame; the format-1 fixture tests/data/index_for
 index without the frame read too (None for what they lack). Then, with faiss: to_faiss gives an
 IndexIVFFlat whose inverted lists hold exactly our assignment's members, faiss's quantizer puts every row
 in our list but for near-ties (docs/index-format.md), and a search with nprobe = nlist returns the exact
-neighbours of a flat index. Exit 77 (SKIP) only when faiss cannot be imported, after everything else passed.
+neighbours of a flat index; to_faiss without rows gives an IndexIVFPQ of an index's codes (d 32, M 8; l2
+and cosine) whose reconstruct(i) is our decode() of row i (1e-5 relative) and whose search with nprobe =
+nlist returns the top 10 of an exact asymmetric distance to decode()'s rows but for near-ties (ADC_TIE), and
+refuses an index with unequal subspaces (M 6) or without codes. Exit 77 (SKIP) only when faiss cannot be imported, after everything else passed.
 Codes (compress --codes pq, l2 and cosine, d 32 in 6 subspaces of 6 and 5 columns): codebooks and codes of
 the documented shapes and types, None without codes, and decode() gives rows whose squared error against
 the source rows (in the index's frame) is the /pq error attribute times its variance, and below the
@@ -35,6 +38,10 @@ SKIP = 77
 # agree to this much (relative to the larger; absolute for cosine's 1 - x.a): the anchors are stored in
 # float32 in the source's coordinates, and faiss computes in float32 in its own order.
 NEAR_TIE = 1e-5
+# The IndexIVFPQ's top 10 may differ from the exact asymmetric distance's where two decoded rows' distances
+# to the query agree to this much, relative to ||q||^2 + ||row||^2 (l2: faiss sums float32 tables that
+# cancel to the distance) or absolute (cosine's q.row of unit vectors).
+ADC_TIE = 1e-5
 
 
 def run(cmd, env):
@@ -234,6 +241,51 @@ def check_faiss(faiss, vi, path, x, queries):
               f"{len(qs)} queries")
 
 
+def check_faiss_pq(faiss, vi, path, unequal, plain, queries):
+    """to_faiss(index) without rows: the IndexIVFPQ of path's codes (d 32, M 8) against decode()."""
+    for refused, why in ((unequal, "not a multiple"), (plain, "has no codes")):
+        try:
+            vi.to_faiss(refused)
+        except ValueError as e:
+            check(why in str(e), f"{refused}: to_faiss refuses with {e}")
+        else:
+            check(False, f"{refused}: to_faiss without rows built an index ({why} expected)")
+    with vi.open_index(path) as ix:
+        ivf = vi.to_faiss(ix)
+        check(isinstance(ivf, faiss.IndexIVFPQ) and ivf.by_residual, f"{path}: to_faiss gave {type(ivf)}")
+        check(ivf.nlist == ix.k and ivf.ntotal == ix.n and ivf.pq.M == 8 and ivf.pq.nbits == 8 and ivf.code_size == 8,
+              f"{path}: nlist {ivf.nlist}, ntotal {ivf.ntotal}, M {ivf.pq.M}, code_size {ivf.code_size}")
+        approx = ix.decode().astype(np.float64)
+        ivf.make_direct_map()
+        rows = np.arange(0, ix.n, 997)
+        rec = np.stack([ivf.reconstruct(int(i)) for i in rows]).astype(np.float64)
+        rel = np.linalg.norm(rec - approx[rows], axis=1) / np.linalg.norm(approx[rows], axis=1)
+        check(np.all(rel <= 1e-5), f"{path}: reconstruct(i) differs from decode() by {rel.max():.3g} relative")
+        qs = queries.astype(np.float32, copy=True)
+        if ix.metric == "cosine":
+            faiss.normalize_L2(qs)
+        ivf.nprobe = ivf.nlist
+        D, I = ivf.search(qs, 10)
+        q64 = qs.astype(np.float64)
+        if ix.metric == "cosine":
+            exact, scale = -(q64 @ approx.T), np.ones((len(qs), 1))
+        else:
+            sq = (approx ** 2).sum(1)
+            exact = (q64 ** 2).sum(1)[:, None] - 2 * q64 @ approx.T + sq[None, :]
+            scale = (q64 ** 2).sum(1)[:, None] + sq.max()
+        best = np.sort(exact, axis=1)[:, :10]
+        check(np.all(I >= 0), f"{path}: the IndexIVFPQ returned fewer than 10 rows")
+        got = np.take_along_axis(exact, I, axis=1)  # the exact distance of the row faiss put at each rank
+        gap = np.abs(got - best) / scale
+        check(np.all(gap <= ADC_TIE), f"{path}: the IndexIVFPQ's top 10 differs from the exact asymmetric "
+              f"distance's beyond a near-tie (worst gap {gap.max():.3g})")
+        check(np.allclose(-D if ix.metric == "cosine" else D, best, rtol=0, atol=ADC_TIE * scale.max()),
+              f"{path}: the IndexIVFPQ's distances differ from the exact asymmetric distances")
+        same = np.argsort(exact, axis=1, kind="stable")[:, :10] == I
+        print(f"  {path}: IndexIVFPQ reconstructs decode() within {rel.max():.2g}; nprobe = nlist returns the exact "
+              f"top 10 of the codes for {len(qs)} queries ({int((~same).sum())} of {same.size} ids at near-ties)")
+
+
 def check_codes(vi, path, plain, train, metric):
     """An index of compress --codes pq --pq-m 6 (d 32): shapes, and decode() as the /pq error says."""
     with vi.open_index(plain) as ix:
@@ -289,6 +341,8 @@ def main():
         coded = out.replace(".idx.h5", ".pq.h5")
         run([a.vecanneal] + common + ["--set", f"metric={metric}", "--codes", "pq", "--pq-m", "6", "--out", coded], env)
         check_codes(vi, coded, out, train, metric)
+        run([a.vecanneal] + common + ["--set", f"metric={metric}", "--codes", "pq", "--pq-m", "8", "--out",
+                                      out.replace(".idx.h5", ".pq8.h5")], env)
     check_format1(vi, os.path.join(a.source, "tests", "data", "index_format1.h5"))
     print("reader: l2 and cosine indexes (format 2) and the format-1 fixture read with typed values and frames")
     # Two adds of the 200 test rows: /sources holds compress's rows and both inputs.
@@ -319,6 +373,7 @@ def main():
         x, queries = f["train"][()], f["test"][()]
     for path in indexes.values():
         check_faiss(faiss, vi, path, x, queries)
+        check_faiss_pq(faiss, vi, path.replace(".idx.h5", ".pq8.h5"), path.replace(".idx.h5", ".pq.h5"), path, queries)
     print(f"PASS (faiss {faiss.__version__})")
     return 0
 
