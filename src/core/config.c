@@ -120,6 +120,10 @@ static const key_def_t KEYS[] = {
     {"pq_iters", K_INT, F(pq_iters), "25", 1, 1e9, NULL,
      "codes = pq: iteration limit of each subspace's codebook loop (plain Lloyd steps: eta 1, no momentum, "
      "no merges or splits; empty centroids re-seeded)"},
+    {"pq_train_sample", K_INT, F(pq_train_sample), "65536", 0, BIG, NULL,
+     "codes = pq: rows each codebook trains on, row floor(i x n / N) for i < N as train_sample takes them (the "
+     "same rows for any rank count), when below the anchors' training rows; every row is encoded; 0 = the "
+     "anchors' training rows"},
     {"checkpoint_every", K_INT, F(checkpoint_every), "0", 0, 1e9, NULL,
      "write a checkpoint every this many iterations; 0 = only when stopped by SIGTERM/SIGUSR1"},
     {"checkpoint", K_STR, F(checkpoint), "", 0, 0, NULL, "checkpoint file; empty = OUT.ckpt.h5"},

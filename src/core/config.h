@@ -66,6 +66,7 @@ typedef struct {
   /* codes (docs/codes.md) */
   int codes;                       /* VA_CODES_* */
   int64_t pq_m, pq_bits, pq_iters; /* subspaces, bits per code, iteration limit of each codebook's loop */
+  int64_t pq_train_sample;         /* rows the codebooks train on (0: the anchors' training rows) */
   /* checkpoints */
   int64_t checkpoint_every;
   char checkpoint[VA_PATH_MAX];

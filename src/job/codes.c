@@ -19,8 +19,13 @@
 /* Rows gathered per step: CHUNK_ROWS x d floats of residuals. */
 #define CHUNK_ROWS 16384
 
+int64_t va_codes_train_rows(const va_config_t *cfg, int64_t train_rows) {
+  return cfg->pq_train_sample > 0 && cfg->pq_train_sample < train_rows ? cfg->pq_train_sample : train_rows;
+}
+
 void va_codes_check(const va_config_t *cfg, int64_t d, int64_t train_rows, const char *input_label) {
   if (cfg->codes != VA_CODES_PQ) return;
+  train_rows = va_codes_train_rows(cfg, train_rows);
   char err[VA_PATH_MAX + 600] = "";
   const int64_t ksub = (int64_t)1 << cfg->pq_bits;
   if (cfg->pq_m > d)
@@ -33,7 +38,9 @@ void va_codes_check(const va_config_t *cfg, int64_t d, int64_t train_rows, const
              "codes = pq trains %lld centroids per subspace (pq_bits = %lld), more than the %lld rows of '%s' they "
              "would be trained on%s; compress more rows, or without --codes",
              (long long)ksub, (long long)cfg->pq_bits, (long long)train_rows, input_label,
-             cfg->train_sample > 0 ? " (train_sample)" : "");
+             cfg->pq_train_sample > 0 && cfg->pq_train_sample == train_rows ? " (pq_train_sample)"
+             : cfg->train_sample > 0                                        ? " (train_sample)"
+                                                                            : "");
   VA_AGREE_OR_EXIT(err[0] && va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
 }
 

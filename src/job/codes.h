@@ -10,6 +10,9 @@
 #include "core/config.h" /* va_config_t */
 #include "io/index.h"    /* va_index_codes_t */
 
+/* The rows the codebooks train on: pq_train_sample when it is set and below the anchors' train_rows,
+ * else train_rows (the anchors' sample, or every row: n). */
+int64_t va_codes_train_rows(const va_config_t *cfg, int64_t train_rows);
 /* Collective, before anything is read: codes = pq with pq_m outside 1..d, or fewer training rows than
  * the 2^pq_bits centroids of a codebook, ends every rank with VA_EXIT_USAGE and one message (input_label
  * names the input). */
@@ -19,8 +22,8 @@ void va_codes_check(const va_config_t *cfg, int64_t d, int64_t train_rows, const
 double va_codes_host_bytes(const va_config_t *cfg, int64_t n_local, int64_t train_local, int64_t d);
 /* Collective, after va_final_pass (st->assign on the host; st->A the anchors the rows were assigned to):
  * the codes of every row of this rank and the codebooks, into out (va_codes_free releases it).
- * train_rows: the sample the anchors were trained on (train_sample; st->n: every row), whose rows train
- * the codebooks too. Logs one line per subspace and a summary on rank 0. */
+ * train_rows: the rows the codebooks train on (va_codes_train_rows: row floor(i n / train_rows) for
+ * i < train_rows, job/sample.h; st->n: every row). Logs one line per subspace and a summary on rank 0. */
 void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out);
 void va_codes_free(va_index_codes_t *c);
 #endif

@@ -438,10 +438,12 @@ static int compress_job(const va_compress_options_t *o) {
   double pinned = 0;
   pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
   if (cfg.memory_check)
-    check_memory(host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct) +
-                     va_codes_host_bytes(&cfg, st.n_local,
-                                         (int64_t)((double)st.n_local * (double)train_rows / (double)in.n) + 1, st.d),
-                 threads, !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
+    check_memory(
+        host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct) +
+            va_codes_host_bytes(
+                &cfg, st.n_local,
+                (int64_t)((double)st.n_local * (double)va_codes_train_rows(&cfg, train_rows) / (double)in.n) + 1, st.d),
+        threads, !plan.cuda && st.aopts.kernel == VA_CPU_ASSIGN_SGEMM, st.n_local, st.d);
   /* The shard: one float32 copy per rank (staging chunks for other types). */
   if (embed_corpus) {
     /* Vectors still on the GPU this job's CUDA backend runs on stay there (cosine, resident); otherwise
@@ -564,7 +566,7 @@ shard_ready:
          *mse = va_malloc((size_t)st.k * sizeof(double), "mse");
   double E = va_final_pass(&st, counts, mse);
   va_index_codes_t codes = {0};
-  if (cfg.codes == VA_CODES_PQ) va_codes_pq(&st, train_rows, &codes);
+  if (cfg.codes == VA_CODES_PQ) va_codes_pq(&st, va_codes_train_rows(&cfg, train_rows), &codes);
   float *anchors = va_malloc((size_t)(st.k * st.d) * sizeof(float), "output anchors");
   for (int64_t j = 0; j < st.k; j++)
     for (int64_t q = 0; q < st.d; q++) anchors[j * st.d + q] = (float)(st.A[j * st.d + q] + st.center[q]);

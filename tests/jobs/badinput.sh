@@ -44,6 +44,7 @@ expect 2 "more than the 8 columns" --input "$good:/train" --anchors 4 --codes pq
 expect 2 "4 is not supported yet" --input "$good:/train" --anchors 4 --codes pq --pq-m 4 --pq-bits 4
 expect 2 "not one of none|pq" --input "$good:/train" --anchors 4 --codes opq
 expect 2 "256 centroids"     --input "$good:/train" --anchors 4 --codes pq --pq-m 4 --train-sample 200
+expect 2 "pq_train_sample"   --input "$good:/train" --anchors 4 --codes pq --pq-m 4 --set pq_train_sample=100
 # backend cuda that cannot run: no CUDA in the build, no device, or (on a GPU machine) the ranks all on
 # device 0, which NCCL refuses
 expect 2 "CUDA\|GPU"         --input "$good:/train" --anchors 4 --backend cuda --set device=0

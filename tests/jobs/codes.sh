@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # codes.sh: compress --codes pq (docs/codes.md). l2 (d 30, M 8: subspaces of 4 and 3 columns) and cosine
-# (d 24, M 6), and l2 with --train-sample: /pq/codes and /pq/codebooks on 2, 3 and 4 ranks bitwise those
+# (d 24, M 6), l2 with --train-sample and with pq_train_sample (the codebooks' own sample): /pq/codes and /pq/codebooks on 2, 3 and 4 ranks bitwise those
 # of 1 rank (anchors within 1e-5 as ranks.sh allows; here they agree bitwise too); 3 threads = 1 thread
 # and io = independent = collective, bitwise; the codes are the rows encoded again from the index
 # (tests/unit/test_pq.c --index, on 2 ranks) and the /pq error their decoded error; the error with codes
@@ -63,6 +63,10 @@ case_ l2 "$WORK/l2.h5" 8
 case_ cosine "$WORK/cos.h5" 6 --set metric=cosine
 case_ sample "$WORK/l2.h5" 5 --train-sample 2500
 [ "$(attr "$WORK/sample.p1.h5" pq/train_rows)" = 2500 ] || fail "sample: /pq/train_rows is not 2500"
+# The codebooks on their own sample (pq_train_sample below the anchors' rows); every row still encoded.
+case_ pq_sample "$WORK/l2.h5" 8 --set pq_train_sample=1500
+[ "$(attr "$WORK/pq_sample.p1.h5" pq/train_rows)" = 1500 ] || fail "pq_sample: /pq/train_rows is not 1500"
+same_codes "$WORK/pq_sample.p1.h5" "$WORK/l2.p1.h5" && fail "pq_sample: the codebooks ignored pq_train_sample"
 # More subspaces, smaller error: the same anchors, 10 codes against 5.
 run_np 2 compress --input "$WORK/l2.h5:/train" --anchors 16 --codes pq --pq-m 10 --set threads=1 --set progress_every=0 \
   --train-sample 2500 --out "$WORK/m10.h5" > /dev/null || fail "M 10"
