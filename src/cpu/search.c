@@ -309,11 +309,6 @@ static void offer_rows(const float *q, const float *X, int64_t m, int64_t d, con
   }
 }
 
-void va_search_scan_one(const float *q, int64_t d, const float *X, int64_t m, const int64_t *ids, int64_t id0,
-                        int cosine, va_topk_t *h) {
-  offer_rows(q, X, m, d, ids, id0, cosine ? MEASURE_COSINE : MEASURE_L2, NULL, h);
-}
-
 /* Query blocks over tiles of rows (the tile stays in L1 while the block passes over it), blocks spread
  * over the threads. */
 static void scan_tiles(const float *Q, int64_t nq, int64_t d, const float *X, int64_t m, const int64_t *ids,

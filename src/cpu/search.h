@@ -53,10 +53,6 @@ int va_search_simd_available(void);
  * threads (each query's heap is touched by one thread). Never holds an m x nq matrix. */
 void va_search_scan(const float *Q, int64_t nq, int64_t d, const float *X, int64_t m, const int64_t *ids, int64_t id0,
                     int cosine, int threads, va_topk_t *heaps);
-/* One query q against rows X (m x d, ids as above): offers every (distance, id) to heap h, on the
- * calling thread (the list scan's step). */
-void va_search_scan_one(const float *q, int64_t d, const float *X, int64_t m, const int64_t *ids, int64_t id0,
-                        int cosine, va_topk_t *h);
 /* The IVF list scan: heaps[q] is offered every row of the lists probes[q * nprobe ...] name (list j:
  * rows [offset[j], offset[j + 1]) of rows, ids ids[...]). The queries are cut into `threads` blocks, one
  * per thread; within a block the queries are grouped by list, so a tile of a list's rows is read from
