@@ -34,6 +34,11 @@ static void cpu_scan_all(const va_search_engine_t *e, const va_search_lists_t *L
   free(heaps);
 }
 
+static void cpu_probe(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq, int cosine,
+                      int64_t nprobe, int64_t *probes) {
+  va_search_probe(Q, nq, L->d, L->anchors, L->nanchors, cosine, nprobe, e->threads, probes);
+}
+
 /* The CPU engine scans the lists where they are: nothing to take or to free. */
 static void cpu_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
   (void)e;
@@ -48,6 +53,7 @@ va_search_engine_t va_search_engine_cpu(int threads) {
                               .threads = threads > 0 ? threads : 1,
                               .ctx = NULL,
                               .prepare = cpu_prepare,
+                              .probe = cpu_probe,
                               .scan_lists = cpu_scan_lists,
                               .scan_all = cpu_scan_all,
                               .destroy = cpu_destroy};
@@ -64,13 +70,31 @@ typedef struct {
 static void cuda_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
   cuda_engine_t *c = e->ctx;
   if (c->gpu) va_cuda_search_destroy(c->gpu);
-  c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids);
+  /* the l2 probe's anchor terms, by the CPU's recipe (one pass over the anchors on the host) */
+  float *norms = va_malloc((size_t)(L->nanchors + 1) * sizeof *norms, "anchor norms");
+  for (int64_t j = 0; j < L->nanchors; j++) norms[j] = va_search_probe_norm(L->anchors + j * L->d, L->d);
+  c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids, L->nanchors,
+                                 L->anchors, norms);
+  free(norms);
 }
 
 static cuda_engine_t *prepared(const va_search_engine_t *e) {
   cuda_engine_t *c = e->ctx;
   if (!c->gpu) VA_FATAL("the GPU search engine scanned before prepare gave it the lists");
   return c;
+}
+
+/* nprobe above the device scan's limit: the CPU probe, the same anchors. */
+static void cuda_probe(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq, int cosine,
+                       int64_t nprobe, int64_t *probes) {
+  if (nprobe > VA_CUDA_SEARCH_MAX_K) {
+    cpu_probe(e, L, Q, nq, cosine, nprobe, probes);
+    return;
+  }
+  va_neighbor_t *best = va_malloc((size_t)(nq * nprobe + 1) * sizeof *best, "probed anchors");
+  va_cuda_search_probe(prepared(e)->gpu, Q, nq, cosine, nprobe, best);
+  for (int64_t i = 0; i < nq * nprobe; i++) probes[i] = best[i].id;
+  free(best);
 }
 
 /* k above the device scan's limit: the CPU kernels, the same entries. */
@@ -103,6 +127,7 @@ va_search_engine_t va_search_engine_cuda(int device, int threads) {
                               .threads = threads > 0 ? threads : 1,
                               .ctx = c,
                               .prepare = cuda_prepare,
+                              .probe = cuda_probe,
                               .scan_lists = cuda_scan_lists,
                               .scan_all = cuda_scan_all,
                               .destroy = cuda_destroy};
@@ -138,7 +163,7 @@ va_search_engine_t va_search_engine_open(const char *backend, int threads, int64
     return va_search_engine_cpu(threads);
   }
   size_t free_b = 0, total_b = 0;
-  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, batch);
+  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, nlists, batch);
   const double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
   int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));

@@ -1,9 +1,10 @@
 /* search.h (backend): the seam of nearest-neighbour search. The search job (job/search.c) hands a
- * search engine this rank's inverted lists and a batch of queries with the lists each one probes; the
- * engine returns each query's top k over its members of those lists (or over every row: exact). The CPU
- * engine runs cpu/search.h; the GPU engine (cuda/search.h) takes the same lists, uploaded once, and
- * answers with the same entries bit for bit (the same distance recipe, the order of cpu/search.h:
- * distance, then global row id), so the job does not change with the hardware and never sees CUDA. */
+ * search engine this rank's inverted lists and the index's anchors; per batch of queries the engine
+ * finds each query's nearest anchors (the lists it probes) and each query's top k over its members of
+ * the probed lists (or over every row: exact). The CPU engine runs cpu/search.h; the GPU engine
+ * (cuda/search.h) takes the same lists and anchors, uploaded once, and answers with the same entries bit
+ * for bit (the same distance recipe, the order of cpu/search.h: distance, then global row id or anchor
+ * id), so the job does not change with the hardware and never sees CUDA. */
 #ifndef VECANNEAL_BACKEND_SEARCH_H
 #define VECANNEAL_BACKEND_SEARCH_H
 #include <stdint.h>
@@ -12,12 +13,15 @@
 
 /* One rank's inverted lists: the rows of its shard grouped by anchor. List j holds rows
  * [offset[j], offset[j + 1]) of rows (in list order, d floats each; cosine: unit length) with global
- * row ids ids[...], ascending within a list. */
+ * row ids ids[...], ascending within a list. anchors: the index's nanchors anchors in the same frame,
+ * which the probe measures (nanchors = nlists). */
 typedef struct {
   int64_t nlists, nrows, d;
   const int64_t *offset;
   const float *rows;
   const int64_t *ids;
+  int64_t nanchors;
+  const float *anchors;
 } va_search_lists_t;
 
 typedef struct va_search_engine {
@@ -28,6 +32,10 @@ typedef struct va_search_engine {
   /* Once, before the first scan: the engine takes the lists it will scan (the GPU engine uploads them;
    * the CPU engine reads them in place). Every scan after it gets these lists, unchanged. */
   void (*prepare)(struct va_search_engine *e, const va_search_lists_t *lists);
+  /* probes[q * nprobe ...] <- query q's nprobe nearest anchors, va_search_probe's answer (the same bits on
+   * every engine). 1 <= nprobe <= nanchors. */
+  void (*probe)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
+                int cosine, int64_t nprobe, int64_t *probes);
   /* out[q * k ...] <- the k best of query q's members of lists probes[q * nprobe ...], sorted (fillers
    * when the lists hold fewer than k rows). Q: nq x d queries in the lists' frame. */
   void (*scan_lists)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
@@ -42,15 +50,15 @@ typedef struct va_search_engine {
 /* The CPU engine on `threads` threads (prepare and destroy do nothing). */
 va_search_engine_t va_search_engine_cpu(int threads);
 /* The GPU engine on CUDA device `device` (cuda/search.h): the same entries as the CPU engine, bit for
- * bit; k above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists only in a
- * build with the CUDA backend (VECANNEAL_CUDA). */
+ * bit; k (or nprobe) above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists
+ * only in a build with the CUDA backend (VECANNEAL_CUDA). */
 va_search_engine_t va_search_engine_cuda(int device, int threads);
 /* The largest k the GPU engine scans on the device (cuda/search.h: VA_CUDA_SEARCH_MAX_K). */
 #define VA_SEARCH_GPU_MAX_K 256
 
 /* Collective: the engine for `backend` ("auto", "cpu" or "cuda"), the same kind on every rank (never a
  * mix). auto: the GPU engine when this build has CUDA, every rank sees a device and every rank's lists
- * (nlists lists, nrows x d rows, batches of `batch` queries) fit its free GPU memory, and k is at most
+ * (nlists lists and anchors, nrows x d rows, batches of `batch` queries) fit its free GPU memory, and k is at most
  * VA_SEARCH_GPU_MAX_K; else the CPU engine, with a note on rank 0 saying why. cuda: the GPU engine, or an
  * agreed exit: 2 without a CUDA build or a device on some rank, 5 when the lists do not fit a GPU; above
  * the k limit the CPU engine with a note. Call prepare with the lists, scan, then destroy. */

@@ -344,8 +344,10 @@ void va_search_scan_ref(const float *Q, int64_t nq, int64_t d, const float *X, i
 
 float va_search_probe_key(const float *q, const float *a, int64_t d, int cosine) {
   if (cosine) return va_search_distance_portable(q, a, d, 1);
-  return finish(recipe_sum_portable(q, a, d, 1), MEASURE_PROBE_L2, recipe_sum_portable(a, a, d, 1));
+  return finish(recipe_sum_portable(q, a, d, 1), MEASURE_PROBE_L2, va_search_probe_norm(a, d));
 }
+
+float va_search_probe_norm(const float *a, int64_t d) { return recipe_sum_portable(a, a, d, 1); }
 
 void va_search_probe(const float *Q, int64_t nq, int64_t d, const float *A, int64_t nanchors, int cosine,
                      int64_t nprobe, int threads, int64_t *probes) {
@@ -354,7 +356,7 @@ void va_search_probe(const float *Q, int64_t nq, int64_t d, const float *A, int6
   float *norms = NULL;
   if (!cosine) {
     norms = va_malloc((size_t)(nanchors + 1) * sizeof *norms, "anchor norms");
-    for (int64_t j = 0; j < nanchors; j++) norms[j] = recipe_sum_portable(A + j * d, A + j * d, d, 1);
+    for (int64_t j = 0; j < nanchors; j++) norms[j] = va_search_probe_norm(A + j * d, d);
   }
   for (int64_t qi = 0; qi < nq; qi++) va_topk_init(&heaps[qi], store + qi * nprobe, nprobe);
   const measure_t measure = cosine ? MEASURE_COSINE : MEASURE_PROBE_L2;

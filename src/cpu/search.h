@@ -73,6 +73,8 @@ void va_search_probe(const float *Q, int64_t nq, int64_t d, const float *A, int6
                      int64_t nprobe, int threads, int64_t *probes);
 /* The probe's key of query q and anchor a, without SIMD (the probe's bits: tested). */
 float va_search_probe_key(const float *q, const float *a, int64_t d, int cosine);
+/* The anchor's term |a|^2 of the l2 key, by the recipe (the GPU probe takes these). */
+float va_search_probe_norm(const float *a, int64_t d);
 
 /* Merges nlists sorted lists of k entries each (list l at in[l * stride ...]) into the k first entries
  * of their union, sorted, into out[0..k). */

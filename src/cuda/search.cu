@@ -1,28 +1,35 @@
-/* search.cu: the GPU scan of nearest-neighbour search (cuda/search.h): one rank's inverted lists resident
- * on the device, and per batch a fused distance + top-k kernel, bitwise the CPU engine's answer.
+/* search.cu: the GPU side of nearest-neighbour search (cuda/search.h): one rank's inverted lists and the
+ * index's anchors resident on the device; per batch the probe (queries against the anchors) and the list
+ * scan (queries against the rows of the lists they probe), both by one tiled kernel with a fused top-k,
+ * bitwise the CPU engine's answer.
  *
- * The distance. Eight lanes of a warp measure one row: lane u builds the partial sum s_u over
- * t = u, u + 8, u + 16, ... in increasing t, each step one fused multiply-add (l2: fma(q - x, q - x, s),
- * cosine: fma(q, x, s)), which is exactly the CPU recipe's s[t mod 8]; butterfly shuffles over lane
- * distances 4, 2, 1 then leave in every lane of the group ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)) (lane u
- * adds its partner's sum to its own: float addition is commutative bit for bit, so which operand comes
- * first does not matter); cosine takes max(0, 1 - sum) as the CPU does (1 - sum is never -0, so the
- * max instruction nvcc may pick gives the CPU's +0 too). The steps are written with the round-to-nearest intrinsics
- * (__fsub_rn, __fmaf_rn, __fadd_rn), which nvcc never contracts or reorders, and this file is compiled
- * with -ftz=false -prec-div=true -prec-sqrt=true whatever the global flags say (cmake/cuda.cmake): a
- * denormal partial sum keeps its value as on the CPU. So every distance has the CPU kernel's bits.
+ * Work. The queries of a batch are grouped by the lists they probe (host side: a counting sort of the
+ * (query, probe) pairs). A work item is one list, up to QT = 32 of its pairs and one of nsplit parts of
+ * its rows; one block of 256 threads takes one item and reads the part's rows once, in tiles of RT = 64
+ * rows, for all its queries (the tile and a 32-coordinate chunk of the queries in shared memory). An
+ * exact scan is one list holding every row that every query probes; the probe is the anchors as one
+ * list, measured by the probe's key. Each item leaves, per pair, its k best sorted; a second kernel
+ * merges a query's nprobe x nsplit lists into its k first.
  *
- * The top-k. One block of 256 threads (32 groups of 8 lanes) scans one query's rows, or one of nsplit
- * slices of them (each probed list cut into nsplit equal parts, for parallelism when the batch has few
- * queries; the slices' sorted lists are merged on the host by va_search_merge). A block keeps, in shared
- * memory, one buffer of 512 entries: its k best so far, sorted, in [0, k), and candidates appended at
- * [k, k + 256). Rows come in tiles of 128 (each group 4 rows at once); a row is a candidate when its
- * (distance, id) comes before the k-th best at the last merge (a looser bound than the current k-th is
- * still exact: an entry that does not beat some k entries cannot be among the k first). Before a tile
- * whose candidates would overflow the buffer, and at the end, the whole buffer is sorted (bitonic, by
- * distance then id as unsigned, so the fillers (+inf, -1) go last) and its first k kept. The k first
- * entries under a total order depend only on the set of rows scanned: the answer is the CPU's, entry
- * for entry. No n x q matrix is ever formed; rows are read once per query from global memory. */
+ * The distance. Lane u of a group of 8 lanes builds the recipe's partial sum s_u over t = u, u + 8, ...
+ * in increasing t, one fused multiply-add a step (l2: fma(q - x, q - x, s); cosine and the probe:
+ * fma(q, x, s)), for 4 queries x 16 rows at once (64 independent chains: each shared-memory load serves
+ * 4 or 16 of them). A reduce-scatter over lane distances 4, 2, 1 then combines the eight sums of each pair
+ * as ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)) (each step adds the partner's sum to one's own; float addition is
+ * commutative bit for bit), leaving each lane 8 finished pairs. The finish is the CPU's: l2 the sum,
+ * cosine max(0, 1 - sum) (never -0), the probe |a|^2 - (sum + sum). The steps use the round-to-nearest
+ * intrinsics, which nvcc never contracts or reorders, and this file is compiled with -ftz=false
+ * -prec-div=true -prec-sqrt=true whatever the global flags say (cmake/cuda.cmake): so every distance has
+ * the CPU kernel's bits, denormal partial sums included.
+ *
+ * The top-k. Warp w owns queries 4w..4w+3 of its item: their distances come from its lanes alone, so a
+ * warp keeps their top-k without block barriers. Each query has a buffer of BUFQ entries in shared
+ * memory: its k best so far, sorted, in [0, k), candidates appended after. A distance is a candidate
+ * when its (distance, id) comes before the k-th best at the last compaction (a looser bound than the
+ * current k-th is still exact). When a buffer could overflow with the next tile, the warp sorts it
+ * (bitonic, by distance then id as unsigned, so the fillers (+inf, -1) go last) and keeps its first k.
+ * The k first entries under a total order depend only on the set of rows scanned: the answer is the
+ * CPU's, entry for entry. No queries x rows matrix is formed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,32 +37,55 @@
 #include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree */
 #include "cuda/search.h"
 
-static const int SEARCH_THREADS = 256;              /* one block: 32 groups of 8 lanes */
-static const int GROUP = 8;                         /* lanes per row: one per partial sum of the recipe */
-static const int ROWS_PER_GROUP = 4;                /* rows a group measures at once (independent chains) */
-static const int TILE = 32 * ROWS_PER_GROUP;        /* rows per tile: 32 groups x 4 */
-static const int CAND = 2 * TILE;                   /* candidate slots: two tiles */
-static const int BUF = 512;                         /* kept + candidates, a power of two >= MAX_K + CAND */
-static const int64_t MIN_ROWS_PER_BLOCK = 8 * TILE; /* slices smaller than this are not worth a block */
-static const int MAX_SPLIT = 64;                    /* slices per query at most */
-static_assert(VA_CUDA_SEARCH_MAX_K + CAND <= BUF, "the buffer holds the k best and a full candidate set");
-static_assert(BUF == 2 * SEARCH_THREADS, "the bitonic sort gives each thread one pair per stage");
-static_assert(CAND >= TILE, "a tile's candidates fit an empty candidate set");
+static const int THREADS = 256;       /* 8 warps */
+static const int QT = 32;             /* pairs (queries) per work item: 4 per warp */
+static const int RT = 64;             /* rows per tile: 4 groups of a warp x 16 rows */
+static const int TC = 32;             /* coordinates per chunk held in shared memory */
+static const int STRIDE = TC + 8;     /* a chunk row's floats: 8 of padding make the lanes' reads conflict-free */
+static const int SMALL_BUF = 128;     /* a query's buffer for k <= SMALL_BUF - RT */
+static const int LARGE_BUF = 512;     /* ... and up to VA_CUDA_SEARCH_MAX_K */
+static const int MIN_PART_ROWS = 512; /* a list is not cut into parts smaller than this */
+static const int MAX_SPLIT = 64;
+/* A batch's per-pair results are nq x nprobe x nsplit x k entries: the batch is scanned in pieces that
+ * keep them under this many. */
+static const int64_t MAX_PIECE_ENTRIES = (int64_t)1 << 24;
+static_assert(LARGE_BUF - RT >= VA_CUDA_SEARCH_MAX_K, "a full tile of candidates fits beside the k best");
+
+enum measure_t { MEASURE_L2, MEASURE_COSINE, MEASURE_PROBE_L2 };
+
+/* What one scan reads: rows X in lists (list j: rows [offset[j], offset[j + 1])), their ids (NULL: the
+ * row number), and for the probe the rows' |x|^2. */
+struct scan_set {
+  const float *X;
+  const int64_t *ids;
+  const float *norms;
+  const int64_t *offset;   /* device, nlists + 1 */
+  const int64_t *h_offset; /* the same on the host */
+  int64_t nlists, nrows;
+};
+
+/* One block's work: pairs [pair0, pair0 + npairs) of the grouped pairs, all probing `list`, over part
+ * `part` of nsplit of its rows. */
+struct work_item {
+  int list, part, pair0, npairs;
+};
 
 struct va_cuda_search {
-  int device;
-  int64_t nlists, nrows, d;
-  int sms;
+  int device, sms;
+  int64_t nlists, nrows, d, nanchors;
   cudaStream_t stream;
-  float *X;        /* nrows x d, in list order */
-  int64_t *ids;    /* nrows global row ids */
-  int64_t *offset; /* nlists + 1, on the device */
-  int64_t *h_offset;
+  float *X, *A, *A_norms;                                         /* rows in list order; anchors; their |a|^2 (l2) */
+  int64_t *ids, *offset, *h_offset;                               /* row ids; list offsets on the device and the host */
+  int64_t *all_offset, h_all_offset[2], *a_offset, h_a_offset[2]; /* one list of every row / anchor */
   /* per batch, grown on demand */
   float *Q;
-  int64_t *probes;
-  va_neighbor_t *out, *h_out;
-  size_t Q_cap, probes_cap, out_cap, h_out_cap; /* elements */
+  int *pairs;
+  work_item *items;
+  va_neighbor_t *part_out, *out;
+  size_t Q_cap, pairs_cap, items_cap, part_out_cap, out_cap; /* elements */
+  int *h_pairs, *h_count;
+  work_item *h_items;
+  size_t h_pairs_cap, h_count_cap, h_items_cap;
 };
 
 /* a before b: smaller distance, then smaller id as unsigned (the filler id -1 last): va_search_before. */
@@ -63,134 +93,242 @@ __device__ __forceinline__ bool entry_before(float da, unsigned long long ia, fl
   return da != db ? da < db : ia < ib;
 }
 
-/* Sorts the block's BUF entries ascending (bitonic network; every thread one compare-exchange per
- * stage). Called by every thread of the block, after a barrier that makes the entries visible; ends with
- * one. Entries are distinct (row ids are), so the result does not depend on the network's order. */
-__device__ void sort_entries(float *sd, unsigned long long *sid) {
-  const int i = threadIdx.x;
+/* Sorts one query's BUF entries ascending (bitonic network, the 32 lanes of a warp; ends with a warp
+ * barrier). Equal entries are only fillers, so the result does not depend on the network. */
+template <int BUF>
+__device__ void warp_sort(float *sd, unsigned long long *sid, int lane) {
   for (int size = 2; size <= BUF; size <<= 1)
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
-      const bool up = (lo & size) == 0;
-      const float da = sd[lo], db = sd[hi];
-      const unsigned long long ia = sid[lo], ib = sid[hi];
-      if (entry_before(db, ib, da, ia) == up) {
-        sd[lo] = db;
-        sd[hi] = da;
-        sid[lo] = ib;
-        sid[hi] = ia;
+      for (int i = lane; i < BUF / 2; i += 32) {
+        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+        const bool up = (lo & size) == 0;
+        const float da = sd[lo], db = sd[hi];
+        const unsigned long long ia = sid[lo], ib = sid[hi];
+        if (entry_before(db, ib, da, ia) == up) {
+          sd[lo] = db;
+          sd[hi] = da;
+          sid[lo] = ib;
+          sid[hi] = ia;
+        }
       }
-      __syncthreads();
+      __syncwarp();
     }
 }
 
-/* One block: query blockIdx.x / nsplit, slice blockIdx.x % nsplit of each of its probed lists (probes
- * NULL: of the one range [0, nrows)); its sorted k entries to out[blockIdx.x * k ...]. */
-__global__ void __launch_bounds__(SEARCH_THREADS, 3)
-    search_scan_kernel(const float *__restrict__ X, const int64_t *__restrict__ ids, const int64_t *__restrict__ offset,
-                       int64_t nrows, int64_t d, const float *__restrict__ Q, const int64_t *__restrict__ probes,
-                       int64_t nprobe, int cosine, int k, int nsplit, va_neighbor_t *__restrict__ out) {
-  __shared__ float sd[BUF];
-  __shared__ unsigned long long sid[BUF];
-  __shared__ int count; /* candidates appended since the last merge */
-  const int64_t qi = blockIdx.x / nsplit;
-  const int split = (int)(blockIdx.x % nsplit);
-  const int lane = threadIdx.x % GROUP, group = threadIdx.x / GROUP;
-  const float *__restrict__ q = Q + qi * d;
-  for (int i = threadIdx.x; i < BUF; i += SEARCH_THREADS) {
-    sd[i] = __int_as_float(0x7f800000); /* +inf */
-    sid[i] = ~0ull;                     /* id -1 */
+/* Fillers from `from` on (+inf, id -1). Ends with a warp barrier. */
+template <int BUF>
+__device__ void warp_fill(float *sd, unsigned long long *sid, int from, int lane) {
+  for (int i = from + lane; i < BUF; i += 32) {
+    sd[i] = __int_as_float(0x7f800000);
+    sid[i] = ~0ull;
   }
-  if (threadIdx.x == 0) count = 0;
-  /* The k-th best at the last merge: a row enters the candidates when it comes before this entry. The
-   * same in every thread (read after the merge's last barrier). */
+  __syncwarp();
+}
+
+/* The buffer's first k after a sort, the rest fillers; the new bound is entry k - 1. */
+template <int BUF>
+__device__ void warp_compact(float *sd, unsigned long long *sid, int *count, int k, int lane) {
+  warp_sort<BUF>(sd, sid, lane);
+  warp_fill<BUF>(sd, sid, k, lane);
+  if (lane == 0) *count = 0;
+  __syncwarp();
+}
+
+/* The finished distance of one pair from the recipe's sum (cpu/search.c: finish). */
+template <int MEASURE>
+__device__ __forceinline__ float finish(float sum, float norm) {
+  if (MEASURE == MEASURE_L2) return sum;
+  if (MEASURE == MEASURE_PROBE_L2) return __fsub_rn(norm, __fadd_rn(sum, sum));
+  const float c = __fsub_rn(1.0f, sum);
+  return c > 0 ? c : 0.0f;
+}
+
+/* One half-exchange of the reduce-scatter: lanes that differ in bit `bit` split v[0, 2h) so that the lane
+ * with the bit set keeps (and finishes) the upper h values, the other the lower h. */
+template <int H>
+__device__ __forceinline__ void exchange(float *v, int bit, int lane) {
+  const bool upper = (lane & bit) != 0;
+#pragma unroll
+  for (int i = 0; i < H; i++) {
+    const float keep = upper ? v[H + i] : v[i], send = upper ? v[i] : v[H + i];
+    v[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, bit));
+  }
+}
+
+/* One work item per block (see the file's comment). Q: the batch's queries; pairs: q * nprobe + p of
+ * each (query, probe), grouped by list; out[(pair * nsplit + part) * k ...]: each pair's k first over
+ * its part. */
+template <int MEASURE, int BUF>
+__global__ void __launch_bounds__(THREADS)
+    scan_kernel(scan_set set, int64_t d, const float *__restrict__ Q, const int *__restrict__ pairs, int nprobe,
+                const work_item *__restrict__ items, int nsplit, int k, va_neighbor_t *__restrict__ out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned long long *bid = (unsigned long long *)smem; /* QT x BUF */
+  float *bd = (float *)(bid + QT * BUF);                /* QT x BUF */
+  float *Qs = bd + QT * BUF;                            /* QT x STRIDE */
+  float *Xs = Qs + QT * STRIDE;                         /* RT x STRIDE */
+  int *count = (int *)(Xs + RT * STRIDE);               /* QT */
+  int *query = count + QT;                              /* QT: the item's query numbers */
+  const work_item item = items[blockIdx.x];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, u = lane % 8, gw = lane / 8;
+  if (tid < QT) {
+    count[tid] = 0;
+    query[tid] = tid < item.npairs ? pairs[item.pair0 + tid] / nprobe : -1;
+  }
+  for (int i = tid; i < QT * BUF; i += THREADS) {
+    bd[i] = __int_as_float(0x7f800000);
+    bid[i] = ~0ull;
+  }
+  const int64_t r0 = set.offset[item.list], m = set.offset[item.list + 1] - r0;
+  const int64_t a = r0 + m * item.part / nsplit, b = r0 + m * (item.part + 1) / nsplit;
+  /* after the reduce-scatter lane u holds query mq of its warp's four and rows 8 (u & 1) + j of its
+   * group's sixteen, j < 8 (tile row 4 (8 (u & 1) + j) + gw) */
+  const int mq = 2 * ((u >> 2) & 1) + ((u >> 1) & 1), slot = 4 * warp + mq;
+  const bool warp_active = 4 * warp < item.npairs, lane_active = slot < item.npairs;
   float bound_d = __int_as_float(0x7f800000);
   unsigned long long bound_id = ~0ull;
-  int filled = 0; /* the candidates' count, tracked alike in every thread (no read of `count` needed) */
   __syncthreads();
-  const int64_t lists = probes ? nprobe : 1;
-  for (int64_t p = 0; p < lists; p++) {
-    int64_t r0 = 0, m = nrows;
-    if (probes) {
-      const int64_t j = probes[qi * nprobe + p];
-      r0 = offset[j];
-      m = offset[j + 1] - r0;
-    }
-    const int64_t a = r0 + m * split / nsplit, b = r0 + m * (split + 1) / nsplit;
-    for (int64_t base = a; base < b; base += TILE) { /* the same trip count in every thread */
-      const int64_t row0 = base + (int64_t)group * ROWS_PER_GROUP;
-      float s[ROWS_PER_GROUP];
+  for (int64_t base = a; base < b; base += RT) {
+    float acc[64]; /* acc[qi * 16 + r]: query 4 warp + qi, tile row 4 r + gw; lane u's partial sum s_u */
 #pragma unroll
-      for (int r = 0; r < ROWS_PER_GROUP; r++) s[r] = 0.0f;
-      /* lane u: s_u over t = u mod 8, increasing t, one FMA a step (the recipe); rows past b add nothing */
-      for (int64_t t = lane; t < d; t += GROUP) {
-        const float qt = __ldg(q + t);
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    for (int64_t t0 = 0; t0 < d; t0 += TC) {
+      __syncthreads(); /* the previous chunk's reads are done */
+      for (int e = tid; e < QT * TC; e += THREADS) {
+        const int qq = e / TC, tt = e % TC;
+        Qs[qq * STRIDE + tt] = qq < item.npairs && t0 + tt < d ? Q[(int64_t)query[qq] * d + t0 + tt] : 0.0f;
+      }
+      for (int e = tid; e < RT * TC; e += THREADS) {
+        const int rr = e / TC, tt = e % TC;
+        Xs[rr * STRIDE + tt] = base + rr < b && t0 + tt < d ? set.X[(base + rr) * d + t0 + tt] : 0.0f;
+      }
+      __syncthreads();
+      if (warp_active) { /* uniform over the warp */
+        const int tn = d - t0 < TC ? (int)(d - t0) : TC;
 #pragma unroll
-        for (int r = 0; r < ROWS_PER_GROUP; r++)
-          if (row0 + r < b) {
-            const float x = __ldg(X + (row0 + r) * d + t);
-            if (cosine) s[r] = __fmaf_rn(qt, x, s[r]);
-            else {
-              const float diff = __fsub_rn(qt, x);
-              s[r] = __fmaf_rn(diff, diff, s[r]);
-            }
+        for (int i = 0; i < TC / 8; i++) {
+          const int t = u + 8 * i;
+          if (t < tn) { /* coordinates past d are not added at all, as in the recipe */
+            float qv[4], xv[16];
+#pragma unroll
+            for (int qi = 0; qi < 4; qi++) qv[qi] = Qs[(4 * warp + qi) * STRIDE + t];
+#pragma unroll
+            for (int r = 0; r < 16; r++) xv[r] = Xs[(4 * r + gw) * STRIDE + t];
+#pragma unroll
+            for (int qi = 0; qi < 4; qi++)
+#pragma unroll
+              for (int r = 0; r < 16; r++) {
+                if (MEASURE == MEASURE_L2) {
+                  const float diff = __fsub_rn(qv[qi], xv[r]);
+                  acc[qi * 16 + r] = __fmaf_rn(diff, diff, acc[qi * 16 + r]);
+                } else acc[qi * 16 + r] = __fmaf_rn(qv[qi], xv[r], acc[qi * 16 + r]);
+              }
           }
-      }
-      /* ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)) in every lane of the group */
-#pragma unroll
-      for (int r = 0; r < ROWS_PER_GROUP; r++) {
-        s[r] = __fadd_rn(s[r], __shfl_xor_sync(0xffffffffu, s[r], 4, GROUP));
-        s[r] = __fadd_rn(s[r], __shfl_xor_sync(0xffffffffu, s[r], 2, GROUP));
-        s[r] = __fadd_rn(s[r], __shfl_xor_sync(0xffffffffu, s[r], 1, GROUP));
-        if (cosine) {
-          const float c = __fsub_rn(1.0f, s[r]);
-          s[r] = c > 0 ? c : 0.0f;
         }
       }
-      /* lane r of the group offers row0 + r */
-      float dist = 0.0f;
+    }
+    if (!warp_active) continue; /* its lanes still join every barrier of the next tile */
+    /* ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)): pair index qi * 16 + r lands in lane u with
+     * qi = 2 bit2(u) + bit1(u), r = 8 bit0(u) + j at acc[j] */
+    exchange<32>(acc, 4, lane);
+    exchange<16>(acc, 2, lane);
+    exchange<8>(acc, 1, lane);
+    float *qd = bd + slot * BUF;
+    unsigned long long *qid = bid + slot * BUF;
 #pragma unroll
-      for (int r = 0; r < ROWS_PER_GROUP; r++)
-        if (lane == r) dist = s[r];
-      const int64_t row = row0 + lane;
-      unsigned long long id = ~0ull;
-      bool offer = lane < ROWS_PER_GROUP && row < b && dist <= bound_d;
-      if (offer) {
-        id = (unsigned long long)ids[row];
-        offer = entry_before(dist, id, bound_d, bound_id);
-      }
-      /* Barrier: the previous tile's appends (and any merge) are complete, and every thread learns how
-       * many candidates this tile brings. */
-      const int n = __syncthreads_count(offer);
-      if (filled + n > CAND) { /* uniform: filled and n are the same in every thread */
-        sort_entries(sd, sid);
-        for (int i = k + threadIdx.x; i < BUF; i += SEARCH_THREADS) {
-          sd[i] = __int_as_float(0x7f800000);
-          sid[i] = ~0ull;
+    for (int j = 0; j < 8; j++) {
+      const int64_t row = base + 4 * (8 * (u & 1) + j) + gw;
+      if (!lane_active || row >= b) continue;
+      const float dist = finish<MEASURE>(acc[j], MEASURE == MEASURE_PROBE_L2 ? set.norms[row] : 0.0f);
+      if (!(dist <= bound_d)) continue;
+      const unsigned long long id = set.ids ? (unsigned long long)set.ids[row] : (unsigned long long)row;
+      if (!entry_before(dist, id, bound_d, bound_id)) continue;
+      const int pos = atomicAdd(&count[slot], 1);
+      qd[k + pos] = dist;
+      qid[k + pos] = id;
+    }
+    __syncwarp();
+    /* A query whose buffer could not take another full tile is compacted (by the whole warp). */
+#pragma unroll 1
+    for (int qi = 0; qi < 4; qi++) {
+      const int s = 4 * warp + qi;
+      if (count[s] > BUF - k - RT) {
+        warp_compact<BUF>(bd + s * BUF, bid + s * BUF, &count[s], k, lane);
+        if (s == slot) {
+          bound_d = bd[s * BUF + k - 1];
+          bound_id = bid[s * BUF + k - 1];
         }
-        if (threadIdx.x == 0) count = 0;
-        __syncthreads();
-        bound_d = sd[k - 1];
-        bound_id = sid[k - 1];
-        filled = 0;
-        /* an offer made against the older bound stays exact (a looser filter); it fits: n <= TILE <= CAND */
       }
-      if (offer) {
-        const int pos = atomicAdd(&count, 1);
-        sd[k + pos] = dist;
-        sid[k + pos] = id;
-      }
-      filled += n;
     }
   }
-  __syncthreads(); /* the last tile's appends */
-  if (filled > 0) sort_entries(sd, sid);
-  for (int i = threadIdx.x; i < k; i += SEARCH_THREADS) {
+  __syncthreads();
+  if (!warp_active) return;
+#pragma unroll 1
+  for (int qi = 0; qi < 4; qi++) {
+    const int s = 4 * warp + qi;
+    if (s >= item.npairs) break;
+    if (count[s] > 0) warp_sort<BUF>(bd + s * BUF, bid + s * BUF, lane);
+    va_neighbor_t *o = out + ((int64_t)pairs[item.pair0 + s] * nsplit + item.part) * k;
+    for (int i = lane; i < k; i += 32) {
+      va_neighbor_t e;
+      e.dist = bd[s * BUF + i];
+      e.id = (int64_t)bid[s * BUF + i];
+      o[i] = e;
+    }
+  }
+}
+
+/* One warp a query: the k first of its L sorted lists of k entries (in[(q * L + l) * k ...]) into
+ * out[q * k ...], by the scan's buffer: entries offered 32 at a time. */
+template <int BUF>
+__global__ void __launch_bounds__(THREADS)
+    merge_kernel(const va_neighbor_t *__restrict__ in, int64_t nq, int L, int k, va_neighbor_t *__restrict__ out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned long long *sid = (unsigned long long *)smem + warp * BUF;
+  float *sd = (float *)((unsigned long long *)smem + (THREADS / 32) * BUF) + warp * BUF;
+  int *count = (int *)((float *)((unsigned long long *)smem + (THREADS / 32) * BUF) + (THREADS / 32) * BUF) + warp;
+  const int64_t q = (int64_t)blockIdx.x * (THREADS / 32) + warp;
+  if (q >= nq) return; /* a whole warp: no block barrier below */
+  warp_fill<BUF>(sd, sid, 0, lane);
+  if (lane == 0) *count = 0;
+  __syncwarp();
+  float bound_d = __int_as_float(0x7f800000);
+  unsigned long long bound_id = ~0ull;
+  const va_neighbor_t *src = in + q * L * (int64_t)k;
+  const int64_t n = (int64_t)L * k;
+  for (int64_t c = 0; c < n; c += 32) {
+    if (c + lane < n) {
+      const va_neighbor_t e = src[c + lane];
+      const unsigned long long id = (unsigned long long)e.id;
+      if (entry_before(e.dist, id, bound_d, bound_id)) {
+        const int pos = atomicAdd(count, 1);
+        sd[k + pos] = e.dist;
+        sid[k + pos] = id;
+      }
+    }
+    __syncwarp();
+    if (*count > BUF - k - 32) {
+      warp_compact<BUF>(sd, sid, count, k, lane);
+      bound_d = sd[k - 1];
+      bound_id = sid[k - 1];
+    }
+  }
+  if (*count > 0) warp_sort<BUF>(sd, sid, lane);
+  for (int i = lane; i < k; i += 32) {
     va_neighbor_t e;
     e.dist = sd[i];
     e.id = (int64_t)sid[i];
-    out[(int64_t)blockIdx.x * k + i] = e;
+    out[q * k + i] = e;
   }
+}
+
+static size_t scan_smem(int buf) {
+  return (size_t)QT * buf * (sizeof(unsigned long long) + sizeof(float)) + (size_t)(QT + RT) * STRIDE * sizeof(float) +
+         2 * QT * sizeof(int);
+}
+static size_t merge_smem(int buf) {
+  return (size_t)(THREADS / 32) * (buf * (sizeof(unsigned long long) + sizeof(float)) + sizeof(int));
 }
 
 /* Grows a device buffer to hold n elements (doubling; the contents are not kept). */
@@ -204,38 +342,185 @@ static void ensure(P **buf, size_t *cap, size_t n, const char *what) {
   *cap = c;
 }
 
-extern "C" size_t va_cuda_search_bytes(int64_t nlists, int64_t nrows, int64_t d, int64_t batch) {
-  const double rows = (double)nrows * (double)d * 4.0 + (double)nrows * 8.0 + (double)(nlists + 1) * 8.0;
-  /* results: nq x nsplit blocks of k, and nsplit <= ceil(8 SMs / nq): at most nq + 8 SMs blocks (2048 SMs
-   * is above any device) */
-  const double per_batch = (double)batch * ((double)d * 4.0 + (double)nlists * 8.0) +
-                           (double)(batch + 2048) * VA_CUDA_SEARCH_MAX_K * sizeof(va_neighbor_t);
-  return (size_t)(rows + 2.0 * per_batch + (double)(64 << 20)); /* x2: doubling growth; 64 MiB the runtime's */
+/* The same for a host buffer. */
+template <typename P>
+static void ensure_host(P **buf, size_t *cap, size_t n, const char *what) {
+  if (n <= *cap) return;
+  free(*buf);
+  *buf = (P *)va_malloc(n * sizeof **buf, what);
+  *cap = n;
+}
+
+template <int MEASURE, int BUF>
+static void launch_scan(const va_cuda_search_t *s, const scan_set &set, int nprobe, int nsplit, int items, int k,
+                        va_neighbor_t *out) {
+  const size_t smem = scan_smem(BUF);
+  VA_CUDA(cudaFuncSetAttribute(scan_kernel<MEASURE, BUF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  scan_kernel<MEASURE, BUF>
+      <<<(unsigned)items, THREADS, smem, s->stream>>>(set, s->d, s->Q, s->pairs, nprobe, s->items, nsplit, k, out);
+  VA_LAUNCHED();
+}
+
+template <int BUF>
+static void launch_merge(const va_cuda_search_t *s, int64_t nq, int L, int k) {
+  const size_t smem = merge_smem(BUF);
+  VA_CUDA(cudaFuncSetAttribute(merge_kernel<BUF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const int64_t blocks = (nq + THREADS / 32 - 1) / (THREADS / 32);
+  merge_kernel<BUF><<<(unsigned)blocks, THREADS, smem, s->stream>>>(s->part_out, nq, L, k, s->out);
+  VA_LAUNCHED();
+}
+
+/* Queries [0, nq) of the device's Q, each probing lists probes[q * nprobe ...] of `set` (NULL: list 0,
+ * nprobe 1): their k first into s->out (device), nq x k. nq x nprobe x nsplit x k fits the piece limit. */
+static void scan_piece(va_cuda_search_t *s, const scan_set &set, int64_t nq, const int64_t *probes, int64_t nprobe,
+                       int measure, int64_t k) {
+  const int64_t npairs = nq * nprobe;
+  /* pairs grouped by list: a counting sort */
+  ensure_host(&s->h_count, &s->h_count_cap, (size_t)set.nlists + 1, "search list counts");
+  ensure_host(&s->h_pairs, &s->h_pairs_cap, (size_t)npairs, "search pairs");
+  int *cnt = s->h_count;
+  memset(cnt, 0, ((size_t)set.nlists + 1) * sizeof *cnt);
+  for (int64_t i = 0; i < npairs; i++) {
+    const int64_t j = probes ? probes[i] : 0;
+    if (j < 0 || j >= set.nlists)
+      VA_FATAL("va_cuda_search: query %lld probes list %lld of %lld", (long long)(i / nprobe), (long long)j,
+               (long long)set.nlists);
+    cnt[j + 1]++;
+  }
+  int64_t items0 = 0, most = 0;
+  for (int64_t j = 0; j < set.nlists; j++) {
+    items0 += (cnt[j + 1] + QT - 1) / QT;
+    const int64_t rows = set.h_offset[j + 1] - set.h_offset[j];
+    if (cnt[j + 1] && rows > most) most = rows;
+    cnt[j + 1] += cnt[j];
+  }
+  for (int64_t i = 0; i < npairs; i++) s->h_pairs[cnt[probes ? probes[i] : 0]++] = (int)i; /* cnt[j]: end of j */
+  /* Parts: enough items to fill the device (two blocks an SM, twice over) when there are few, no part
+   * under MIN_PART_ROWS rows of the largest probed list, and the per-pair results within the limit. */
+  const int64_t want = (4 * (int64_t)s->sms + items0 - 1) / (items0 > 0 ? items0 : 1);
+  int64_t nsplit = (most + MIN_PART_ROWS - 1) / MIN_PART_ROWS;
+  nsplit = want < nsplit ? want : nsplit;
+  while (nsplit > 1 && npairs * nsplit * k > MAX_PIECE_ENTRIES) nsplit /= 2;
+  nsplit = nsplit < 1 ? 1 : nsplit > MAX_SPLIT ? MAX_SPLIT : nsplit;
+  const int64_t nitems = items0 * nsplit;
+  if (nitems > INT32_MAX) VA_FATAL("va_cuda_search: %lld work items are more than one launch takes", (long long)nitems);
+  ensure_host(&s->h_items, &s->h_items_cap, (size_t)(nitems > 0 ? nitems : 1), "search work items");
+  int64_t it = 0, start = 0;
+  for (int64_t j = 0; j < set.nlists; j++) {
+    const int64_t end = cnt[j]; /* after the fill above cnt[j] is list j's end */
+    for (int64_t p0 = start; p0 < end; p0 += QT)
+      for (int64_t part = 0; part < nsplit; part++)
+        s->h_items[it++] = work_item{(int)j, (int)part, (int)p0, (int)(end - p0 < QT ? end - p0 : QT)};
+    start = end;
+  }
+  ensure(&s->pairs, &s->pairs_cap, (size_t)npairs, "search pairs");
+  ensure(&s->items, &s->items_cap, (size_t)(nitems > 0 ? nitems : 1), "search work items");
+  VA_CUDA(cudaMemcpyAsync(s->pairs, s->h_pairs, (size_t)npairs * sizeof(int), cudaMemcpyHostToDevice, s->stream));
+  VA_CUDA(cudaMemcpyAsync(s->items, s->h_items, (size_t)nitems * sizeof(work_item), cudaMemcpyHostToDevice, s->stream));
+  const int64_t L = nprobe * nsplit;
+  ensure(&s->out, &s->out_cap, (size_t)(nq * k), "search results");
+  va_neighbor_t *dst = s->out;
+  if (L > 1) {
+    ensure(&s->part_out, &s->part_out_cap, (size_t)(npairs * nsplit * k), "search per-list results");
+    dst = s->part_out;
+  }
+  const bool small = k <= SMALL_BUF - RT;
+  const int ip = (int)nprobe, ni = (int)nitems, ns = (int)nsplit, ik = (int)k;
+  if (nitems > 0) {
+    if (measure == MEASURE_L2)
+      small ? launch_scan<MEASURE_L2, SMALL_BUF>(s, set, ip, ns, ni, ik, dst)
+            : launch_scan<MEASURE_L2, LARGE_BUF>(s, set, ip, ns, ni, ik, dst);
+    else if (measure == MEASURE_COSINE)
+      small ? launch_scan<MEASURE_COSINE, SMALL_BUF>(s, set, ip, ns, ni, ik, dst)
+            : launch_scan<MEASURE_COSINE, LARGE_BUF>(s, set, ip, ns, ni, ik, dst);
+    else
+      small ? launch_scan<MEASURE_PROBE_L2, SMALL_BUF>(s, set, ip, ns, ni, ik, dst)
+            : launch_scan<MEASURE_PROBE_L2, LARGE_BUF>(s, set, ip, ns, ni, ik, dst);
+  }
+  if (L > 1) {
+    if (L > INT32_MAX / k) VA_FATAL("va_cuda_search: %lld lists a query are more than the merge takes", (long long)L);
+    k <= SMALL_BUF - 32 ? launch_merge<SMALL_BUF>(s, nq, (int)L, ik) : launch_merge<LARGE_BUF>(s, nq, (int)L, ik);
+  }
+}
+
+/* Queries Q (host, nq x d) against `set`: out[q * k ...] (host) <- their k first, in pieces whose
+ * per-pair results stay within the limit. */
+static void scan_batch(va_cuda_search_t *s, const scan_set &set, const float *Q, int64_t nq, const int64_t *probes,
+                       int64_t nprobe, int measure, int64_t k, va_neighbor_t *out) {
+  if (k < 1 || k > VA_CUDA_SEARCH_MAX_K)
+    VA_FATAL("va_cuda_search: k = %lld outside [1, %d]", (long long)k, VA_CUDA_SEARCH_MAX_K);
+  if (nq <= 0) return;
+  if (nprobe <= 0) { /* nothing probed: fillers only, as the CPU engine gives */
+    for (int64_t i = 0; i < nq * k; i++) {
+      out[i].dist = __builtin_inff();
+      out[i].id = -1;
+    }
+    return;
+  }
+  VA_CUDA(cudaSetDevice(s->device));
+  int64_t piece = MAX_PIECE_ENTRIES / (nprobe * k);
+  piece = piece < 1 ? 1 : piece;
+  for (int64_t q0 = 0; q0 < nq; q0 += piece) {
+    const int64_t n = nq - q0 < piece ? nq - q0 : piece;
+    if (n * nprobe > INT32_MAX) VA_FATAL("va_cuda_search: %lld probes in one piece", (long long)(n * nprobe));
+    ensure(&s->Q, &s->Q_cap, (size_t)(n * s->d), "search queries");
+    VA_CUDA(
+        cudaMemcpyAsync(s->Q, Q + q0 * s->d, (size_t)(n * s->d) * sizeof(float), cudaMemcpyHostToDevice, s->stream));
+    scan_piece(s, set, n, probes ? probes + q0 * nprobe : NULL, nprobe, measure, k);
+    VA_CUDA(cudaMemcpyAsync(out + q0 * k, s->out, (size_t)(n * k) * sizeof(va_neighbor_t), cudaMemcpyDeviceToHost,
+                            s->stream));
+    VA_CUDA(cudaStreamSynchronize(s->stream)); /* the host pairs and items are rebuilt by the next piece */
+  }
+}
+
+extern "C" size_t va_cuda_search_bytes(int64_t nlists, int64_t nrows, int64_t d, int64_t nanchors, int64_t batch) {
+  const double lists =
+      (double)nrows * ((double)d * 4.0 + 8.0) + (double)(nlists + 1) * 8.0 + (double)nanchors * ((double)d + 1.0) * 4.0;
+  /* a piece: queries, pairs (every list at most), items, per-pair results (the limit) and the answer */
+  const double piece = (double)batch * ((double)d * 4.0 + (double)nlists * (4.0 + 16.0) +
+                                        VA_CUDA_SEARCH_MAX_K * (double)sizeof(va_neighbor_t)) +
+                       (double)MAX_PIECE_ENTRIES * sizeof(va_neighbor_t);
+  return (size_t)(lists + 2.0 * piece + (double)(64 << 20)); /* x2: doubling growth; 64 MiB the runtime's */
 }
 
 extern "C" va_cuda_search_t *va_cuda_search_create(int device, int64_t nlists, int64_t nrows, int64_t d,
-                                                   const int64_t *offset, const float *rows, const int64_t *ids) {
-  if (nlists < 0 || nrows < 0 || d <= 0)
-    VA_FATAL("va_cuda_search_create: bad shape (%lld lists, %lld rows, d %lld)", (long long)nlists, (long long)nrows,
-             (long long)d);
+                                                   const int64_t *offset, const float *rows, const int64_t *ids,
+                                                   int64_t nanchors, const float *anchors, const float *anchor_norms) {
+  if (nlists < 0 || nrows < 0 || d <= 0 || nanchors < 0)
+    VA_FATAL("va_cuda_search_create: bad shape (%lld lists, %lld rows, d %lld, %lld anchors)", (long long)nlists,
+             (long long)nrows, (long long)d, (long long)nanchors);
   va_cuda_search_t *s = (va_cuda_search_t *)va_calloc(1, sizeof *s, "GPU search engine");
   s->device = device;
   s->nlists = nlists;
   s->nrows = nrows;
   s->d = d;
+  s->nanchors = nanchors;
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device));
   VA_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   const size_t xb = (size_t)nrows * (size_t)d * sizeof(float), ib = (size_t)nrows * sizeof(int64_t),
-               ob = (size_t)(nlists + 1) * sizeof(int64_t);
+               ob = (size_t)(nlists + 1) * sizeof(int64_t), ab = (size_t)nanchors * (size_t)d * sizeof(float);
   dalloc(&s->X, xb, "search list rows");
   dalloc(&s->ids, ib, "search list row ids");
   dalloc(&s->offset, ob, "search list offsets");
+  dalloc(&s->all_offset, 2 * sizeof(int64_t), "search offsets");
+  dalloc(&s->A, ab, "search anchors");
+  dalloc(&s->A_norms, (size_t)nanchors * sizeof(float), "search anchor norms");
+  dalloc(&s->a_offset, 2 * sizeof(int64_t), "search offsets");
   s->h_offset = (int64_t *)va_malloc(ob, "search list offsets");
   memcpy(s->h_offset, offset, ob);
+  s->h_all_offset[0] = s->h_a_offset[0] = 0;
+  s->h_all_offset[1] = nrows;
+  s->h_a_offset[1] = nanchors;
   if (xb) VA_CUDA(cudaMemcpyAsync(s->X, rows, xb, cudaMemcpyHostToDevice, s->stream));
   if (ib) VA_CUDA(cudaMemcpyAsync(s->ids, ids, ib, cudaMemcpyHostToDevice, s->stream));
+  if (ab) VA_CUDA(cudaMemcpyAsync(s->A, anchors, ab, cudaMemcpyHostToDevice, s->stream));
+  if (ab && anchor_norms)
+    VA_CUDA(
+        cudaMemcpyAsync(s->A_norms, anchor_norms, (size_t)nanchors * sizeof(float), cudaMemcpyHostToDevice, s->stream));
   VA_CUDA(cudaMemcpyAsync(s->offset, s->h_offset, ob, cudaMemcpyHostToDevice, s->stream));
+  VA_CUDA(cudaMemcpyAsync(s->all_offset, s->h_all_offset, 2 * sizeof(int64_t), cudaMemcpyHostToDevice, s->stream));
+  VA_CUDA(cudaMemcpyAsync(s->a_offset, s->h_a_offset, 2 * sizeof(int64_t), cudaMemcpyHostToDevice, s->stream));
   VA_CUDA(cudaStreamSynchronize(s->stream)); /* the caller may free its arrays now */
   return s;
 }
@@ -247,75 +532,34 @@ extern "C" void va_cuda_search_destroy(va_cuda_search_t *s) {
   dfree(&s->X);
   dfree(&s->ids);
   dfree(&s->offset);
+  dfree(&s->all_offset);
+  dfree(&s->A);
+  dfree(&s->A_norms);
+  dfree(&s->a_offset);
   dfree(&s->Q);
-  dfree(&s->probes);
+  dfree(&s->pairs);
+  dfree(&s->items);
+  dfree(&s->part_out);
   dfree(&s->out);
   VA_CUDA(cudaStreamDestroy(s->stream));
   free(s->h_offset);
-  free(s->h_out);
+  free(s->h_pairs);
+  free(s->h_count);
+  free(s->h_items);
   free(s);
 }
 
 extern "C" void va_cuda_search_scan(va_cuda_search_t *s, const float *Q, int64_t nq, const int64_t *probes,
                                     int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out) {
-  if (k < 1 || k > VA_CUDA_SEARCH_MAX_K)
-    VA_FATAL("va_cuda_search_scan: k = %lld outside [1, %d]", (long long)k, VA_CUDA_SEARCH_MAX_K);
-  if (nq <= 0) return;
-  if (probes && nprobe <= 0) { /* nothing probed: fillers only, as the CPU engine gives */
-    for (int64_t i = 0; i < nq * k; i++) {
-      out[i].dist = __builtin_inff();
-      out[i].id = -1;
-    }
-    return;
-  }
-  VA_CUDA(cudaSetDevice(s->device));
-  /* Slices per query: enough blocks to fill the device (8 resident per SM at 256 threads) when the batch
-   * is small, but no slice under MIN_ROWS_PER_BLOCK rows of the query's largest scan. */
-  int64_t most = s->nrows;
-  if (probes) {
-    most = 0;
-    for (int64_t q = 0; q < nq; q++) {
-      int64_t rows = 0;
-      for (int64_t p = 0; p < nprobe; p++) {
-        const int64_t j = probes[q * nprobe + p];
-        if (j < 0 || j >= s->nlists)
-          VA_FATAL("va_cuda_search_scan: query %lld probes list %lld of %lld", (long long)q, (long long)j,
-                   (long long)s->nlists);
-        rows += s->h_offset[j + 1] - s->h_offset[j];
-      }
-      most = rows > most ? rows : most;
-    }
-  }
-  const int64_t want = (8 * (int64_t)s->sms + nq - 1) / nq, fit = (most + MIN_ROWS_PER_BLOCK - 1) / MIN_ROWS_PER_BLOCK;
-  int64_t nsplit = want < fit ? want : fit;
-  nsplit = nsplit < 1 ? 1 : nsplit > MAX_SPLIT ? MAX_SPLIT : nsplit;
-  const int64_t blocks = nq * nsplit;
-  if (blocks > INT32_MAX)
-    VA_FATAL("va_cuda_search_scan: %lld queries in one batch are more than one launch takes", (long long)nq);
-  const size_t nout = (size_t)blocks * (size_t)k;
-  ensure(&s->Q, &s->Q_cap, (size_t)(nq * s->d), "search queries");
-  ensure(&s->out, &s->out_cap, nout, "search results");
-  VA_CUDA(cudaMemcpyAsync(s->Q, Q, (size_t)(nq * s->d) * sizeof(float), cudaMemcpyHostToDevice, s->stream));
-  if (probes) {
-    ensure(&s->probes, &s->probes_cap, (size_t)(nq * nprobe), "search probes");
-    VA_CUDA(
-        cudaMemcpyAsync(s->probes, probes, (size_t)(nq * nprobe) * sizeof(int64_t), cudaMemcpyHostToDevice, s->stream));
-  }
-  search_scan_kernel<<<(unsigned)blocks, SEARCH_THREADS, 0, s->stream>>>(s->X, s->ids, s->offset, s->nrows, s->d, s->Q,
-                                                                         probes ? s->probes : NULL, probes ? nprobe : 1,
-                                                                         cosine, (int)k, (int)nsplit, s->out);
-  VA_LAUNCHED();
-  va_neighbor_t *dst = out;
-  if (nsplit > 1) { /* the slices' lists land in host scratch and are merged below */
-    if (s->h_out_cap < nout) {
-      free(s->h_out);
-      s->h_out = (va_neighbor_t *)va_malloc(nout * sizeof(va_neighbor_t), "search slice results");
-      s->h_out_cap = nout;
-    }
-    dst = s->h_out;
-  }
-  VA_CUDA(cudaMemcpyAsync(dst, s->out, nout * sizeof(va_neighbor_t), cudaMemcpyDeviceToHost, s->stream));
-  VA_CUDA(cudaStreamSynchronize(s->stream));
-  if (nsplit > 1) /* the k first of the union of a query's sorted slices: the k first of its rows */
-    for (int64_t q = 0; q < nq; q++) va_search_merge(dst + q * nsplit * k, (int)nsplit, k, k, out + q * k);
+  const scan_set lists = {s->X, s->ids, NULL, s->offset, s->h_offset, s->nlists, s->nrows};
+  const scan_set all = {s->X, s->ids, NULL, s->all_offset, s->h_all_offset, 1, s->nrows};
+  const int measure = cosine ? MEASURE_COSINE : MEASURE_L2;
+  if (probes) scan_batch(s, lists, Q, nq, probes, nprobe, measure, k, out);
+  else scan_batch(s, all, Q, nq, NULL, 1, measure, k, out);
+}
+
+extern "C" void va_cuda_search_probe(va_cuda_search_t *s, const float *Q, int64_t nq, int cosine, int64_t nprobe,
+                                     va_neighbor_t *out) {
+  const scan_set anchors = {s->A, NULL, s->A_norms, s->a_offset, s->h_a_offset, 1, s->nanchors};
+  scan_batch(s, anchors, Q, nq, NULL, 1, cosine ? MEASURE_COSINE : MEASURE_PROBE_L2, nprobe, out);
 }

@@ -16,7 +16,7 @@
 
 #include "backend/search.h" /* va_search_engine_t, va_search_lists_t */
 #include "comm/topk.h"      /* va_topk_merge_ranks */
-#include "cpu/search.h"     /* va_search_probe, va_search_unit_rows */
+#include "cpu/search.h"     /* va_search_unit_rows */
 #include "io/files.h"       /* va_files_prepare, va_text_open, va_text_commit */
 #include "io/h5io.h"
 #include "io/index_read.h"
@@ -345,13 +345,14 @@ static int choose_codes(const va_search_options_t *o, const va_index_data_t *ix)
 /* The nprobe nearest anchors of a batch's nq queries, on every rank: rank r probes queries
  * [nq r / P, nq (r + 1) / P) and the slices are gathered, so the probe's work is divided over the ranks
  * and every rank holds every query's probes. A query's probes depend on it and the anchors alone
- * (va_search_probe), so the result is the same as one rank probing them all. */
-static void probe_batch(const float *Q, int64_t nq, int64_t d, const va_index_data_t *ix, int64_t nprobe, int threads,
-                        int64_t *probes) {
+ * (va_search_probe; the GPU engine gives the same bits), so the result is the same as one rank probing
+ * them all. */
+static void probe_batch(const va_search_engine_t *engine, const va_search_lists_t *lists, const float *Q, int64_t nq,
+                        int cosine, int64_t nprobe, int64_t *probes) {
   const int P = nq * nprobe <= INT_MAX ? va_proc.nranks : 1; /* MPI counts are int: above, each rank probes all */
   const int r = P > 1 ? va_proc.rank : 0;
   const int64_t q0 = nq * r / P, q1 = nq * (r + 1) / P;
-  va_search_probe(Q + q0 * d, q1 - q0, d, ix->anchors, ix->k, ix->cosine, nprobe, threads, probes + q0 * nprobe);
+  engine->probe(engine, lists, Q + q0 * lists->d, q1 - q0, cosine, nprobe, probes + q0 * nprobe);
   if (P == 1) return;
   int *counts = va_malloc((size_t)P * sizeof(int), "probe counts"),
       *displs = va_malloc((size_t)P * sizeof(int), "probe counts");
@@ -456,13 +457,14 @@ static int search_job(const va_search_options_t *o) {
     }
   }
   const int threads = choose_threads(o->threads);
-  /* This rank's shard (the rows compress read) and what scans it: the codes on the CPU, or the engine for the
-   * rows (CPU or GPU on every rank alike). */
+  /* This rank's shard (the rows compress read) and what scans it: the codes on the CPU (the CPU engine
+   * probes), or the engine for the rows (CPU or GPU on every rank alike). */
   int64_t row0, nloc;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
   va_search_engine_t engine = {0};
   scanner_t scanner = {"cpu", "fp32"};
   if (codes) {
+    engine = va_search_engine_cpu(threads);
     snprintf(scanner.precision, sizeof scanner.precision, "pq%lldx%lld", (long long)ix.pq_m, (long long)ix.pq_bits);
     if (o->rerank > 0) {
       const size_t used = strlen(scanner.precision);
@@ -492,7 +494,7 @@ static int search_job(const va_search_options_t *o) {
   if ((rc = va_index_read_assignments(o->index, &ix, row0, nloc, assign))) {
     free(assign);
     free(truth);
-    if (!codes) engine.destroy(&engine);
+    engine.destroy(&engine);
     va_index_data_free(&ix);
     return rc;
   }
@@ -518,6 +520,7 @@ static int search_job(const va_search_options_t *o) {
     free(ids);
     free(offset);
     free(truth);
+    engine.destroy(&engine);
     va_index_data_free(&ix);
     return rc;
   }
@@ -575,8 +578,8 @@ static int search_job(const va_search_options_t *o) {
     if (!ix.cosine) va_rows_to_frame(Qf, nq, d, 0, ix.center, threads);
     cs.rows = rows;
   }
-  const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids};
-  if (!codes) engine.prepare(&engine, &lists); /* the GPU engine uploads them */
+  const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids, ix.k, ix.anchors};
+  engine.prepare(&engine, &lists); /* the GPU engine uploads them */
   const double lists_seconds = va_now() - t_lists;
   va_log0("read %lld rows' %s into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n,
           codes ? "codes" : "float32 values", (long long)ix.k, (long long)nq, read_seconds + lists_seconds);
@@ -596,7 +599,7 @@ static int search_job(const va_search_options_t *o) {
       const int64_t nb = nq - b0 < batch ? nq - b0 : batch;
       if (o->exact) engine.scan_all(&engine, &lists, Q + b0 * d, nb, ix.cosine, k, local);
       else {
-        probe_batch(Q + b0 * d, nb, d, &ix, nprobe, threads, probes);
+        probe_batch(&engine, &lists, Q + b0 * d, nb, ix.cosine, nprobe, probes);
         if (codes) va_search_codes_batch(&cs, Qf + b0 * d, Q + b0 * d, nb, probes, nprobe, local);
         else engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
       }
@@ -626,7 +629,7 @@ static int search_job(const va_search_options_t *o) {
   const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n,     d, nq, ix.k, ix.cosine,
                                 threads,      codes,         bytes_per_row,      o->rerank};
   if (!rc) rc = write_metrics(o, &scanner, &fig, pts, nsweep);
-  if (!codes) engine.destroy(&engine);
+  engine.destroy(&engine);
   if (!rc) va_log0("results written to %s\n", o->out);
   va_search_codes_free(&cs);
   free(result);

@@ -1,13 +1,15 @@
 /* test_search_cuda.c: the GPU search engine (backend/search.h over cuda/search.h) against the CPU
  * engine: every answer must be the same bit for bit (each distance's float bits and each id, fillers
  * included), since both compute each distance by one recipe and keep the k first entries under one total
- * order (docs/search.md). Cases: d 1, 7, 16, 128, 384; l2 and cosine; k 1, 10, 100 and the limit 256 (and
- * 300, which the engine runs on the CPU kernels); lists of 0, 1, a few and thousands of rows; probes of 1,
- * some and every list, and of the empty list alone (fillers only); exact scans; duplicate rows under
- * other ids (ties broken by id) and queries equal to rows (distance 0); tiny values whose partial sums
- * are denormal (a flush to zero would show) and huge ones whose distances overflow to +inf (ties at
- * +inf); batches small enough that a query's rows are cut into slices merged on the host, and large
- * ones scanned by one block a query. Also the collective choice (va_search_engine_open) on one rank.
+ * order (docs/search.md). Cases: d 1, 7, 16, 128, 384; l2 and cosine; k 1, 10, 64 and 65 (the two
+ * shared-memory buffers), 100 and the limit 256 (and 300, which the engine runs on the CPU kernels);
+ * lists of 0, 1, a few and thousands of rows; probes of 1, some and every list, and of the empty list
+ * alone (fillers only); exact scans; the probe (nprobe 1, 10, 256 and 300 of 300 anchors, some of them
+ * duplicates: ties broken by anchor id); duplicate rows under other ids (ties broken by id) and queries
+ * equal to rows (distance 0); tiny values whose partial sums are denormal (a flush to zero would show)
+ * and huge ones whose distances overflow to +inf (ties at +inf); batches of 5 queries (lists cut into
+ * parts merged on the device), 300 (several tiles of 32 queries on a list) and 2000. Also the
+ * collective choice (va_search_engine_open) on one rank.
  * Exits 77 ("SKIP: no CUDA device") without a device, 1 on any failure, 0 when all pass. */
 #include <math.h>
 #include <stdio.h>
@@ -37,8 +39,10 @@ static double normal(void) { return sqrt(-2.0 * log(unif())) * cos(6.28318530717
 typedef struct {
   va_search_lists_t L;
   int64_t *offset, *ids;
-  float *rows;
+  float *rows, *anchors;
 } lists_t;
+
+enum { NANCHORS = 300 };
 
 static lists_t make_lists(const int64_t *sizes, int64_t nlists, int64_t d, double scale, int cosine) {
   lists_t s;
@@ -58,7 +62,13 @@ static lists_t make_lists(const int64_t *sizes, int64_t nlists, int64_t d, doubl
         for (int64_t t = 0; t < d; t++) s.rows[i * d + t] = (float)(scale * normal());
     }
   if (cosine) va_search_unit_rows(s.rows, n, d, 1);
-  s.L = (va_search_lists_t){nlists, n, d, s.offset, s.rows, s.ids};
+  /* anchors ~ the rows' scale; every 10th repeats the one before (a tie the probe breaks by anchor id) */
+  s.anchors = malloc((size_t)NANCHORS * (size_t)d * sizeof(float));
+  for (int64_t j = 0; j < NANCHORS; j++)
+    for (int64_t t = 0; t < d; t++)
+      s.anchors[j * d + t] = j % 10 == 9 ? s.anchors[(j - 1) * d + t] : (float)(scale * normal());
+  if (cosine) va_search_unit_rows(s.anchors, NANCHORS, d, 1);
+  s.L = (va_search_lists_t){nlists, n, d, s.offset, s.rows, s.ids, NANCHORS, s.anchors};
   return s;
 }
 
@@ -66,6 +76,7 @@ static void free_lists(lists_t *s) {
   free(s->offset);
   free(s->ids);
   free(s->rows);
+  free(s->anchors);
 }
 
 /* nq queries ~ scale * N(0, 1); every 7th one a copy of a row (distance 0 to it and its duplicates). */
@@ -130,9 +141,9 @@ static void run_case(const char *name, const int64_t *sizes, int64_t nlists, int
   va_search_engine_t cpu = va_search_engine_cpu(2), gpu = va_search_engine_cuda(0, 2);
   cpu.prepare(&cpu, &s.L);
   gpu.prepare(&gpu, &s.L);
-  const int64_t ks[] = {1, 10, 100, 256, 300};
+  const int64_t ks[] = {1, 10, 64, 65, 100, 256, 300};
   const int64_t nprobes[] = {1, nlists > 2 ? nlists / 2 : 1, nlists};
-  for (int ki = 0; ki < 5; ki++) {
+  for (int ki = 0; ki < 7; ki++) {
     const int64_t k = ks[ki];
     va_neighbor_t *a = malloc((size_t)(nq * k) * sizeof *a), *b = malloc((size_t)(nq * k) * sizeof *b);
     char what[256];
@@ -155,6 +166,25 @@ static void run_case(const char *name, const int64_t *sizes, int64_t nlists, int
     free(a);
     free(b);
   }
+  /* the probe: the anchors' ids, compared as entries with distance 0 */
+  const int64_t nps[] = {1, 10, 256, 300};
+  for (int pi = 0; pi < 4; pi++) {
+    const int64_t np = nps[pi];
+    int64_t *pa = malloc((size_t)(nq * np) * sizeof *pa), *pb = malloc((size_t)(nq * np) * sizeof *pb);
+    va_neighbor_t *ea = malloc((size_t)(nq * np) * sizeof *ea), *eb = malloc((size_t)(nq * np) * sizeof *eb);
+    memset(pb, 0x5a, (size_t)(nq * np) * sizeof *pb);
+    cpu.probe(&cpu, &s.L, Q, nq, cosine, np, pa);
+    gpu.probe(&gpu, &s.L, Q, nq, cosine, np, pb);
+    for (int64_t i = 0; i < nq * np; i++) ea[i] = (va_neighbor_t){0.0f, pa[i]}, eb[i] = (va_neighbor_t){0.0f, pb[i]};
+    char what[256];
+    snprintf(what, sizeof what, "%s d %lld %s nq %lld probe nprobe %lld", name, (long long)d, cosine ? "cosine" : "l2",
+             (long long)nq, (long long)np);
+    compare(what, ea, eb, nq, np);
+    free(pa);
+    free(pb);
+    free(ea);
+    free(eb);
+  }
   gpu.destroy(&gpu);
   cpu.destroy(&cpu);
   free(Q);
@@ -174,8 +204,9 @@ int main(int argc, char **argv) {
   const int64_t dims[] = {1, 7, 16, 128, 384};
   for (int di = 0; di < 5; di++)
     for (int cosine = 0; cosine <= 1; cosine++) {
-      run_case("few queries (sliced)", sizes, 8, dims[di], cosine, 1.0, 5);
+      run_case("few queries (parts)", sizes, 8, dims[di], cosine, 1.0, 5);
       run_case("batch", sizes, 8, dims[di], cosine, 1.0, 300);
+      if (dims[di] == 128) run_case("large batch", sizes, 8, dims[di], cosine, 1.0, 2000);
     }
   /* partial sums in the denormal range (l2: squares of ~1e-21) and distances that overflow to +inf */
   run_case("tiny values", sizes, 8, 16, 0, 1e-21, 40);
