@@ -13,6 +13,8 @@
 #include "cuda/search.h"
 #endif
 
+const char *const va_search_precisions[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+
 /* The list scan of cpu/search.h: each query's heap is one thread's, and the heap keeps the k smallest
  * entries under a total order whatever the order it sees them in, so the answer does not depend on the
  * thread count or the grouping. */
@@ -64,8 +66,16 @@ _Static_assert(VA_SEARCH_GPU_MAX_K == VA_CUDA_SEARCH_MAX_K, "backend/search.h na
 
 typedef struct {
   int device;
+  va_cuda_precision_t precision;
   va_cuda_search_t *gpu; /* the lists on the device, from prepare */
 } cuda_engine_t;
+
+/* The name's precision (va_search_precisions, in the order of va_cuda_precision_t). */
+static va_cuda_precision_t cuda_precision(const char *name) {
+  for (int i = 0; va_search_precisions[i]; i++)
+    if (!strcmp(name, va_search_precisions[i])) return (va_cuda_precision_t)i;
+  VA_FATAL("search: precision '%s' is none of fp32, tf32, fp16, bf16", name);
+}
 
 static void cuda_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
   cuda_engine_t *c = e->ctx;
@@ -74,7 +84,7 @@ static void cuda_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
   float *norms = va_malloc((size_t)(L->nanchors + 1) * sizeof *norms, "anchor norms");
   for (int64_t j = 0; j < L->nanchors; j++) norms[j] = va_search_probe_norm(L->anchors + j * L->d, L->d);
   c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids, L->nanchors,
-                                 L->anchors, norms);
+                                 L->anchors, norms, c->precision);
   free(norms);
 }
 
@@ -118,12 +128,13 @@ static void cuda_destroy(va_search_engine_t *e) {
   e->ctx = NULL;
 }
 
-va_search_engine_t va_search_engine_cuda(int device, int threads) {
+va_search_engine_t va_search_engine_cuda(int device, int threads, const char *precision) {
   cuda_engine_t *c = va_malloc(sizeof *c, "GPU search engine");
   c->device = device;
+  c->precision = cuda_precision(precision);
   c->gpu = NULL;
   return (va_search_engine_t){.name = "cuda",
-                              .precision = "fp32",
+                              .precision = va_search_precisions[c->precision],
                               .threads = threads > 0 ? threads : 1,
                               .ctx = c,
                               .prepare = cuda_prepare,
@@ -134,16 +145,23 @@ va_search_engine_t va_search_engine_cuda(int device, int threads) {
 }
 #endif
 
-va_search_engine_t va_search_engine_open(const char *backend, int threads, int64_t k, int64_t nlists, int64_t nrows,
-                                         int64_t d, int64_t batch) {
+/* The CPU engine, with a note when a tensor-core precision was asked for. */
+static va_search_engine_t cpu_engine_for(const char *precision, int threads) {
+  if (strcmp(precision, "fp32"))
+    va_log0("note: --precision %s is the GPU engine's: the CPU search engine computes fp32\n", precision);
+  return va_search_engine_cpu(threads);
+}
+
+va_search_engine_t va_search_engine_open(const char *backend, const char *precision, int threads, int64_t k,
+                                         int64_t nlists, int64_t nrows, int64_t d, int64_t batch) {
   const int must = !strcmp(backend, "cuda");
-  if (!strcmp(backend, "cpu")) return va_search_engine_cpu(threads);
+  if (!strcmp(backend, "cpu")) return cpu_engine_for(precision, threads);
 #ifndef VECANNEAL_CUDA
   (void)k, (void)nlists, (void)nrows, (void)d, (void)batch;
   if (must)
     VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "search: --backend cuda asked for, but this build has no CUDA backend (rebuild "
                                     "with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
-  return va_search_engine_cpu(threads);
+  return cpu_engine_for(precision, threads);
 #else
   char err[512];
   /* One GPU per rank is not needed (no NCCL here): ranks on one node share its devices round robin. */
@@ -155,15 +173,15 @@ va_search_engine_t va_search_engine_open(const char *backend, int threads, int64
              va_proc.host);
     if (must) VA_AGREE_OR_EXIT(dev < 0 ? VA_EXIT_USAGE : 0, err);
     va_log0("backend auto: not every rank sees a CUDA device: the CPU search engine\n");
-    return va_search_engine_cpu(threads);
+    return cpu_engine_for(precision, threads);
   }
   if (k > VA_CUDA_SEARCH_MAX_K) {
     va_log0("note: k = %lld is above the GPU search engine's limit of %d: the CPU search engine\n", (long long)k,
             VA_CUDA_SEARCH_MAX_K);
-    return va_search_engine_cpu(threads);
+    return cpu_engine_for(precision, threads);
   }
   size_t free_b = 0, total_b = 0;
-  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, nlists, batch);
+  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, nlists, batch, cuda_precision(precision));
   const double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
   int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
@@ -174,8 +192,8 @@ va_search_engine_t va_search_engine_open(const char *backend, int threads, int64
              va_proc.rank, va_proc.host, need / 1073741824.0, dev, (long long)nrows, avail / 1073741824.0);
     if (must) VA_AGREE_OR_EXIT(short_of ? VA_EXIT_RESOURCE : 0, err);
     va_log0("backend auto: a rank's lists do not fit its GPU's free memory: the CPU search engine\n");
-    return va_search_engine_cpu(threads);
+    return cpu_engine_for(precision, threads);
   }
-  return va_search_engine_cuda(dev, threads);
+  return va_search_engine_cuda(dev, threads, precision);
 #endif
 }

@@ -26,7 +26,7 @@ typedef struct {
 
 typedef struct va_search_engine {
   const char *name;      /* "cpu" or "cuda" */
-  const char *precision; /* of the distances: "fp32" */
+  const char *precision; /* of the list scan's products: "fp32" (the CPU engine), or the GPU engine's */
   int threads;
   void *ctx; /* the engine's own state (the GPU engine's device and its lists there); NULL on the CPU */
   /* Once, before the first scan: the engine takes the lists it will scan (the GPU engine uploads them;
@@ -49,19 +49,25 @@ typedef struct va_search_engine {
 
 /* The CPU engine on `threads` threads (prepare and destroy do nothing). */
 va_search_engine_t va_search_engine_cpu(int threads);
-/* The GPU engine on CUDA device `device` (cuda/search.h): the same entries as the CPU engine, bit for
- * bit; k (or nprobe) above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists
- * only in a build with the CUDA backend (VECANNEAL_CUDA). */
-va_search_engine_t va_search_engine_cuda(int device, int threads);
+/* The GPU engine on CUDA device `device` (cuda/search.h) with the list scan's products at `precision`
+ * (one of va_search_precisions): at fp32 the same entries as the CPU engine, bit for bit; at tf32, fp16
+ * or bf16 on the tensor cores (near neighbours may reorder; the probe stays the CPU's). k (or nprobe)
+ * above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists only in a build
+ * with the CUDA backend (VECANNEAL_CUDA). */
+va_search_engine_t va_search_engine_cuda(int device, int threads, const char *precision);
+/* The precisions `search --precision` takes, NULL-terminated: fp32 tf32 fp16 bf16. */
+extern const char *const va_search_precisions[];
 /* The largest k the GPU engine scans on the device (cuda/search.h: VA_CUDA_SEARCH_MAX_K). */
 #define VA_SEARCH_GPU_MAX_K 256
 
 /* Collective: the engine for `backend` ("auto", "cpu" or "cuda"), the same kind on every rank (never a
  * mix). auto: the GPU engine when this build has CUDA, every rank sees a device and every rank's lists
- * (nlists lists and anchors, nrows x d rows, batches of `batch` queries) fit its free GPU memory, and k is at most
- * VA_SEARCH_GPU_MAX_K; else the CPU engine, with a note on rank 0 saying why. cuda: the GPU engine, or an
- * agreed exit: 2 without a CUDA build or a device on some rank, 5 when the lists do not fit a GPU; above
- * the k limit the CPU engine with a note. Call prepare with the lists, scan, then destroy. */
-va_search_engine_t va_search_engine_open(const char *backend, int threads, int64_t k, int64_t nlists, int64_t nrows,
-                                         int64_t d, int64_t batch);
+ * (nlists lists and anchors, nrows x d rows stored at `precision`, batches of `batch` queries) fit its
+ * free GPU memory, and k is at most VA_SEARCH_GPU_MAX_K; else the CPU engine, with a note on rank 0
+ * saying why (and, for a precision other than fp32, that the CPU computes fp32). cuda: the GPU engine,
+ * or an agreed exit: 2 without a CUDA build or a device on some rank, 5 when the lists do not fit a
+ * GPU; above the k limit the CPU engine with a note. `precision` must be one of va_search_precisions
+ * (the caller checks). Call prepare with the lists, scan, then destroy. */
+va_search_engine_t va_search_engine_open(const char *backend, const char *precision, int threads, int64_t k,
+                                         int64_t nlists, int64_t nrows, int64_t d, int64_t batch);
 #endif

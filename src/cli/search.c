@@ -29,11 +29,14 @@ static void search_usage(void) {
           "  --sweep-csv FILE.csv     one line per nprobe: backend,precision,nprobe,recall,qps\n"
           "                           (scripts/plot-recall-qps.py draws recall against QPS)\n"
           "  --metrics FILE.json      timings, recall and QPS per nprobe (docs/metrics.md)\n"
-          "  --batch B                queries per batch [2048]\n"
+          "  --batch B                queries per batch [2048 on the CPU engine, 16384 on the GPU engine]\n"
           "  --threads T              threads per rank [the rank's cores]\n"
           "  --backend auto|cpu|cuda  the list scan: cuda = the GPU engine on every rank (bitwise the CPU's\n"
           "                           results; k up to 256, above it the CPU); auto = cuda when built and\n"
           "                           every rank sees a device, else cpu [auto]\n"
+          "  --precision P            the GPU list scan's products: fp32 (the CPU's recipe, bitwise), tf32,\n"
+          "                           fp16 or bf16 (tensor cores; fp16/bf16 store the rows in 16 bits; near\n"
+          "                           neighbours may reorder); the probe and the CPU engine compute fp32 [fp32]\n"
           "  --scan auto|codes|rows   what the lists hold: codes = each row's PQ codes (compress --codes pq),\n"
           "                           measured through per-query lookup tables on the CPU, without reading the\n"
           "                           source rows; rows = the float32 source rows; auto = codes when the index\n"
@@ -76,6 +79,7 @@ int va_cmd_search(int argc, char **argv) {
     else if ((v = va_opt(argc, argv, &i, "--sweep-csv"))) o.sweep_csv = v;
     else if ((v = va_opt(argc, argv, &i, "--io"))) o.io = v;
     else if ((v = va_opt(argc, argv, &i, "--backend"))) o.backend = v;
+    else if ((v = va_opt(argc, argv, &i, "--precision"))) o.precision = v;
     else if ((v = va_opt(argc, argv, &i, "--scan"))) o.scan = v;
     else if ((v = va_opt(argc, argv, &i, "--rerank")))
       bad = va_opt_i64("--rerank", v, 1, INT64_MAX, &o.rerank, err, sizeof err);

@@ -32,9 +32,10 @@ void va_search_options_default(va_search_options_t *o) {
   o->k = 10;
   o->nprobe[0] = 16;
   o->n_nprobe = 1;
-  o->batch = 2048;
+  o->batch = 0;
   o->io = "auto";
   o->backend = "auto";
+  o->precision = "fp32";
   o->scan = "auto";
 }
 
@@ -51,6 +52,10 @@ int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
     return snprintf(err, len, "search: --io must be auto, collective or independent"), 1;
   if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda"))
     return snprintf(err, len, "search: --backend must be auto, cpu or cuda, got '%s'", o->backend), 1;
+  int known = 0;
+  for (int i = 0; va_search_precisions[i]; i++) known |= !strcmp(o->precision, va_search_precisions[i]);
+  if (!known)
+    return snprintf(err, len, "search: --precision must be fp32, tf32, fp16 or bf16, got '%s'", o->precision), 1;
   o->scan_mode = !strcmp(o->scan, "codes")  ? VA_SEARCH_SCAN_CODES
                  : !strcmp(o->scan, "rows") ? VA_SEARCH_SCAN_ROWS
                                             : VA_SEARCH_SCAN_AUTO;
@@ -258,6 +263,7 @@ typedef struct {
   int cosine, threads;
   int codes;                     /* the lists held codes (else rows) */
   int64_t bytes_per_row, rerank; /* bytes of a row the scan reads (M codes or 4 d); rerank R or 0 */
+  int64_t batch;                 /* queries per batch */
 } search_figures_t;
 
 static int write_metrics(const va_search_options_t *o, const scanner_t *e, const search_figures_t *fig,
@@ -287,7 +293,7 @@ static int write_metrics(const va_search_options_t *o, const scanner_t *e, const
   va_json_int(&j, "k", o->k);
   va_json_bool(&j, "exact", o->exact);
   va_json_int(&j, "threads_per_rank", fig->threads);
-  va_json_int(&j, "batch", o->batch);
+  va_json_int(&j, "batch", fig->batch);
   va_json_string(&j, "scan", fig->codes ? "codes" : "rows");
   va_json_int(&j, "bytes_per_row_scanned", fig->bytes_per_row);
   va_json_int(&j, "rerank", fig->rerank);
@@ -464,6 +470,8 @@ static int search_job(const va_search_options_t *o) {
   va_search_engine_t engine = {0};
   scanner_t scanner = {"cpu", "fp32"};
   if (codes) {
+    if (strcmp(o->precision, "fp32"))
+      va_log0("note: --precision %s is the GPU row scan's: the scan on codes uses float32 tables\n", o->precision);
     engine = va_search_engine_cpu(threads);
     snprintf(scanner.precision, sizeof scanner.precision, "pq%lldx%lld", (long long)ix.pq_m, (long long)ix.pq_bits);
     if (o->rerank > 0) {
@@ -471,7 +479,9 @@ static int search_job(const va_search_options_t *o) {
       snprintf(scanner.precision + used, sizeof scanner.precision - used, "+rerank%lld", (long long)o->rerank);
     }
   } else {
-    engine = va_search_engine_open(o->backend, threads, o->k, ix.k, nloc, ix.d, o->batch < qin.n ? o->batch : qin.n);
+    const int64_t most = o->batch ? o->batch : VA_SEARCH_BATCH_GPU;
+    engine =
+        va_search_engine_open(o->backend, o->precision, threads, o->k, ix.k, nloc, ix.d, most < qin.n ? most : qin.n);
     scanner.name = engine.name;
     snprintf(scanner.precision, sizeof scanner.precision, "%s", engine.precision);
   }
@@ -585,10 +595,13 @@ static int search_job(const va_search_options_t *o) {
           codes ? "codes" : "float32 values", (long long)ix.k, (long long)nq, read_seconds + lists_seconds);
 
   /* The sweep. Every rank scans the same probed lists (probe_batch); rank 0 merges. */
-  const int64_t batch = o->batch < nq ? o->batch : nq;
+  int64_t batch = o->batch ? o->batch : !strcmp(engine.name, "cuda") ? VA_SEARCH_BATCH_GPU : VA_SEARCH_BATCH_CPU;
+  batch = batch < nq ? batch : nq;
+  int64_t most_probes = 1;
+  for (int i = 0; i < nsweep; i++) most_probes = sweep[i] > most_probes ? sweep[i] : most_probes;
   va_neighbor_t *local = va_malloc((size_t)(batch * k) * sizeof(va_neighbor_t), "batch results");
   va_neighbor_t *result = va_proc.rank == 0 ? va_malloc((size_t)(nq * k) * sizeof(va_neighbor_t), "results") : NULL;
-  int64_t *probes = va_malloc((size_t)(batch * ix.k) * sizeof(int64_t), "probes");
+  int64_t *probes = va_malloc((size_t)(batch * most_probes) * sizeof(int64_t), "probes");
   sweep_point_t pts[VA_SEARCH_MAX_SWEEP];
   for (int s = 0; s < nsweep; s++) {
     const int64_t nprobe = sweep[s];
@@ -626,8 +639,8 @@ static int search_job(const va_search_options_t *o) {
   /* A failed write is agreed on every rank (exit 4): the later ones are skipped, everything is freed. */
   rc = va_h5_write_file("result", o->out, bytes, o->io_mode, result_setup, result_rows, &w);
   if (!rc) rc = write_sweep_csv(o, &scanner, pts, nsweep);
-  const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n,     d, nq, ix.k, ix.cosine,
-                                threads,      codes,         bytes_per_row,      o->rerank};
+  const search_figures_t fig = {read_seconds, lists_seconds, va_now() - t_start, ix.n,      d,    nq, ix.k, ix.cosine,
+                                threads,      codes,         bytes_per_row,      o->rerank, batch};
   if (!rc) rc = write_metrics(o, &scanner, &fig, pts, nsweep);
   engine.destroy(&engine);
   if (!rc) va_log0("results written to %s\n", o->out);

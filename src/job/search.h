@@ -13,20 +13,25 @@ enum { VA_SEARCH_SCAN_AUTO, VA_SEARCH_SCAN_CODES, VA_SEARCH_SCAN_ROWS }; /* --sc
 
 typedef struct {
   const char *index, *queries, *data, *out, *metrics, *ground_truth, *sweep_csv, *io;
-  const char *backend; /* the search engine: auto, cpu or cuda (backend/search.h) */
-  const char *scan;    /* what the lists hold: auto (codes when the index has them), codes or rows */
-  int64_t rerank;      /* codes: re-score the best rerank candidates with the rows (0: none; else >= k) */
+  const char *backend;   /* the search engine: auto, cpu or cuda (backend/search.h) */
+  const char *precision; /* the GPU list scan's products: fp32 (bitwise the CPU), tf32, fp16, bf16 */
+  const char *scan;      /* what the lists hold: auto (codes when the index has them), codes or rows */
+  int64_t rerank;        /* codes: re-score the best rerank candidates with the rows (0: none; else >= k) */
   int64_t k;
   int64_t nprobe[VA_SEARCH_MAX_SWEEP]; /* the values swept, in order; the output holds the last one's */
   int n_nprobe;
   int exact;     /* scan every row */
-  int64_t batch; /* queries per batch */
+  int64_t batch; /* queries per batch; 0: the engine's (VA_SEARCH_BATCH_CPU / _GPU) */
   int threads;   /* per rank; 0: the cores the rank may use, shared with the node's other ranks */
   int io_mode;   /* derived by va_search_options_resolve */
   int scan_mode; /* VA_SEARCH_SCAN_*, derived by va_search_options_resolve */
 } va_search_options_t;
 
-/* k 10, nprobe 16, batch 2048, threads 0, io auto, backend auto, scan auto, no rerank. */
+#define VA_SEARCH_BATCH_CPU 2048  /* queries per batch: a block per thread, grouped by list, stays in cache */
+#define VA_SEARCH_BATCH_GPU 16384 /* enough queries on each list for the GPU's tiles of 32 */
+
+/* k 10, nprobe 16, batch 0 (the engine's), threads 0, io auto, backend auto, precision fp32, scan auto, no
+ * rerank. */
 void va_search_options_default(va_search_options_t *o);
 /* Local: checks the options and derives the rest; 0, or 1 with err set (a usage error). */
 int va_search_options_resolve(va_search_options_t *o, char *err, size_t len);

@@ -8,8 +8,11 @@
  * duplicates: ties broken by anchor id); duplicate rows under other ids (ties broken by id) and queries
  * equal to rows (distance 0); tiny values whose partial sums are denormal (a flush to zero would show)
  * and huge ones whose distances overflow to +inf (ties at +inf); batches of 5 queries (lists cut into
- * parts merged on the device), 300 (several tiles of 32 queries on a list) and 2000. Also the
- * collective choice (va_search_engine_open) on one rank.
+ * parts merged on the device), 300 (several tiles of 32 queries on a list) and 2000. The tensor-core
+ * precisions (tf32, fp16, bf16) against the CPU's exact answer within their rounding: every reported
+ * distance within 4 eps (|q|^2 + |x|^2) of the row's true distance (cosine: 8 eps), the same number of
+ * entries found, and the k-th true distance at most the CPU's k-th plus twice that bound (eps: tf32
+ * 2^-10, fp16 2^-11, bf16 2^-8). Also the collective choice (va_search_engine_open) on one rank.
  * Exits 77 ("SKIP: no CUDA device") without a device, 1 on any failure, 0 when all pass. */
 #include <math.h>
 #include <stdio.h>
@@ -133,12 +136,117 @@ static void compare(const char *what, const va_neighbor_t *cpu, const va_neighbo
   }
 }
 
+/* The row holding global id `id` (ids increase with the row). */
+static int64_t row_of(const lists_t *s, int64_t id) {
+  int64_t lo = 0, hi = s->L.nrows - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (s->ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return s->ids[lo] == id ? lo : -1;
+}
+
+static double sq_norm(const float *x, int64_t d) {
+  double v = 0;
+  for (int64_t t = 0; t < d; t++) v += (double)x[t] * x[t];
+  return v;
+}
+
+/* A tensor-core answer (gpu) against the CPU's exact one (cpu): see the file's comment. */
+static void compare_rounded(const char *what, const lists_t *s, const float *Q, int cosine, double eps,
+                            const va_neighbor_t *cpu, const va_neighbor_t *gpu, int64_t nq, int64_t k) {
+  const int64_t d = s->L.d;
+  int64_t bad = 0;
+  double worst = 0;
+  for (int64_t q = 0; q < nq && bad < 3; q++) {
+    const double qn = sq_norm(Q + q * d, d);
+    int64_t found_cpu = 0, found_gpu = 0;
+    double kth_gpu = 0, bound_max = 0;
+    for (int64_t i = 0; i < k; i++) {
+      found_cpu += cpu[q * k + i].id >= 0;
+      const va_neighbor_t e = gpu[q * k + i];
+      if (e.id < 0) continue;
+      found_gpu++;
+      const int64_t r = row_of(s, e.id);
+      if (r < 0) {
+        printf("FAIL %s: query %lld returned id %lld, which no row has\n", what, (long long)q, (long long)e.id);
+        bad++;
+        continue;
+      }
+      const float *x = s->rows + r * d;
+      const double truth = va_search_distance_ref(Q + q * d, x, d, cosine);
+      const double bound = cosine ? 8 * eps : 4 * eps * (qn + sq_norm(x, d));
+      bound_max = bound > bound_max ? bound : bound_max;
+      const double err = fabs((double)e.dist - truth);
+      worst = err / bound > worst ? err / bound : worst;
+      if (err > bound) {
+        printf("FAIL %s: query %lld id %lld: distance %.9g, true %.9g (bound %.3g)\n", what, (long long)q,
+               (long long)e.id, e.dist, truth, bound);
+        bad++;
+      }
+      kth_gpu = truth > kth_gpu ? truth : kth_gpu;
+    }
+    if (found_cpu != found_gpu) {
+      printf("FAIL %s: query %lld: %lld entries found, the CPU %lld\n", what, (long long)q, (long long)found_gpu,
+             (long long)found_cpu);
+      bad++;
+    } else if (found_cpu > 0 && kth_gpu > cpu[q * k + found_cpu - 1].dist + 2 * bound_max) {
+      printf("FAIL %s: query %lld: worst true distance kept %.9g, the CPU's k-th %.9g\n", what, (long long)q, kth_gpu,
+             cpu[q * k + found_cpu - 1].dist);
+      bad++;
+    }
+  }
+  checked++;
+  if (bad) failures++;
+  printf("%s %s: largest error %.3f of its bound\n", bad ? "FAIL" : "ok", what, worst);
+}
+
+/* The tensor-core precisions on one set of lists: probed and exact scans, k 10 and 100. */
+static void run_rounded(const char *name, const int64_t *sizes, int64_t nlists, int64_t d, int cosine, int64_t nq) {
+  lists_t s = make_lists(sizes, nlists, d, 1.0, cosine);
+  float *Q = make_queries(&s, nq, d, 1.0, cosine);
+  va_search_engine_t cpu = va_search_engine_cpu(2);
+  const char *prec[] = {"tf32", "fp16", "bf16"};
+  const double eps[] = {1.0 / 1024, 1.0 / 2048, 1.0 / 256};
+  for (int pi = 0; pi < 3; pi++) {
+    va_search_engine_t gpu = va_search_engine_cuda(0, 2, prec[pi]);
+    gpu.prepare(&gpu, &s.L);
+    const int64_t ks[] = {10, 100};
+    for (int ki = 0; ki < 2; ki++) {
+      const int64_t k = ks[ki];
+      va_neighbor_t *a = malloc((size_t)(nq * k) * sizeof *a), *b = malloc((size_t)(nq * k) * sizeof *b);
+      int64_t *probes = make_probes(nq, nlists, nlists > 2 ? nlists / 2 : 1);
+      char what[256];
+      for (int exact = 0; exact <= 1; exact++) {
+        if (exact) {
+          cpu.scan_all(&cpu, &s.L, Q, nq, cosine, k, a);
+          gpu.scan_all(&gpu, &s.L, Q, nq, cosine, k, b);
+        } else {
+          cpu.scan_lists(&cpu, &s.L, Q, nq, probes, nlists > 2 ? nlists / 2 : 1, cosine, k, a);
+          gpu.scan_lists(&gpu, &s.L, Q, nq, probes, nlists > 2 ? nlists / 2 : 1, cosine, k, b);
+        }
+        snprintf(what, sizeof what, "%s %s d %lld %s nq %lld k %lld %s", name, prec[pi], (long long)d,
+                 cosine ? "cosine" : "l2", (long long)nq, (long long)k, exact ? "exact" : "lists");
+        compare_rounded(what, &s, Q, cosine, eps[pi], a, b, nq, k);
+      }
+      free(probes);
+      free(a);
+      free(b);
+    }
+    gpu.destroy(&gpu);
+  }
+  cpu.destroy(&cpu);
+  free(Q);
+  free_lists(&s);
+}
+
 /* One set of lists: for every k, the probed scans (1 list, some, every list) and the exact scan. */
 static void run_case(const char *name, const int64_t *sizes, int64_t nlists, int64_t d, int cosine, double scale,
                      int64_t nq) {
   lists_t s = make_lists(sizes, nlists, d, scale, cosine);
   float *Q = make_queries(&s, nq, d, scale, cosine);
-  va_search_engine_t cpu = va_search_engine_cpu(2), gpu = va_search_engine_cuda(0, 2);
+  va_search_engine_t cpu = va_search_engine_cpu(2), gpu = va_search_engine_cuda(0, 2, "fp32");
   cpu.prepare(&cpu, &s.L);
   gpu.prepare(&gpu, &s.L);
   const int64_t ks[] = {1, 10, 64, 65, 100, 256, 300};
@@ -211,16 +319,20 @@ int main(int argc, char **argv) {
   /* partial sums in the denormal range (l2: squares of ~1e-21) and distances that overflow to +inf */
   run_case("tiny values", sizes, 8, 16, 0, 1e-21, 40);
   run_case("huge values", sizes, 8, 16, 0, 3e19, 40);
+  /* the tensor-core precisions: d not a multiple of a chunk, one chunk, several */
+  const int64_t rdims[] = {7, 64, 384};
+  for (int di = 0; di < 3; di++)
+    for (int cosine = 0; cosine <= 1; cosine++) run_rounded("rounded", sizes, 8, rdims[di], cosine, 300);
   /* every list empty but one of one row; a single list of many rows */
   const int64_t sparse[] = {0, 0, 1, 0}, one[] = {40000};
   run_case("sparse", sparse, 4, 7, 0, 1.0, 9);
   run_case("one list", one, 1, 128, 1, 1.0, 3);
 
   /* The collective choice on one rank: cuda gives the GPU engine; above the k limit the CPU one. */
-  va_search_engine_t e = va_search_engine_open("cuda", 1, 10, 8, 1000, 16, 256);
+  va_search_engine_t e = va_search_engine_open("cuda", "fp32", 1, 10, 8, 1000, 16, 256);
   if (strcmp(e.name, "cuda")) failures++, printf("FAIL open(cuda, k 10) gave the %s engine\n", e.name);
   e.destroy(&e);
-  e = va_search_engine_open("auto", 1, VA_SEARCH_GPU_MAX_K + 1, 8, 1000, 16, 256);
+  e = va_search_engine_open("auto", "tf32", 1, VA_SEARCH_GPU_MAX_K + 1, 8, 1000, 16, 256);
   if (strcmp(e.name, "cpu")) failures++, printf("FAIL open(auto, k 257) gave the %s engine\n", e.name);
   e.destroy(&e);
   printf("%s: %d comparison(s), %d failure(s)\n", failures ? "FAILED" : "PASSED", checked, failures);

@@ -106,6 +106,7 @@ expect 3 "cannot open index" --index "$WORK/nothere_index.h5" --queries "$data:/
 expect 2 "$(basename "$data")" --index "$index" --queries "$data:/test" --out "$data"
 expect 2 "$(basename "$index")" --index "$index" --queries "$data:/test" --out "$index"
 expect 2 "auto, cpu or cuda" --index "$index" --queries "$data:/test" --backend gpu
+expect 2 "fp32, tf32, fp16 or bf16" --index "$index" --queries "$data:/test" --precision fp8
 # --backend cuda in a build without CUDA (tests/jobs/search_gpu.sh covers a CUDA build without a device)
 "$BIN" --version | grep -q "cuda no" && expect 2 "no CUDA backend" --index "$index" --queries "$data:/test" --backend cuda
 [ -s "$index" ] && [ -s "$data" ] || fail "an input was touched by a refused output"
@@ -115,4 +116,12 @@ run_np $P search --index "$index" --queries "$data:/test" --k 10 --nprobe 100000
 grep -q "note: nprobe 100000 is more than" "$WORK/search.out" || fail "no note on the clamped nprobe"
 [ "$("$TOOL" attr "$WORK/clamped.h5" recall)" = 1 ] || fail "clamped nprobe: recall is not 1"
 echo "nprobe 100000: clamped with a note, recall 1"
+# A tensor-core precision on the CPU engine: a note, and the fp32 answer bit for bit.
+run_np 1 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --backend cpu --out "$WORK/fp32.h5" \
+  > /dev/null || fail "search fp32"
+run_np 1 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --backend cpu --precision bf16 \
+  --out "$WORK/bf16.h5" > "$WORK/search.out" || fail "search --precision bf16 on the CPU"
+grep -q "note: --precision bf16 is the GPU engine's" "$WORK/search.out" || fail "no note on --precision bf16"
+results_of "$WORK/bf16.h5" | cmp -s <(results_of "$WORK/fp32.h5") - || fail "--precision bf16 on the CPU differs"
+echo "--precision bf16 on the CPU engine: a note, the fp32 answer"
 echo "PASS"

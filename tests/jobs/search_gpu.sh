@@ -5,6 +5,8 @@
 # through the lists (one nprobe, and the last of a sweep) and exact, k 1, 10 and 100; k 300 is above the
 # GPU engine's limit and runs on the CPU with a note. The log, the metrics and the sweep CSV name the
 # engine. Without a visible device, --backend cuda is a usage error (exit 2) and auto stays on the CPU.
+# --precision tf32, fp16 and bf16 (tensor cores): the same answer on 1 and 2 ranks, recall@10 against the
+# fp32 answer at least 0.95, the engine named with its precision.
 # SKIP (77) without a CUDA build or device: never a silent pass.
 source "$(dirname "$0")/lib.sh"
 export NCCL_NVLS_ENABLE=0
@@ -44,6 +46,23 @@ for metric in l2 cosine; do
       done
       echo "$metric k $k $mode: --backend cuda on 1 and 2 ranks = --backend cpu, bit for bit"
     done
+  done
+  # The tensor-core precisions: rank-count independent, close to fp32.
+  args=(search --index "$index" --queries "$data:/test" --k 10 --nprobe 4)
+  run_np 1 "${args[@]}" --backend cpu --out "$WORK/ref.h5" > /dev/null || fail "cpu reference"
+  for prec in tf32 fp16 bf16; do
+    for p in 1 2; do
+      run_np $p "${args[@]}" --backend cuda --precision $prec --ground-truth "$WORK/ref.h5:/neighbors" \
+        --out "$WORK/prec$p.h5" --metrics "$WORK/prec$p.json" > "$WORK/prec$p.log" ||
+        { cat "$WORK/prec$p.log"; fail "$metric --precision $prec on $p rank(s)"; }
+      grep -q "backend cuda ($prec)" "$WORK/prec$p.log" || { cat "$WORK/prec$p.log"; fail "engine not named $prec"; }
+      grep -q "\"precision\": \"$prec\"" "$WORK/prec$p.json" || fail "the metrics do not name $prec"
+    done
+    results_of "$WORK/prec2.h5" | cmp -s <(results_of "$WORK/prec1.h5") - ||
+      fail "$metric --precision $prec: 2 ranks differ from 1"
+    recall=$(grep -o "recall@10 [0-9.]*" "$WORK/prec1.log" | head -1 | cut -d' ' -f2)
+    awk -v r="$recall" 'BEGIN { exit !(r >= 0.95) }' || fail "$metric --precision $prec: recall@10 $recall against fp32"
+    echo "$metric --precision $prec: 1 and 2 ranks the same, recall@10 $recall against the fp32 answer"
   done
   # auto takes the GPU where every rank sees one.
   run_np 2 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --out "$WORK/auto.h5" > "$WORK/auto.log" ||
