@@ -144,7 +144,9 @@ static void ckpt_rows(hid_t f, void *vctx) {
 
 int va_checkpoint_write(const char *path, const va_state_t *st, const va_input_t *in) {
   ckpt_ctx_t c = {st, in, {0}, 0, 0};
-  c.sc = (ckpt_scalars_t){st->n,         st->d,      st->k,      st->k_initial, st->iter,    st->still,
+  /* n: the input's rows, which a resumed job's input must have; /assignments holds the loop's st->n (the
+   * sample's N with train_sample). */
+  c.sc = (ckpt_scalars_t){in->n,         st->d,      st->k,      st->k_initial, st->iter,    st->still,
                           st->converged, st->merges, st->splits, st->reseeds,   st->changed, (int64_t)in->checksum,
                           st->T,         st->E,      st->E_prev, st->total_var};
   ckpt_content_t content = {c.sc,         st->A,      st->vel,       st->rms_prev, st->center,

@@ -2,7 +2,8 @@
  * object (datasets read whole and written from rank 0's copy, attributes with their own types, groups
  * with their attributes' creation order), except what adding rows changes: /assignments (old ++ new),
  * /anchor_count, /anchor_mse, the root attributes n, final_energy, distortion and compression_ratio,
- * /pq, which is dropped, and /sources, which gains one entry for the input (and, for an index that had
+ * /pq/codes (old ++ new, each rank writing its blocks as compress writes its own) and the /pq attributes
+ * anchor_error and error, and /sources, which gains one entry for the input (and, for an index that had
  * none, one for the rows compress read, from the root's source_* attributes). */
 #include "io/index_add.h"
 
@@ -13,10 +14,12 @@
 #include "io/index.h" /* va_index_attr_*, va_index_dataset, va_index_write_1d */
 #include "util/util.h"
 
-/* Root objects and attributes written anew rather than copied. /pq (compress --codes pq) is left out: it
- * holds codes for the old rows only, and add encodes none for the new ones (docs/codes.md). */
+/* Objects and attributes written anew rather than copied: at the root, and in /pq (compress --codes pq),
+ * whose codebooks and other figures stay as they are. */
 static const char *const new_root_objects[] = {"assignments", "anchor_count", "anchor_mse", "pq", NULL};
 static const char *const new_root_attrs[] = {"n", "final_energy", "distortion", "compression_ratio", NULL};
+static const char *const new_pq_objects[] = {"codes", NULL};
+static const char *const new_pq_attrs[] = {"anchor_error", "error", NULL};
 
 static int listed(const char *name, const char *const *list) {
   for (; list && *list; list++)
@@ -94,21 +97,21 @@ static void copy_dataset(hid_t src, const char *name, hid_t dst) {
 
 typedef struct {
   hid_t dst;
-  int root;
+  const char *const *skip;
 } group_copy_t;
 
-static void copy_group(hid_t src, hid_t dst, int root);
+static void copy_group(hid_t src, hid_t dst, const char *const *skip);
 
 static herr_t copy_link_cb(hid_t g, const char *name, const H5L_info_t *info, void *ctx) {
   (void)info;
   const group_copy_t *c = ctx;
-  if (c->root && listed(name, new_root_objects)) return 0;
+  if (listed(name, c->skip)) return 0;
   hid_t o = VA_H5(H5Oopen(g, name, H5P_DEFAULT));
   const H5I_type_t type = H5Iget_type(o);
   if (type == H5I_GROUP) {
     hid_t out = make_group(c->dst, name);
     copy_attrs(o, out, NULL);
-    copy_group(o, out, 0);
+    copy_group(o, out, NULL);
     VA_H5(H5Gclose(out));
   } else if (type == H5I_DATASET) {
     copy_dataset(g, name, c->dst);
@@ -117,8 +120,9 @@ static herr_t copy_link_cb(hid_t g, const char *name, const H5L_info_t *info, vo
   return 0;
 }
 
-static void copy_group(hid_t src, hid_t dst, int root) {
-  group_copy_t c = {dst, root};
+/* Every object of src to dst but those named in skip. */
+static void copy_group(hid_t src, hid_t dst, const char *const *skip) {
+  group_copy_t c = {dst, skip};
   hsize_t idx = 0;
   VA_H5(H5Literate(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_link_cb, &c));
 }
@@ -143,8 +147,21 @@ static void source_entry(hid_t sources, int64_t m, const char *how, const va_ind
 static void added_setup(hid_t f, void *ctx) {
   const va_index_add_t *a = ctx;
   hid_t old = VA_H5(H5Fopen(a->old_path, H5F_ACC_RDONLY, H5P_DEFAULT));
-  copy_group(old, f, 1);
+  copy_group(old, f, new_root_objects);
   copy_attrs(old, f, new_root_attrs);
+  if (a->pq_m > 0) {
+    hid_t old_pq = VA_H5(H5Gopen2(old, "/pq", H5P_DEFAULT)), pq = make_group(f, "/pq");
+    copy_attrs(old_pq, pq, new_pq_attrs);
+    copy_group(old_pq, pq, new_pq_objects);
+    va_index_attr_f64(pq, "anchor_error", a->pq_anchor_error);
+    va_index_attr_f64(pq, "error", a->pq_error);
+    VA_H5(H5Dclose(va_index_dataset(pq, "codes", H5T_STD_U8LE, 2, a->n_old + a->n_new, a->pq_m,
+                                    "code (row of that subspace's codebook) of every source row in every subspace, "
+                                    "in /sources order (n x m)",
+                                    "code")));
+    VA_H5(H5Gclose(pq));
+    VA_H5(H5Gclose(old_pq));
+  }
   hid_t sources;
   int64_t m = 0;
   if (H5Lexists(f, "/sources", H5P_DEFAULT) > 0) {
@@ -195,8 +212,47 @@ static void added_rows(hid_t f, void *ctx) {
   va_h5_write_block(ds, H5T_NATIVE_UINT32, a->old_row0, a->old_n_local, 1, sizeof(uint32_t), a->old_assign);
   va_h5_write_block(ds, H5T_NATIVE_UINT32, a->n_old + a->new_row0, a->new_n_local, 1, sizeof(uint32_t), a->new_assign);
   VA_H5(H5Dclose(ds));
+  if (a->pq_m > 0) {
+    ds = VA_H5(H5Dopen2(f, "/pq/codes", H5P_DEFAULT));
+    va_h5_write_block(ds, H5T_NATIVE_UINT8, a->old_row0, a->old_n_local, a->pq_m, (size_t)a->pq_m, a->old_codes);
+    va_h5_write_block(ds, H5T_NATIVE_UINT8, a->n_old + a->new_row0, a->new_n_local, a->pq_m, (size_t)a->pq_m,
+                      a->new_codes);
+    VA_H5(H5Dclose(ds));
+  }
 }
 
 int va_index_write_added(const char *path, const va_index_add_t *a, int io_mode) {
   return va_h5_write_file("index", path, a->bytes, io_mode, added_setup, added_rows, (void *)a);
+}
+
+/* Rank 0: the figures of /pq; 0 or VA_EXIT_INPUT with err set. */
+static int read_code_errors(const char *path, va_index_code_errors_t *out, char *err, size_t len) {
+  err[0] = '\0';
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
+  const char *const names[] = {"variance", "anchor_error", "error"};
+  double *const into[] = {&out->variance, &out->anchor_error, &out->error};
+  for (int q = 0; q < 3 && !err[0]; q++) {
+    if (H5Aexists_by_name(f, "/pq", names[q], H5P_DEFAULT) <= 0) {
+      snprintf(err, len, "index '%s' is damaged: its codes (/pq) lack the attribute %s; compress it again", path,
+               names[q]);
+      break;
+    }
+    hid_t at = H5Aopen_by_name(f, "/pq", names[q], H5P_DEFAULT, H5P_DEFAULT);
+    if (at < 0 || H5Aread(at, H5T_NATIVE_DOUBLE, into[q]) < 0)
+      snprintf(err, len, "index '%s' is damaged: the attribute %s of its codes (/pq) does not read (%s)", path,
+               names[q], va_h5_last_error());
+    if (at >= 0) H5Aclose(at);
+  }
+  H5Fclose(f);
+  return err[0] ? VA_EXIT_INPUT : 0;
+}
+
+int va_index_read_code_errors(const char *path, va_index_code_errors_t *out) {
+  char err[VA_PATH_MAX + 512] = "";
+  memset(out, 0, sizeof *out);
+  int rc = va_proc.rank == 0 ? read_code_errors(path, out, err, sizeof err) : 0;
+  if ((rc = va_agree(rc, err))) return rc;
+  VA_MPI(MPI_Bcast(out, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  return 0;
 }

@@ -1,6 +1,8 @@
-/* add.c: `vecanneal add`, the job: the new rows placed in the index (job/nearest.h), the per-anchor
- * statistics brought up to date from the old ones and the new rows' distances, and a new index written
- * (io/index_add.h) holding the old assignment followed by the new rows'. The anchors do not move. */
+/* add.c: `vecanneal add`, the job: the new rows placed in the index (job/nearest.h) and, when the index
+ * has codes, encoded against its codebooks as compress encodes its own rows (job/codes.h), the per-anchor
+ * statistics and the codes' errors brought up to date from the old ones and the new rows', and a new
+ * index written (io/index_add.h) holding the old assignment and codes followed by the new rows'. The
+ * anchors and the codebooks do not move. */
 #include "job/add.h"
 
 #include <stdlib.h>
@@ -12,8 +14,27 @@
 #include "io/index.h" /* va_index_payload_bytes, va_index_resolve_source */
 #include "io/index_add.h"
 #include "io/index_read.h"
+#include "job/codes.h" /* va_codes_encode */
 #include "job/nearest.h"
 #include "util/util.h"
+
+/* The new rows' codes (index with /pq): this rank's, and its sums of va_codes_encode (d + 3). */
+typedef struct {
+  const va_index_data_t *ix;
+  uint8_t *codes;
+  double *sums;
+} new_codes_t;
+
+/* va_nearest_then_fn: this rank's new rows, in the index's frame less their anchors, encoded; nothing for an
+ * index without codes. */
+static void encode_new_rows(va_state_t *st, void *ctx) {
+  new_codes_t *c = ctx;
+  const va_index_data_t *ix = c->ix;
+  if (ix->pq_m == 0) return;
+  c->codes = va_malloc((size_t)((st->n_local > 0 ? st->n_local : 1) * ix->pq_m), "new rows' codes");
+  c->sums = va_calloc((size_t)(st->d + 3), sizeof(double), "new rows' code sums");
+  va_codes_encode(st, ix->pq_m, ix->pq_ksub, ix->pq_codebooks, c->codes, c->sums);
+}
 
 int va_add_job(const va_add_options_t *o) {
   const double t_start = va_now();
@@ -21,7 +42,9 @@ int va_add_job(const va_add_options_t *o) {
   va_index_data_t ix;
   va_input_t in;
   va_nearest_t near;
-  int rc = va_nearest_job(o->index, "new index", o->out, cfg, &ix, &in, &near);
+  /* The hook runs once ix is read: it sees whether the index has codes. */
+  new_codes_t enc = {.ix = &ix};
+  int rc = va_nearest_job_then(o->index, "new index", o->out, cfg, &ix, &in, &near, encode_new_rows, &enc);
   if (rc) return rc;
   /* Counts are exact (integers). The members' distance sums: old mse x old count (the sum compress
    * reduced, up to the rounding of its mean) plus the new rows' distances, summed in double. */
@@ -47,7 +70,19 @@ int va_add_job(const va_add_options_t *o) {
   int64_t old_row0, old_n;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &old_row0, &old_n);
   uint32_t *old_assign = va_malloc((size_t)(old_n > 0 ? old_n : 1) * sizeof(uint32_t), "old assignments");
+  uint8_t *old_codes = NULL;
   if ((rc = va_index_read_assignments(o->index, &ix, old_row0, old_n, old_assign))) goto out;
+  /* Codes: this rank's block of the old ones, copied too. The /pq errors are sums over the rows / n /
+   * variance: the old rows' sums are taken back from them (up to rounding) and the new rows' added. The
+   * variance stays that of the rows compress encoded: their column sums, which its mean needs, are not
+   * stored. */
+  va_index_code_errors_t fig = {0};
+  if (ix.pq_m > 0) {
+    old_codes = va_malloc((size_t)((old_n > 0 ? old_n : 1) * ix.pq_m), "old codes");
+    if ((rc = va_index_read_codes(o->index, &ix, old_row0, old_n, old_codes))) goto out;
+    if ((rc = va_index_read_code_errors(o->index, &fig))) goto out;
+    va_allreduce_sum_f64(enc.sums, ix.d + 3);
+  }
   va_index_add_t a = {.old_path = o->index,
                       .n_old = ix.n,
                       .n_new = in.n,
@@ -61,7 +96,16 @@ int va_add_job(const va_add_options_t *o) {
                       .counts = counts,
                       .mse = mse,
                       .final_energy = esum / (double)n_total,
-                      .bytes = va_index_payload_bytes(n_total, ix.d, k) + 8.0 * (double)(k * ix.d) + 1048576.0};
+                      .bytes = va_index_payload_bytes(n_total, ix.d, k) + 8.0 * (double)(k * ix.d) + 1048576.0,
+                      .pq_m = ix.pq_m,
+                      .old_codes = old_codes,
+                      .new_codes = enc.codes};
+  if (ix.pq_m > 0) {
+    const double var = fig.variance, n_old = (double)ix.n;
+    a.pq_anchor_error = var > 0 ? (fig.anchor_error * n_old * var + enc.sums[ix.d + 1]) / (double)n_total / var : 0;
+    a.pq_error = var > 0 ? (fig.error * n_old * var + enc.sums[ix.d + 2]) / (double)n_total / var : 0;
+    a.bytes += va_index_codes_bytes(n_total, ix.d, ix.pq_m, ix.pq_ksub);
+  }
   a.distortion = ix.total_variance > 0 ? a.final_energy / ix.total_variance : 0;
   /* The bytes of every input: the old ones from the old ratio, plus the added rows'. */
   const double old_input = ix.compression_ratio > 0 ? va_index_payload_bytes(ix.n, ix.d, k) / ix.compression_ratio : 0;
@@ -79,6 +123,10 @@ int va_add_job(const va_add_options_t *o) {
     va_log0("added %lld rows of %s to %s (%lld rows, k %lld): %s holds %lld rows, energy %.8g, %.2f s\n",
             (long long)in.n, cfg->input, o->index, (long long)ix.n, (long long)k, o->out, (long long)n_total,
             a.final_energy, va_now() - t_start);
+    if (ix.pq_m > 0)
+      va_log0("codes pq: %lld new rows encoded (%lld codes each); reconstruction error %.6g of the variance over "
+              "every row (anchors alone %.6g)\n",
+              (long long)in.n, (long long)ix.pq_m, a.pq_error, a.pq_anchor_error);
     va_run_summary_t sum = {.n = n_total,
                             .d = ix.d,
                             .k_initial = k,
@@ -91,6 +139,9 @@ int va_add_job(const va_add_options_t *o) {
   }
 out:
   free(old_assign);
+  free(old_codes);
+  free(enc.codes);
+  free(enc.sums);
   free(cnt);
   free(rsum);
   free(counts);

@@ -1,7 +1,8 @@
 /* codes.c: `compress --codes pq` after the final pass (job/codes.h). The rows come through the backend's
  * get_rows in chunks (in the job's frame, wherever they live), so a CUDA job's rows stay where they are;
  * the codebooks' loops run on the CPU backend over the residual columns, a subspace at a time, so the
- * stage holds one subspace's training columns besides the codes. */
+ * stage holds one subspace's training columns besides the codes. The encoding pass (va_codes_encode) is also
+ * how `add` encodes its new rows against the index's codebooks. */
 #include "job/codes.h"
 
 #include <stdio.h>
@@ -108,6 +109,23 @@ static void train_subspace(va_state_t *st, int64_t m, const int64_t *local, int6
           tr.converged ? "converged" : "pq_iters", tr.energy, va_now() - t0);
 }
 
+void va_codes_encode(va_state_t *st, int64_t M, int64_t ksub, const float *codebooks, uint8_t *codes, double *sums) {
+  const int64_t d = st->d;
+  int64_t *local = va_malloc(CHUNK_ROWS * sizeof(int64_t), "pq rows");
+  float *R = va_malloc((size_t)(CHUNK_ROWS * d) * sizeof(float), "pq residuals");
+  double *err = va_malloc(CHUNK_ROWS * sizeof(double), "pq errors");
+  for (int64_t c0 = 0; c0 < st->n_local; c0 += CHUNK_ROWS) {
+    const int64_t c = st->n_local - c0 < CHUNK_ROWS ? st->n_local - c0 : CHUNK_ROWS;
+    for (int64_t q = 0; q < c; q++) local[q] = c0 + q;
+    residual_rows(st, local, c, R, sums);
+    va_pq_encode(R, c, d, M, ksub, codebooks, st->aopts.threads, codes + c0 * M, err);
+    for (int64_t q = 0; q < c; q++) sums[d + 2] += err[q];
+  }
+  free(err);
+  free(R);
+  free(local);
+}
+
 void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out) {
   const va_config_t *cfg = st->cfg;
   const int64_t n = st->n, d = st->d, M = cfg->pq_m, ksub = (int64_t)1 << cfg->pq_bits;
@@ -126,7 +144,7 @@ void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out) {
   const int sampled = train_rows < n;
   int64_t s0 = st->row0, count = st->n_local;
   if (sampled) va_sample_range(n, train_rows, st->row0, st->n_local, &s0, &count);
-  int64_t *local = va_malloc((size_t)(count > CHUNK_ROWS ? count : CHUNK_ROWS) * sizeof(int64_t), "pq rows");
+  int64_t *local = va_malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t), "pq rows");
   for (int64_t q = 0; q < count; q++) local[q] = sampled ? va_sample_row(n, train_rows, s0 + q) - st->row0 : q;
   int64_t col0, narrow, wide;
   va_pq_subspace(d, M, M - 1, &col0, &narrow);
@@ -140,19 +158,14 @@ void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out) {
   double t0 = va_now();
   for (int64_t m = 0; m < M; m++) train_subspace(st, m, local, count, s0, train_rows, R, out);
   out->train_seconds = va_now() - t0;
+  free(R);
+  free(local);
 
-  /* Every row encoded, chunk by chunk; the sums for the variance and both errors, in row order. */
+  /* Every row encoded; the sums for the variance and both errors. */
   t0 = va_now();
   va_tick_t t = va_tick();
   double *sums = va_calloc((size_t)(d + 3), sizeof(double), "pq sums");
-  double *err = va_malloc(CHUNK_ROWS * sizeof(double), "pq errors");
-  for (int64_t c0 = 0; c0 < st->n_local; c0 += CHUNK_ROWS) {
-    const int64_t c = st->n_local - c0 < CHUNK_ROWS ? st->n_local - c0 : CHUNK_ROWS;
-    for (int64_t q = 0; q < c; q++) local[q] = c0 + q;
-    residual_rows(st, local, c, R, sums);
-    va_pq_encode(R, c, d, M, ksub, out->codebooks, st->aopts.threads, out->codes + c0 * M, err);
-    for (int64_t q = 0; q < c; q++) sums[d + 2] += err[q];
-  }
+  va_codes_encode(st, M, ksub, out->codebooks, out->codes, sums);
   va_tock(VA_PH_ASSIGN, t);
   va_allreduce_sum_f64(sums, d + 3);
   double mean2 = 0;
@@ -166,10 +179,7 @@ void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out) {
           "encoding %.2f s\n",
           (long long)M, (long long)cfg->pq_bits, out->bytes_per_vector, 100.0 * out->compression_ratio,
           1.0 / out->compression_ratio, out->error, out->anchor_error, out->train_seconds, out->encode_seconds);
-  free(err);
   free(sums);
-  free(R);
-  free(local);
 }
 
 void va_codes_free(va_index_codes_t *c) {

@@ -10,7 +10,6 @@
 #include "core/checkpoint.h"
 #include "job/codes.h" /* va_codes_* */
 #include "job/embed.h"
-#include "job/nearest.h"   /* va_rows_to_frame */
 #include "job/sample.h"    /* va_sample_* */
 #include "util/checksum.h" /* va_hash_bytes */
 #include "backend/plan.h"  /* va_backend_plan, va_backend_attach */
@@ -146,13 +145,15 @@ static void write_checkpoint(va_state_t *st, void *vctx) {
 /* Bytes of host memory this rank will hold at its peak (docs/memory.md has the formula). pinned: the
  * out-of-core CUDA backend's pinned copy of the shard. shard_on_host 0: the rows are read through the
  * GPU context's staging buffers (two of 32 MiB pinned to the GPU; into that pinned copy in place or
- * through one of 32 MiB): up to 64 MiB counted. */
+ * through one of 32 MiB): up to 64 MiB counted. sample_rows: train_sample's rows in this rank's block,
+ * copied for the loop beside the shard (0 without a sample). */
 static double host_bytes_needed(const va_config_t *cfg, const va_input_t *in, int64_t n_local, int threads,
-                                double pinned, int shard_on_host) {
+                                double pinned, int shard_on_host, int64_t sample_rows) {
   double d = (double)in->d, k = (double)cfg->k, n = (double)n_local;
   double tile = cfg->tile_rows > 0 ? (double)cfg->tile_rows : (k > 0 ? fmin(4096, fmax(64, 131072 / k)) : 64);
   double shard = shard_on_host ? n * d * 4 : fmin(64.0 * 1048576, n * d * 4);
   double bytes = 32.0 * 1048576 + shard + n * 12 + pinned; /* process baseline, shard, assign, prev, r */
+  bytes += (double)sample_rows * d * 4;                    /* the sample's copy */
   bytes +=
       n * (cfg->init_kind == VA_INIT_RANDOM || cfg->init_kind == VA_INIT_FILE ? 0 : 8); /* init's per-row scratch */
   bytes += va_input_staging_bytes(in, cfg->read_chunk_mb * 1048576.0, n_local);
@@ -240,55 +241,49 @@ static uint64_t file_checksum(const char *path) {
 }
 
 /* The rows a job holds for its final pass: the shard (va_shard_range). With train_sample, the loop
- * holds the sample rows of the shard instead (job/sample.h). */
+ * holds a copy of the sample rows of the shard besides (job/sample.h). */
 typedef struct {
   int64_t n, row0, n_local;
 } rows_t;
 
-/* train_sample: the shard's sample rows moved to the front of st->X (preprocessed already: centred
- * with the mean of every row, or unit), and st's rows become the sample's (n = N; row0 and n_local in
- * sample row numbers). The shard stays allocated: the job holds no more than without a sample. */
-static void take_sample(va_state_t *st, int64_t N) {
+/* train_sample: a copy of the shard's sample rows (preprocessed already: centred with the mean of every
+ * row, or unit) in a buffer of their own becomes st->X, and st's rows become the sample's (n = N; row0
+ * and n_local in sample row numbers). Returns the shard, untouched: the final pass runs on it. */
+static float *take_sample(va_state_t *st, int64_t N) {
   int64_t s0, scount;
   va_sample_range(st->n, N, st->row0, st->n_local, &s0, &scount);
-  va_sample_compact(st->X, st->d, st->n, N, st->row0, s0, scount);
+  const double bytes = (double)scount * (double)st->d * 4.0;
+  float *sample = malloc(bytes > 0 ? (size_t)bytes : 1);
+  char err[512] = "";
+  if (!sample)
+    snprintf(err, sizeof err,
+             "rank %d on %s cannot allocate %.2f GiB for its %lld sample rows; use more ranks or a larger node",
+             va_proc.rank, va_proc.host, bytes / 1073741824.0, (long long)scount);
+  VA_AGREE_OR_EXIT(sample ? 0 : VA_EXIT_RESOURCE, err);
+  va_sample_gather(sample, st->X, st->d, st->n, N, st->row0, s0, scount);
   va_log0("training on %lld of %lld rows (train_sample: row floor(i x %lld / %lld) for i < %lld)\n", (long long)N,
           (long long)st->n, (long long)st->n, (long long)N, (long long)N);
+  float *shard = st->X;
+  st->X = sample;
   st->n = N;
   st->row0 = s0;
   st->n_local = scount;
+  return shard;
 }
 
-/* train_sample, after the loop: the backend of the sample let go, the shard read again and put in the
- * frame (the sample's centre or unit rows), st's rows the shard's again, and the backend attached to
- * them for the final pass. The read must give the rows of the first one (the checksum): else bad input.
- * Returns the backend's name. */
-static const char *restore_shard(va_state_t *st, const rows_t *full, const va_input_t *in, const va_config_t *cfg,
-                                 const va_backend_plan_t *plan, int threads) {
-  char err[VA_PATH_MAX + 400] = "";
+/* train_sample, after the loop: the backend of the sample let go with the sample's rows, st's rows the
+ * shard's again (in the frame since the preprocessing, as the final pass needs them), and the backend
+ * attached to them. Returns the backend's name. */
+static const char *attach_shard(va_state_t *st, const rows_t *full, float *shard, const va_config_t *cfg,
+                                const va_backend_plan_t *plan) {
   if (st->be && st->be->destroy) st->be->destroy(st);
   st->be = NULL;
   st->be_ctx = NULL;
-  free(st->X);
+  free(st->X); /* the sample; NULL where the CUDA backend took it (va_backend_attach) */
+  st->X = shard;
   st->n = full->n;
   st->row0 = full->row0;
   st->n_local = full->n_local;
-  const double bytes = (double)st->n_local * (double)st->d * 4.0;
-  st->X = malloc(bytes > 0 ? (size_t)bytes : 1);
-  if (!st->X)
-    snprintf(err, sizeof err, "rank %d on %s cannot allocate %.2f GiB for its shard again for the final pass",
-             va_proc.rank, va_proc.host, bytes / 1073741824.0);
-  VA_AGREE_OR_EXIT(st->X ? 0 : VA_EXIT_RESOURCE, err);
-  va_tick_t t = va_tick();
-  va_read_result_t read = {-1, 0};
-  va_input_read(in, st->row0, st->n_local, st->X, (size_t)(cfg->read_chunk_mb * 1048576.0), cfg->io, threads, &read);
-  va_tock(VA_PH_READ, t);
-  VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &read.checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  char label[VA_PATH_MAX + 300];
-  snprintf(err, sizeof err, "input '%s' changed while the job ran (its second read for the final pass differs)",
-           va_input_label(in, label, sizeof label));
-  VA_AGREE_OR_EXIT(va_proc.rank == 0 && read.checksum != in->checksum ? VA_EXIT_INPUT : 0, err);
-  va_rows_to_frame(st->X, st->n_local, st->d, st->cosine, st->center, threads);
   free(st->assign);
   free(st->prev);
   free(st->r);
@@ -328,7 +323,8 @@ static int compress_job(const va_compress_options_t *o) {
   err[0] = 0;
   va_backend_check_built(cfg.backend);
   const char *backend = "cpu";
-  int adopt = 0; /* compress --embed: the rows are on this rank's GPU already (va_embedded_t.demb) */
+  int adopt = 0;       /* compress --embed: the rows are on this rank's GPU already (va_embedded_t.demb) */
+  float *shard = NULL; /* train_sample: the shard, kept in the frame for the final pass while the loop runs */
 
   va_input_t in;
   va_embedded_t embedded = {0};
@@ -374,10 +370,10 @@ static int compress_job(const va_compress_options_t *o) {
              input_label);
     VA_AGREE_OR_EXIT(va_proc.rank == 0 ? VA_EXIT_USAGE : 0, err);
   }
-  /* train_sample: the loop on N rows, the final pass on all. N >= n takes every row through the same
-   * path (the sample is the input; the result is a plain job's, which the tests check). */
-  const int sampled = cfg.train_sample > 0;
-  const int64_t train_rows = sampled && cfg.train_sample < in.n ? cfg.train_sample : in.n;
+  /* train_sample: the loop on N rows, the final pass on all. N >= n is a plain job (the sample would be
+   * the input), which holds no copy of it. */
+  const int sampled = cfg.train_sample > 0 && cfg.train_sample < in.n;
+  const int64_t train_rows = sampled ? cfg.train_sample : in.n;
   if (embed_corpus && cfg.train_sample > 0)
     snprintf(err, sizeof err, "train_sample is not supported with --embed (the embedded rows are all in memory)");
   else if (cfg.init_kind != VA_INIT_FILE && cfg.k > train_rows)
@@ -437,9 +433,11 @@ static int compress_job(const va_compress_options_t *o) {
   const int direct = plan.cuda && !plan.host_prep && !embed_corpus && !sampled; /* the sample is taken on the host */
   double pinned = 0;
   pinned = va_rows_pinned_bytes(&plan, st.n_local, st.d);
+  int64_t sample_row0 = 0, sample_rows = 0;
+  if (sampled) va_sample_range(in.n, train_rows, st.row0, st.n_local, &sample_row0, &sample_rows);
   if (cfg.memory_check)
     check_memory(
-        host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct) +
+        host_bytes_needed(&cfg, &in, st.n_local, threads, pinned, !direct, sample_rows) +
             va_codes_host_bytes(
                 &cfg, st.n_local,
                 (int64_t)((double)st.n_local * (double)va_codes_train_rows(&cfg, train_rows) / (double)in.n) + 1, st.d),
@@ -512,7 +510,7 @@ shard_ready:
     va_rows_device_ready(&st);
   } else {
     st.total_var = preprocess(&st, &zero_rows);
-    if (sampled) take_sample(&st, train_rows);
+    if (sampled) shard = take_sample(&st, train_rows);
     double t0 = va_now();
     backend = va_backend_attach(&st, &cfg, &plan);
     attach_seconds = va_now() - t0;
@@ -556,11 +554,12 @@ shard_ready:
     va_log0("stopped by a signal after iteration %lld; resume with: vecanneal compress ... --resume %s\n",
             (long long)st.iter, ckpt.path);
     va_state_free(&st);
+    free(shard);
     va_comm_finalize();
     return VA_EXIT_STOPPED;
   }
   va_anneal_anchors_to_host(&st); /* the index and the final pass read them */
-  if (sampled) backend = restore_shard(&st, &full, &in, &cfg, &plan, threads);
+  if (sampled) backend = attach_shard(&st, &full, shard, &cfg, &plan);
 
   double *counts = va_malloc((size_t)st.k * sizeof(double), "counts"),
          *mse = va_malloc((size_t)st.k * sizeof(double), "mse");

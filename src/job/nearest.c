@@ -42,8 +42,10 @@ void va_rows_to_frame(float *X, int64_t n, int64_t d, int cosine, const double *
   }
 }
 
-/* This rank's block of in placed in ix (va_nearest_job's last stage); 0 or the agreed exit code. */
-static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out) {
+/* This rank's block of in placed in ix (va_nearest_job's last stage), then(st, ctx) when given; 0 or the
+ * agreed exit code. */
+static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_config_t *cfg, va_nearest_t *out,
+                        va_nearest_then_fn then, void *ctx) {
   memset(out, 0, sizeof *out);
   char label[VA_PATH_MAX + 300], err[VA_PATH_MAX + 600] = "";
   va_input_label(in, label, sizeof label);
@@ -100,6 +102,7 @@ static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_conf
   va_state_anchor_norms(&st);
   st.be->assign(&st);
   st.be->sync_host(&st);
+  if (then) then(&st, ctx);
   out->row0 = st.row0;
   out->n_local = st.n_local;
   out->assign = st.assign;
@@ -112,6 +115,11 @@ static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_conf
 
 int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
                    va_index_data_t *ix, va_input_t *in, va_nearest_t *out) {
+  return va_nearest_job_then(index, out_role, out_file, cfg, ix, in, out, NULL, NULL);
+}
+
+int va_nearest_job_then(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
+                        va_index_data_t *ix, va_input_t *in, va_nearest_t *out, va_nearest_then_fn then, void *ctx) {
   char input_file[VA_PATH_MAX];
   va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
   /* The index is an input: an output naming it (or a link to it) is a usage error, never an overwrite. */
@@ -122,7 +130,7 @@ int va_nearest_job(const char *index, const char *out_role, const char *out_file
   if ((rc = va_index_read(index, VA_INDEX_FRAME, ix))) return rc;
   va_input_open_as(cfg->input, cfg->input_format, in);
   va_tick_t t = va_tick();
-  if ((rc = nearest_rows(ix, in, cfg, out))) {
+  if ((rc = nearest_rows(ix, in, cfg, out, then, ctx))) {
     va_index_data_free(ix);
     return rc;
   }

@@ -18,9 +18,8 @@ void va_sample_range(int64_t n, int64_t N, int64_t row0, int64_t count, int64_t 
   *scount = first_at_or_after(n, N, row0 + count) - *s0;
 }
 
-void va_sample_compact(float *X, int64_t d, int64_t n, int64_t N, int64_t row0, int64_t s0, int64_t scount) {
-  for (int64_t q = 0; q < scount; q++) {
-    const int64_t from = va_sample_row(n, N, s0 + q) - row0;
-    if (from != q) memmove(X + q * d, X + from * d, (size_t)d * sizeof(float));
-  }
+void va_sample_gather(float *out, const float *X, int64_t d, int64_t n, int64_t N, int64_t row0, int64_t s0,
+                      int64_t scount) {
+  for (int64_t q = 0; q < scount; q++)
+    memcpy(out + q * d, X + (va_sample_row(n, N, s0 + q) - row0) * d, (size_t)d * sizeof(float));
 }

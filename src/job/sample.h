@@ -10,7 +10,8 @@
 void va_sample_range(int64_t n, int64_t N, int64_t row0, int64_t count, int64_t *s0, int64_t *scount);
 /* The source row of sample row i. */
 int64_t va_sample_row(int64_t n, int64_t N, int64_t i);
-/* Moves the sample rows of a block (rows [row0, ..) of X, d floats each) to its front, in order: sample
- * row s0 + q to row q. In place: a sample row never lies before its new place (n >= N). */
-void va_sample_compact(float *X, int64_t d, int64_t n, int64_t N, int64_t row0, int64_t s0, int64_t scount);
+/* Copies the sample rows of a block (rows [row0, ..) of X, d floats each) to out, in order: sample row
+ * s0 + q to row q of out (scount rows, from va_sample_range). */
+void va_sample_gather(float *out, const float *X, int64_t d, int64_t n, int64_t N, int64_t row0, int64_t s0,
+                      int64_t scount);
 #endif

@@ -46,9 +46,15 @@ foreach(case sparse_chunks disk_full write_fault outputs one_job config stop res
 endforeach()
 va_job_test(reliability_gpu reliability.sh gpu)
 set_tests_properties(reliability_gpu PROPERTIES LABELS "gpu;mpi;reliability" SKIP_RETURN_CODE 77)
-# assign and add (new rows placed in an index), compress --train-sample.
+# assign and add (new rows placed in an index, codes extended), compress --train-sample.
 va_job_test(assign_add assign_add.sh)
+set_property(TEST assign_add APPEND PROPERTY ENVIRONMENT "VECANNEAL_TEST_PQ=$<TARGET_FILE:test_pq>")
 set_tests_properties(assign_add PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# compress --train-sample: bitwise the same on 1-4 ranks, 1 and 3 threads, and resumed; the input read once (strace).
+va_job_test(train_sample_ranks train_sample.sh ranks)
+set_tests_properties(train_sample_ranks PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)
+va_job_test(train_sample_read_once train_sample.sh read_once)
+set_tests_properties(train_sample_read_once PROPERTIES LABELS "cpu;mpi" TIMEOUT 300 SKIP_RETURN_CODE 77)
 # search: exact = gen's /neighbors, monotone recall over nprobe, bitwise the same on 1-4 ranks, bad inputs.
 va_job_test(search search.sh)
 set_tests_properties(search PROPERTIES LABELS "cpu;mpi" TIMEOUT 300)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # serial_hdf5.sh: builds vecanneal against serial HDF5 (as on machines without parallel HDF5) and checks
 # that its fallback path (independent reads, token-passing writes) runs the job on 1-4 ranks with the
-# same results, and writes an index bitwise identical to the parallel-HDF5 build's.
+# same results, and writes an index bitwise identical to the parallel-HDF5 build's (compress, with codes
+# too, and add on an index with codes).
 source "$(dirname "$0")/lib.sh"
 SRC=${VECANNEAL_SOURCE:?}
 SB=$WORK/build-serial
@@ -24,4 +25,9 @@ pq=(compress --input "$WORK/s.h5:/train" --anchors 10 --codes pq --pq-m 4 --set 
 run_np 3 "${pq[@]}" --out "$WORK/s.pq.serial.h5" > /dev/null || fail "compress --codes pq (serial HDF5)"
 BIN=$PAR_BIN run_np 3 "${pq[@]}" --out "$WORK/s.pq.par.h5" > /dev/null || fail "compress --codes pq (parallel build)"
 "$TOOL" same "$WORK/s.pq.serial.h5" "$WORK/s.pq.par.h5" || fail "serial and parallel HDF5 builds write different codes"
+# add on it: the old and the new rows' codes written rank after rank, as the parallel build writes them.
+add=(add --index "$WORK/s.pq.par.h5" --input "$WORK/s.h5:/train" --set threads=1)
+run_np 3 "${add[@]}" --out "$WORK/s.pqadd.serial.h5" > /dev/null || fail "add with codes (serial HDF5)"
+BIN=$PAR_BIN run_np 3 "${add[@]}" --out "$WORK/s.pqadd.par.h5" > /dev/null || fail "add with codes (parallel build)"
+"$TOOL" same "$WORK/s.pqadd.serial.h5" "$WORK/s.pqadd.par.h5" || fail "serial and parallel HDF5 builds add different codes"
 echo "PASS: serial HDF5 build"

@@ -355,8 +355,12 @@ def main():
     run([a.vecanneal, "add", "--index", base, "--input", "g.h5:/test", "--out", "l2.add1.h5"], env)
     run([a.vecanneal, "add", "--index", "l2.add1.h5", "--input", "g.h5:/test", "--out", "l2.add2.h5"], env)
     run([a.vecanneal, "add", "--index", "l2.pq.h5", "--input", "g.h5:/test", "--out", "l2.pq.add.h5"], env)
-    with vi.open_index("l2.pq.add.h5") as ix:
-        check(ix.pq is None and ix.n == n + 200, f"l2.pq.add.h5: add kept codes for the old rows only: {ix.pq}")
+    # add on an index with codes: the old codes and the codebooks kept, the new rows' decoded as the error says.
+    with h5py.File("g.h5", "r") as f:
+        check_codes(vi, "l2.pq.add.h5", base, np.concatenate([f["train"][()], f["test"][()]]), "l2")
+    with vi.open_index("l2.pq.h5") as old, vi.open_index("l2.pq.add.h5") as ix:
+        check(ix.n == n + 200 and np.array_equal(ix.codes[:n], old.codes) and
+              np.array_equal(ix.codebooks, old.codebooks), "l2.pq.add.h5: the old codes or the codebooks changed")
     check_added(vi, base, "l2.add2.h5", "g.h5", n, 200, run([a.vecanneal, "info", "l2.add2.h5"], env), base_checksum,
                 new_checksum)
     print("reader: sources of an index added to twice match info, compress's and assign's checksums")
