@@ -6,3 +6,12 @@ set(VA_MPIEXEC ${MPIEXEC_EXECUTABLE})
 foreach(part source kernels jobs index install slurm embed cuda sanitize fuzz)
   include(${CMAKE_CURRENT_LIST_DIR}/${part}.cmake)
 endforeach()
+# The gpu tests share the machine's GPUs, and gpu_backend reads a device's free memory as its jobs' use:
+# `ctest -j` runs them one at a time (a shared resource lock), beside the other tests.
+get_property(va_all_tests DIRECTORY PROPERTY TESTS)
+foreach(test ${va_all_tests})
+  get_test_property(${test} LABELS labels)
+  if(labels MATCHES "gpu")
+    set_tests_properties(${test} PROPERTIES RESOURCE_LOCK gpu)
+  endif()
+endforeach()
