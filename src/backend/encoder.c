@@ -1,5 +1,8 @@
 /* encoder.c: the CPU and GPU sentence encoders behind backend/encoder.h. The CPU encoder encodes at
  * submit into one of two result slots, so that collect hands batches back in the GPU encoder's order;
+ * its threads each encode a share of a batch's sequences (similar token counts), every one with its own
+ * scratch and a single-threaded sgemm (the caller sets BLAS to one thread), so that attention, which runs
+ * per sequence, is spread over the threads too;
  * the GPU encoder is set up on a thread of its own (it calls neither MPI nor the tokenizer; a CUDA
  * failure there ends the job as anywhere else) and keeps two batches in flight. */
 #define _POSIX_C_SOURCE 200809L
@@ -22,7 +25,8 @@ struct va_encoder {
   int max_seqs, head, pending, nseq[2];
   int64_t first[2];
   float *slot[2];
-  va_bert_work_t work;
+  int threads;
+  va_bert_work_t *work; /* one a thread */
   /* GPU */
   int device, gpu_precision;
 #ifdef VECANNEAL_CUDA
@@ -86,7 +90,10 @@ va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *p
 #endif
   (void)precision;
   e->device = -1;
-  e->work.threads = threads;
+  e->threads = threads > 0 ? threads : 1;
+  e->work = va_malloc((size_t)e->threads * sizeof *e->work, "the encoder's scratch");
+  memset(e->work, 0, (size_t)e->threads * sizeof *e->work);
+  for (int i = 0; i < e->threads; i++) e->work[i].threads = 1;
   for (int s = 0; s < 2; s++)
     e->slot[s] = va_malloc((size_t)max_seqs * (size_t)model->hidden * sizeof(float), "the encoder's results");
   return e;
@@ -131,11 +138,33 @@ void va_encoder_submit(va_encoder_t *e, const int32_t *ids, const int *lens, int
     return;
   }
 #endif
-  if (va_bert_encode(e->model, ids, lens, nseq, e->slot[s], &e->work)) {
-    int64_t tokens = 0;
-    for (int i = 0; i < nseq; i++) tokens += lens[i];
-    VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)tokens);
+  /* Sequences [cut[g], cut[g + 1]) to thread g: consecutive shares of about tokens / threads each. */
+  int64_t tokens = 0;
+  for (int i = 0; i < nseq; i++) tokens += lens[i];
+  const int parts = nseq < e->threads ? (nseq > 0 ? nseq : 1) : e->threads;
+  int cut[parts + 1];
+  int64_t acc = 0;
+  cut[0] = 0;
+  cut[parts] = nseq;
+  for (int g = 1, i = 0; g < parts; g++) { /* leave at least one sequence to each later share */
+    while (i < nseq - (parts - g) && acc < tokens * g / parts) acc += lens[i++];
+    cut[g] = i;
   }
+  int failed = 0;
+  const int32_t *start = ids;
+  const int32_t *first_id[parts];
+  for (int g = 0; g < parts; g++) {
+    first_id[g] = start;
+    for (int i = cut[g]; i < cut[g + 1]; i++) start += lens[i];
+  }
+#ifdef VECANNEAL_OPENMP
+#pragma omp parallel for num_threads(parts) schedule(static, 1) reduction(| : failed)
+#endif
+  for (int g = 0; g < parts; g++)
+    if (cut[g + 1] > cut[g])
+      failed |= va_bert_encode(e->model, first_id[g], lens + cut[g], cut[g + 1] - cut[g],
+                               e->slot[s] + (int64_t)cut[g] * e->model->hidden, &e->work[g]) != 0;
+  if (failed) VA_FATAL("out of memory for an encoder batch of %lld tokens", (long long)tokens);
 }
 
 int va_encoder_collect(va_encoder_t *e, float *out, int64_t *first) {
@@ -162,7 +191,8 @@ void va_encoder_free(va_encoder_t *e) {
 #ifdef VECANNEAL_CUDA
   va_bert_cuda_free(e->gpu);
 #endif
-  va_bert_work_free(&e->work);
+  for (int i = 0; i < e->threads && e->work; i++) va_bert_work_free(&e->work[i]);
+  free(e->work);
   free(e->slot[0]);
   free(e->slot[1]);
   free(e);

@@ -671,7 +671,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
 
   int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
   VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
-  va_blas_threads(threads);
+  va_blas_threads(1); /* the CPU encoder spreads a batch's sequences over its threads, one sgemm thread each */
   if (encode)
     va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
             "%s on %d rank(s) x %d thread(s); model %s (%s)\n",
