@@ -28,10 +28,10 @@ __device__ __forceinline__ float row_distance_warp(const T *__restrict__ x, cons
                                                    int cosine, int lane) {
   double s = 0;
   if (cosine)
-    for (int t = lane; t < d; t += 32) s += (double)row_value(x[t]) * (double)a[t];
+    for (int t = lane; t < d; t += 32) s += (double)elem_to_float(x[t]) * (double)a[t];
   else
     for (int t = lane; t < d; t += 32) {
-      double df = (double)row_value(x[t]) - (double)a[t];
+      double df = (double)elem_to_float(x[t]) - (double)a[t];
       s += df * df;
     }
 #pragma unroll
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(THREADS)
         As[t][l] = (t < ts && j0 + l < k) ? A32[(j0 + l) * dp + t0 + t] : 0.0f;
       }
       __syncthreads();
-      for (int t = 0; t < ts; t++) dot = fmaf(row_value(x[t0 + t]), As[t][lane], dot);
+      for (int t = 0; t < ts; t++) dot = fmaf(elem_to_float(x[t0 + t]), As[t][lane], dot);
     }
     if (j < k) {
       const float v = fmaf(scale, dot, cosine ? 0.0f : 2.0f * __ldg(hb_l2 + j));

@@ -337,17 +337,6 @@ void *va_cuda_host_scratch(va_cuda_t *c, size_t bytes) {
 }
 
 /* --- rows ------------------------------------------------------------------------------------------ */
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-
 /* The rows in 16 bits: dst[e] = src[e] rounded, for e in [0, count); flags a finite value that fp16 turns
  * into inf. The rows ARE their 16-bit values (precision fp16/bf16 is the rows' storage precision): every
  * kernel reads those (va_cuda_with_rows). (The anchors' 16-bit copy, for the product only, is
@@ -356,7 +345,7 @@ template <typename T>
 __global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ dst, int64_t count, int *overflow) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
     float x = src[e];
-    T h = from_float<T>(x);
+    T h = elem_from_float<T>(x);
     if (isinf((float)h) && isfinite(x)) *overflow = 1;
     dst[e] = h;
   }
@@ -732,7 +721,7 @@ __global__ void anchors_derived_kernel(const float *__restrict__ A32, int64_t dp
               T h[4];
 #pragma unroll
               for (int m = 0; m < 4; m++) {
-                h[m] = from_float<T>(e[m]);
+                h[m] = elem_from_float<T>(e[m]);
                 if (isinf((float)h[m]) && isfinite(e[m])) *overflow = 1;
               }
               *(uint2 *)(Alp + j * dp + 4 * (q0 + i)) = *(const uint2 *)h;
@@ -917,7 +906,7 @@ __global__ void gather_kernel(const T *__restrict__ X, int64_t dp, int64_t d, co
                               int64_t m, float *__restrict__ out) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * d; e += (int64_t)gridDim.x * blockDim.x) {
     int64_t q = e / d, t = e % d;
-    out[e] = row_value(X[rows[q] * dp + t]);
+    out[e] = elem_to_float(X[rows[q] * dp + t]);
   }
 }
 

@@ -56,7 +56,7 @@ __global__ void fpi_pick_kernel(const T *__restrict__ X, int64_t n, int dp, uint
                                 const unsigned long long *__restrict__ key, float *__restrict__ anchor) {
   const int64_t row = (int64_t)(0xFFFFFFFFu - (uint32_t)(*key & 0xFFFFFFFFull)) - (int64_t)global_row0;
   for (int t = threadIdx.x; t < dp; t += blockDim.x)
-    anchor[t] = row >= 0 && row < n ? row_value(X[row * dp + t]) : 0.0f;
+    anchor[t] = row >= 0 && row < n ? elem_to_float(X[row * dp + t]) : 0.0f;
 }
 
 __global__ void fpi_fill_kernel(float *mind, int64_t n, float v) {

@@ -9,6 +9,7 @@
 
 #include "cuda/blas.cuh"  /* va_blas */
 #include "cuda/check.cuh" /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED, dalloc, dfree */
+#include "cuda/elem.cuh"  /* elem_to_float, elem_from_float */
 #include "cuda/kernels.h" /* the C API this context serves */
 #include "cuda/vmm.cuh"   /* va_vmm_t */
 
@@ -137,10 +138,7 @@ typedef struct {
 } va_cuda_rows_t;
 
 /* --- rows as stored: a kernel that reads rows is a template on their element type T (float, __half,
- * __nv_bfloat16) and sees every value as the float it is (a 16-bit value converts to float exactly). */
-__device__ __forceinline__ float row_value(float x) { return x; }
-__device__ __forceinline__ float row_value(__half x) { return __half2float(x); }
-__device__ __forceinline__ float row_value(__nv_bfloat16 x) { return __bfloat162float(x); }
+ * __nv_bfloat16) and sees every value as the float it is (elem_to_float: a 16-bit value converts exactly). */
 /* Elements p[0..3] (p 4-element aligned); CS: a streaming load (evict first), else through the
  * read-only cache. */
 template <bool CS>

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree */
+#include "cuda/elem.cuh"  /* elem_to_float, elem_from_float */
 #include "cuda/mma.cuh"   /* Mma<T>: one tensor-core k-step */
 #include "cuda/search.h"
 
@@ -342,23 +343,6 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 /* --- tf32 / fp16 / bf16: the products on the tensor cores ----------------------------------------- */
-template <typename T>
-__device__ __forceinline__ T to_elem(float v);
-template <>
-__device__ __forceinline__ float to_elem<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half to_elem<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_elem<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-__device__ __forceinline__ float elem_value(float v) { return v; }
-__device__ __forceinline__ float elem_value(__half v) { return __half2float(v); }
-__device__ __forceinline__ float elem_value(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 static __host__ __device__ constexpr size_t mma_tile_bytes() {
   return (size_t)(QT + RT) * MMA_STRIDE_BYTES + (size_t)QT * DS_STRIDE * sizeof(float);
@@ -398,12 +382,12 @@ __global__ void __launch_bounds__(THREADS)
       for (int e = tid; e < QT * CE; e += THREADS) {
         const int qq = e / CE, tt = e % CE;
         ((T *)(Qs + qq * MMA_STRIDE_BYTES))[tt] =
-            to_elem<T>(qq < item.npairs && t0 + tt < d ? Q[(int64_t)buf.query[qq] * d + t0 + tt] : 0.0f);
+            elem_from_float<T>(qq < item.npairs && t0 + tt < d ? Q[(int64_t)buf.query[qq] * d + t0 + tt] : 0.0f);
       }
       for (int e = tid; e < RT * CE; e += THREADS) {
         const int rr = e / CE, tt = e % CE;
         ((T *)(Xs + rr * MMA_STRIDE_BYTES))[tt] =
-            base + rr < b && t0 + tt < d ? X[(base + rr) * d + t0 + tt] : to_elem<T>(0.0f);
+            base + rr < b && t0 + tt < d ? X[(base + rr) * d + t0 + tt] : elem_from_float<T>(0.0f);
       }
       __syncthreads();
       if (mq0 < item.npairs) { /* uniform over the warp: its 16 queries are not all absent */
@@ -453,14 +437,14 @@ __global__ void __launch_bounds__(THREADS)
 template <typename T>
 __global__ void convert_rows_kernel(const float *__restrict__ in, int64_t n, T *__restrict__ out) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    out[i] = to_elem<T>(in[i]);
+    out[i] = elem_from_float<T>(in[i]);
 }
 template <typename T>
 __global__ void row_norms_kernel(const T *__restrict__ X, int64_t n, int64_t d, float *__restrict__ norms) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     float s = 0.0f;
     for (int64_t t = 0; t < d; t++) {
-      const float v = elem_value(X[i * d + t]);
+      const float v = elem_to_float(X[i * d + t]);
       s = fmaf(v, v, s);
     }
     norms[i] = s;

@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
               const int col = lane + 32 * q;
-              const float xv = FULL || (u < un && col < cn) ? row_value(xs[col])
+              const float xv = FULL || (u < un && col < cn) ? elem_to_float(xs[col])
                                                             : 0.0f; /* padded columns hold zeros, in the anchors too */
               if (cosine) s += (double)xv * (double)av[q];
               else {
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
               const int col = lane + 32 * q;
-              const float xv = FULL || col < cn ? row_value(xs[col]) : 0.0f;
+              const float xv = FULL || col < cn ? elem_to_float(xs[col]) : 0.0f;
               acc[q] += wu * (double)xv;
             }
           }
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
               const int col = lane + 32 * q;
-              if (FULL || col < cn) acc[q] += w * (double)row_value(xs[col]); /* padded columns hold zeros */
+              if (FULL || col < cn) acc[q] += w * (double)elem_to_float(xs[col]); /* padded columns hold zeros */
             }
           }
         }
@@ -552,7 +552,7 @@ __global__ void __launch_bounds__(THREADS)
     }
     if (w == 0) continue;
     const T *x = X + i * dp;
-    for (int t = lane; t < d; t += 32) atomicAdd(dst + t, w * (double)row_value(x[t]));
+    for (int t = lane; t < d; t += 32) atomicAdd(dst + t, w * (double)elem_to_float(x[t]));
   }
 }
 
@@ -762,7 +762,7 @@ __global__ void __launch_bounds__(THREADS)
     const float *c0 = cent + (int64_t)(2 * q) * dp, *c1 = c0 + dp;
     double d0 = 0, d1 = 0;
     for (int t = lane; t < d; t += 32) {
-      const double xt = (double)row_value(x[t]), e0 = xt - c0[t], e1 = xt - c1[t];
+      const double xt = (double)elem_to_float(x[t]), e0 = xt - c0[t], e1 = xt - c1[t];
       d0 += e0 * e0;
       d1 += e1 * e1;
     }

@@ -25,6 +25,7 @@
 #include "bert_cuda.h"
 #include "cuda/blas.cuh"  /* va_blas */
 #include "cuda/check.cuh" /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED */
+#include "cuda/elem.cuh"  /* elem_to_float, elem_from_float */
 
 namespace {
 
@@ -33,25 +34,6 @@ constexpr int MAXP = 16;   /* float pairs per lane in the row kernels: hidden <=
 constexpr int ROWPAD = 64; /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
 constexpr int ATT_THREADS = 128;
 constexpr int ROW_WARPS = 8; /* rows (one warp each) per block of the LayerNorm kernels */
-
-/* --- element types ------------------------------------------------------------------------------ */
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f(float x);
-template <>
-__device__ __forceinline__ float from_f<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __half from_f<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
 
 template <typename T>
 struct pair_of;
@@ -70,13 +52,13 @@ struct pair_of<__nv_bfloat16> {
 template <typename T>
 __device__ __forceinline__ float2 load2(const T *p) {
   typename pair_of<T>::type v = *reinterpret_cast<const typename pair_of<T>::type *>(p);
-  return make_float2(to_f(v.x), to_f(v.y));
+  return make_float2(elem_to_float(v.x), elem_to_float(v.y));
 }
 template <typename T>
 __device__ __forceinline__ void store2(T *p, float a, float b) {
   typename pair_of<T>::type v;
-  v.x = from_f<T>(a);
-  v.y = from_f<T>(b);
+  v.x = elem_from_float<T>(a);
+  v.y = elem_from_float<T>(b);
   *reinterpret_cast<typename pair_of<T>::type *>(p) = v;
 }
 
@@ -170,8 +152,8 @@ __global__ void gelu_kernel(T *x, int64_t nvec) {
     T *e = reinterpret_cast<T *>(&u);
 #pragma unroll
     for (int k = 0; k < E; k++) {
-      const float v = to_f(e[k]);
-      e[k] = from_f<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+      const float v = elem_to_float(e[k]);
+      e[k] = elem_from_float<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
     }
     reinterpret_cast<uint4 *>(x)[i] = u;
   }
