@@ -29,7 +29,7 @@ static void search_usage(void) {
           "  --sweep-csv FILE.csv     one line per nprobe: backend,precision,nprobe,recall,qps\n"
           "                           (scripts/plot-recall-qps.py draws recall against QPS)\n"
           "  --metrics FILE.json      timings, recall and QPS per nprobe (docs/metrics.md)\n"
-          "  --batch B                queries per batch [2048 on the CPU engine, 16384 on the GPU engine]\n"
+          "  --batch B                queries per batch [16384]\n"
           "  --threads T              threads per rank [the rank's cores]\n"
           "  --backend auto|cpu|cuda  the list scan: cuda = the GPU engine on every rank (bitwise the CPU's\n"
           "                           results; k up to 256, above it the CPU); auto = cuda when built and\n"

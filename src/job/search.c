@@ -32,7 +32,7 @@ void va_search_options_default(va_search_options_t *o) {
   o->k = 10;
   o->nprobe[0] = 16;
   o->n_nprobe = 1;
-  o->batch = 0;
+  o->batch = VA_SEARCH_BATCH;
   o->io = "auto";
   o->backend = "auto";
   o->precision = "fp32";
@@ -479,9 +479,8 @@ static int search_job(const va_search_options_t *o) {
       snprintf(scanner.precision + used, sizeof scanner.precision - used, "+rerank%lld", (long long)o->rerank);
     }
   } else {
-    const int64_t most = o->batch ? o->batch : VA_SEARCH_BATCH_GPU;
-    engine =
-        va_search_engine_open(o->backend, o->precision, threads, o->k, ix.k, nloc, ix.d, most < qin.n ? most : qin.n);
+    engine = va_search_engine_open(o->backend, o->precision, threads, o->k, ix.k, nloc, ix.d,
+                                   o->batch < qin.n ? o->batch : qin.n);
     scanner.name = engine.name;
     snprintf(scanner.precision, sizeof scanner.precision, "%s", engine.precision);
   }
@@ -595,8 +594,7 @@ static int search_job(const va_search_options_t *o) {
           codes ? "codes" : "float32 values", (long long)ix.k, (long long)nq, read_seconds + lists_seconds);
 
   /* The sweep. Every rank scans the same probed lists (probe_batch); rank 0 merges. */
-  int64_t batch = o->batch ? o->batch : !strcmp(engine.name, "cuda") ? VA_SEARCH_BATCH_GPU : VA_SEARCH_BATCH_CPU;
-  batch = batch < nq ? batch : nq;
+  const int64_t batch = o->batch < nq ? o->batch : nq;
   int64_t most_probes = 1;
   for (int i = 0; i < nsweep; i++) most_probes = sweep[i] > most_probes ? sweep[i] : most_probes;
   va_neighbor_t *local = va_malloc((size_t)(batch * k) * sizeof(va_neighbor_t), "batch results");

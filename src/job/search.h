@@ -21,16 +21,17 @@ typedef struct {
   int64_t nprobe[VA_SEARCH_MAX_SWEEP]; /* the values swept, in order; the output holds the last one's */
   int n_nprobe;
   int exact;     /* scan every row */
-  int64_t batch; /* queries per batch; 0: the engine's (VA_SEARCH_BATCH_CPU / _GPU) */
+  int64_t batch; /* queries per batch */
   int threads;   /* per rank; 0: the cores the rank may use, shared with the node's other ranks */
   int io_mode;   /* derived by va_search_options_resolve */
   int scan_mode; /* VA_SEARCH_SCAN_*, derived by va_search_options_resolve */
 } va_search_options_t;
 
-#define VA_SEARCH_BATCH_CPU 2048  /* queries per batch: a block per thread, grouped by list, stays in cache */
-#define VA_SEARCH_BATCH_GPU 16384 /* enough queries on each list for the GPU's tiles of 32 */
+/* Queries per batch by default: enough on each list that its rows, read once, serve several queries (the
+ * CPU's cache tiles, the GPU's tiles of 32 queries). */
+#define VA_SEARCH_BATCH 16384
 
-/* k 10, nprobe 16, batch 0 (the engine's), threads 0, io auto, backend auto, precision fp32, scan auto, no
+/* k 10, nprobe 16, batch VA_SEARCH_BATCH, threads 0, io auto, backend auto, precision fp32, scan auto, no
  * rerank. */
 void va_search_options_default(va_search_options_t *o);
 /* Local: checks the options and derives the rest; 0, or 1 with err set (a usage error). */
