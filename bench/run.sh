@@ -36,9 +36,10 @@
 #                on vecanneal embed's embeddings of WordNet's glosses, ground truth from search --exact
 #   codes-cpu    residual PQ codes (compress --codes pq, search on the codes) vs faiss-cpu IndexIVFPQ at the
 #                same nlist, M and 8 bits: training time, reconstruction error, recall@10 and queries/s at
-#                nprobe 1-64 with and without re-ranking (codes_cpu.py). Checks: decode() gives the /pq
-#                error, two searches alike, no recall curve falls by more than 0.005, re-ranked recall
-#                >= recall on codes, every run finished
+#                nprobe 1-64 with and without re-ranking, and faiss with an OPQ rotation (codes_cpu.py);
+#                --text: on search-cpu --text's embeddings. Checks: decode() gives the /pq error, the /pq
+#                variance numpy's, two searches alike, no recall curve falls by more than 0.005, re-ranked
+#                recall >= recall on codes, the OPQ rotation orthonormal, every run finished
 #   search-gpu   one or two GPUs: vecanneal search --backend cuda per nprobe against an exact PyTorch
 #                brute force at 1M and 8M x 128, the list scan's share of the copy bandwidth, 2-GPU strong
 #                scaling (search_gpu.sh). Checks: nprobe = K bitwise = --exact, --exact's recall against

@@ -207,6 +207,42 @@ def text_data(a, checks, env, times):
     return data
 
 
+def add_text_args(ap):
+    """The options text_data() reads besides n, q, seed, threads, vecanneal and data_dir."""
+    ap.add_argument("--corpus", default="", help="--text: one text per line [WordNet 3.0's glosses, %s]" % WORDNET[0][:-5])
+    ap.add_argument("--model", default=os.environ.get("VECANNEAL_MODEL", os.path.join(REPO, "models", "all-MiniLM-L6-v2")),
+                    help="--text: embed --model [$VECANNEAL_MODEL or models/all-MiniLM-L6-v2]")
+
+
+def exact_truth(a, data, index, checks, env, times):
+    """--text's ground truth: `vecanneal search --exact --k 100` of /test over the index's rows (kept:
+    it depends on the rows and the metric only, so every index of the data shares it); returns its path,
+    or None after a failed check."""
+    truth_file = data[:-3] + "_exact100.h5"
+    if not os.path.exists(truth_file):
+        ok, times["exact"] = sh(mpirun(1) + [a.vecanneal, "search", "--index", index, "--queries", data + ":/test", "--exact", "--k",
+                                             "100", "--threads", str(a.threads), "--out", truth_file], checks, "search --exact", env)
+        if not ok:
+            return None
+    return truth_file
+
+
+def text_notes(a, data, d, metric, truth_file):
+    """The result file's lines on --text's data: the corpus, its embedding and the ground truth."""
+    lines = ["- data: %d + %d distinct lines of %s, in an order shuffled with seed %d, embedded by `vecanneal embed --model %s` "
+             "(CPU, fp32): /train the first %d rows, the queries the next %d; %d-d, %s; ground truth "
+             "`vecanneal search --exact --k 100` (%s)\n" % (
+                 a.n, a.q, a.corpus or "WordNet 3.0's glosses (Debian's wordnet-base, /usr/share/wordnet/data.{noun,verb,adj,adv}; "
+                 "the WordNet 3.0 license of Princeton University)", a.seed, a.model, a.n, a.q, d, metric, os.path.basename(truth_file))]
+    if os.path.exists(data[:-3] + "_embed.json"):
+        with open(data[:-3] + "_embed.json") as e:
+            m = json.load(e)
+        lines.append("- the embedding (`%s`, made when the data was): %d lines, %d tokens, %d ranks x %d threads, %.1f lines/s, "
+                     "%.1f lines per CPU second\n" % (os.path.basename(data[:-3] + "_embed.json"), m["lines"], m["tokens"], m["ranks"],
+                                                       m["threads_per_rank"], m["lines_per_second"], m["lines_per_cpu_second"]))
+    return "".join(lines)
+
+
 def main():
     cores = os.cpu_count() or 1
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -223,9 +259,7 @@ def main():
     ap.add_argument("--clusters", type=int, default=1000, help="gen --clusters [1000]")
     ap.add_argument("--spread", type=float, default=1.5, help="gen --spread [1.5]: recall@10 crosses 0.9 near nprobe 16 of 1024 (at 1.0 it is 0.98 at nprobe 1, at 2.0 below 0.7 at 64)")
     ap.add_argument("--seed", type=int, default=7, help="gen --seed; --text: the seed of the corpus's order [7]")
-    ap.add_argument("--corpus", default="", help="--text: one text per line [WordNet 3.0's glosses, %s]" % WORDNET[0][:-5])
-    ap.add_argument("--model", default=os.environ.get("VECANNEAL_MODEL", os.path.join(REPO, "models", "all-MiniLM-L6-v2")),
-                    help="--text: embed --model [$VECANNEAL_MODEL or models/all-MiniLM-L6-v2]")
+    add_text_args(ap)
     ap.add_argument("--vecanneal", default=os.environ.get("VECANNEAL", ""), help="binary [$VECANNEAL, build-cpu/ or build/vecanneal]")
     ap.add_argument("--data-dir", default=os.environ.get("VA_BENCH_DATA", os.path.join(REPO, "build", "bench-data")),
                     help="data and index, kept between runs [$VA_BENCH_DATA or build/bench-data]")
@@ -303,14 +337,9 @@ def main():
     nprobes = sorted({min(p, K) for p in nprobes})  # search clamps a larger nprobe to K
 
     # ground truth: gen's /neighbors, or --text: search --exact's (kept)
-    truth_file = data
-    if a.text:
-        truth_file = data[:-3] + "_exact100.h5"
-        if not os.path.exists(truth_file):
-            ok, times["exact"] = sh(mpirun(1) + [a.vecanneal, "search", "--index", index, "--queries", data + ":/test", "--exact", "--k",
-                                                 "100", "--threads", str(a.threads), "--out", truth_file], checks, "search --exact", env)
-            if not ok:
-                return checks.verdict()
+    truth_file = exact_truth(a, data, index, checks, env, times) if a.text else data
+    if truth_file is None:
+        return checks.verdict()
     with h5py.File(truth_file, "r") as f:
         truth = f["/neighbors"][()]
     ok = X.shape == (a.n, d if a.text else a.d) and Qs.shape == (a.q, d) and truth.shape[0] == a.q and truth.shape[1] >= TOPK
@@ -473,18 +502,7 @@ def main():
         if a.note:
             f.write("- note: %s\n" % a.note)
         if a.text:
-            f.write("- data: %d + %d distinct lines of %s, in an order shuffled with seed %d, embedded by `vecanneal embed --model %s` "
-                    "(CPU, fp32): /train the first %d rows, the queries the next %d; %d-d, %s; ground truth "
-                    "`vecanneal search --exact --k 100` (%s)\n" % (
-                        a.n, a.q, a.corpus or "WordNet 3.0's glosses (Debian's wordnet-base, /usr/share/wordnet/data.{noun,verb,adj,adv}; "
-                        "the WordNet 3.0 license of Princeton University)", a.seed, a.model, a.n, a.q, d, metric,
-                        os.path.basename(truth_file)))
-            if os.path.exists(data[:-3] + "_embed.json"):
-                with open(data[:-3] + "_embed.json") as e:
-                    m = json.load(e)
-                f.write("- the embedding (`%s`, made when the data was): %d lines, %d tokens, %d ranks x %d threads, %.1f lines/s, "
-                        "%.1f lines per CPU second\n" % (os.path.basename(data[:-3] + "_embed.json"), m["lines"], m["tokens"], m["ranks"],
-                                                          m["threads_per_rank"], m["lines_per_second"], m["lines_per_cpu_second"]))
+            f.write(text_notes(a, data, d, metric, truth_file))
         else:
             f.write("- data: `vecanneal gen --n %d --d %d --clusters %d --spread %g --seed %d --test %d` (float32; gen's exact "
                     "/neighbors as ground truth)\n" % (a.n, a.d, a.clusters, a.spread, a.seed, a.q))
