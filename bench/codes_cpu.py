@@ -67,8 +67,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
 import verify  # noqa: E402
-from search_cpu import (TOPK, add_text_args, cpu_name, exact_truth, log, mpirun, read_sweep, recall_at, sh, short_cpu,  # noqa: E402
-                        text_data, text_notes)
+from search_cpu import (TOPK, add_text_args, cpu_name, exact_truth, log, mpirun, read_sweep,  # noqa: E402
+                        recall_at, sh, short_cpu, text_data, text_notes)
 
 MONOTONE_TOL = 0.005
 ERROR_RTOL = 1e-3

@@ -18,8 +18,8 @@ PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmp
       libopenblas-dev python3)
 # The test suite also fuzzes (clang's libFuzzer), runs valgrind, checks the layout (clang-format 14)
 # and reads indexes and metrics from Python (numpy, h5py); strace counts the bytes a job reads.
-[ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(clang libclang-rt-14-dev valgrind clang-format-14 python3-numpy python3-h5py
-  strace)
+[ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(clang libclang-rt-14-dev valgrind clang-format-14 python3-numpy
+  python3-h5py strace)
 # faiss for the Python index reader's test comes from pip (below).
 [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(python3-pip)
 missing=()

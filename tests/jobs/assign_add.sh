@@ -86,7 +86,8 @@ assert len(c) == 8000 and np.array_equal(c[:4000], c[4000:]), "codes of the rows
     "$WORK/$metric.pqself.h5" || fail "$metric: add encodes the training rows otherwise than compress"
   run_np 3 add --index "$pq" --input "$data:/test" --out "$WORK/$metric.pqaddi.h5" "${common[@]}" --set io=independent \
     > /dev/null || fail "add $metric with codes, io = independent"
-  "$TOOL" same "$WORK/$metric.pqaddi.h5" "$WORK/$metric.pqadd3.h5" || fail "$metric: io = independent writes other codes"
+  "$TOOL" same "$WORK/$metric.pqaddi.h5" "$WORK/$metric.pqadd3.h5" ||
+    fail "$metric: io = independent writes other codes"
   timeout 120 mpirun -n 2 --oversubscribe "$PQ" --index "$WORK/$metric.pqadd3.h5" --input "$WORK/both.h5:/rows" ||
     fail "$metric: the added index's codes are not every row encoded again"
   py 'import h5py, numpy as np, sys
@@ -131,7 +132,8 @@ if not cosine:  # the anchors alone: the distortion over every row, as compress 
 print("%s: codes of %d + 700 rows, error %.4g of the variance (old rows %.4g)" % (j.attrs["metric"], n, err,
       i["pq"].attrs["error"]))' "$pq" "$data" "$WORK/$metric.pqadd"{1,2,3,4}.h5 ||
     fail "$metric: the added index's codes are not the old ones followed by the new rows' encoding"
-  "$BIN" info "$WORK/$metric.pqadd3.h5" | grep -q "^  codes              pq: 5 subspaces" || fail "$metric: info on codes"
+  "$BIN" info "$WORK/$metric.pqadd3.h5" | grep -q "^  codes              pq: 5 subspaces" ||
+    fail "$metric: info on codes"
   run_np 3 search --index "$WORK/$metric.pqadd3.h5" --queries "$data:/test" --k 10 --nprobe 14 --threads 1 \
     --out "$WORK/$metric.pqsearch.h5" > /dev/null || fail "$metric: search on the added codes"
   py 'import h5py, numpy as np, sys

@@ -29,5 +29,6 @@ BIN=$PAR_BIN run_np 3 "${pq[@]}" --out "$WORK/s.pq.par.h5" > /dev/null || fail "
 add=(add --index "$WORK/s.pq.par.h5" --input "$WORK/s.h5:/train" --set threads=1)
 run_np 3 "${add[@]}" --out "$WORK/s.pqadd.serial.h5" > /dev/null || fail "add with codes (serial HDF5)"
 BIN=$PAR_BIN run_np 3 "${add[@]}" --out "$WORK/s.pqadd.par.h5" > /dev/null || fail "add with codes (parallel build)"
-"$TOOL" same "$WORK/s.pqadd.serial.h5" "$WORK/s.pqadd.par.h5" || fail "serial and parallel HDF5 builds add different codes"
+"$TOOL" same "$WORK/s.pqadd.serial.h5" "$WORK/s.pqadd.par.h5" ||
+  fail "serial and parallel HDF5 builds add different codes"
 echo "PASS: serial HDF5 build"
