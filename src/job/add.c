@@ -44,7 +44,7 @@ int va_add_job(const va_add_options_t *o) {
   va_nearest_t near;
   /* The hook runs once ix is read: it sees whether the index has codes. */
   new_codes_t enc = {.ix = &ix};
-  int rc = va_nearest_job_then(o->index, "new index", o->out, cfg, &ix, &in, &near, encode_new_rows, &enc);
+  int rc = va_nearest_job(o->index, "new index", o->out, cfg, &ix, &in, &near, encode_new_rows, &enc);
   if (rc) return rc;
   /* Counts are exact (integers). The members' distance sums: old mse x old count (the sum compress
    * reduced, up to the rounding of its mean) plus the new rows' distances, summed in double. */

@@ -61,7 +61,7 @@ int va_assign_job(const va_assign_options_t *o) {
   va_index_data_t ix;
   va_input_t in;
   va_nearest_t near;
-  int rc = va_nearest_job(o->index, "assignment file", out_file, cfg, &ix, &in, &near);
+  int rc = va_nearest_job(o->index, "assignment file", out_file, cfg, &ix, &in, &near, NULL, NULL);
   if (rc) return rc;
   assign_write_t w = {.o = o, .ix = &ix, .in = &in, .near = &near, .dataset = dataset};
   va_tick_t t = va_tick();

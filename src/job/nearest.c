@@ -114,12 +114,7 @@ static int nearest_rows(const va_index_data_t *ix, va_input_t *in, const va_conf
 }
 
 int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
-                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out) {
-  return va_nearest_job_then(index, out_role, out_file, cfg, ix, in, out, NULL, NULL);
-}
-
-int va_nearest_job_then(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
-                        va_index_data_t *ix, va_input_t *in, va_nearest_t *out, va_nearest_then_fn then, void *ctx) {
+                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out, va_nearest_then_fn then, void *ctx) {
   char input_file[VA_PATH_MAX];
   va_input_file(cfg->input, cfg->input_format, input_file, sizeof input_file);
   /* The index is an input: an output naming it (or a link to it) is a usage error, never an overwrite. */

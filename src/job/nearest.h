@@ -27,15 +27,12 @@ typedef struct {
  * (threads, io, read_chunk_mb, backend, ...); the assign kernel is the one the index's final pass used
  * (ix->cpu_assign). Returns 0 with ix, in and out filled (the caller frees ix and out), or the agreed
  * exit code with nothing held. */
-int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
-                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out);
-/* Collective, on every rank once its rows are placed, while the job's state still holds them: st->n_local
- * rows (block st->row0 of st->n) in the index's frame (the backend's get_rows), st->A the anchors they were
- * compared with (ix->frame), st->assign (host) each row's anchor. */
+/* then (NULL: none), collective, on every rank once its rows are placed, while the job's state still holds
+ * them: st->n_local rows (block st->row0 of st->n) in the index's frame (the backend's get_rows), st->A the
+ * anchors they were compared with (ix->frame), st->assign (host) each row's anchor; timed with the placing. */
 typedef void (*va_nearest_then_fn)(va_state_t *st, void *ctx);
-/* va_nearest_job, with then(st, ctx) run after the rows are placed (timed with them). */
-int va_nearest_job_then(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
-                        va_index_data_t *ix, va_input_t *in, va_nearest_t *out, va_nearest_then_fn then, void *ctx);
+int va_nearest_job(const char *index, const char *out_role, const char *out_file, const va_config_t *cfg,
+                   va_index_data_t *ix, va_input_t *in, va_nearest_t *out, va_nearest_then_fn then, void *ctx);
 void va_nearest_free(va_nearest_t *out);
 /* Local: n rows (n x d) put in a job's frame in place, value by value as compress's preprocessing
  * computes it (compress.c preprocess and column_sums): l2 x - center rounded to float32; cosine
