@@ -14,7 +14,9 @@ target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/set_assign.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/blas.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/vmm.cu
-  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/search.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/search.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/pq_search.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/pq_encode.cu)
 set_target_properties(vecanneal_core PROPERTIES
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
@@ -22,11 +24,13 @@ set_target_properties(vecanneal_core PROPERTIES
   POSITION_INDEPENDENT_CODE ON)
 target_compile_options(vecanneal_core PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xptxas=-warn-spills -lineinfo>)
-# The search scan computes each distance with the CPU's recipe bit for bit (cuda/search.cu): IEEE float32
-# whatever CMAKE_CUDA_FLAGS say. Source options come after the global and target ones on nvcc's command
-# line, and a later -ftz=false wins even over --use_fast_math (which would flush denormals to zero).
-set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/search.cu APPEND PROPERTY COMPILE_OPTIONS
-  -ftz=false -prec-div=true -prec-sqrt=true)
+# The search scans and the PQ encoder compute with the CPU's recipes bit for bit (cuda/search.cu,
+# cuda/pq_search.cu, cuda/pq_encode.cu): IEEE float32 whatever CMAKE_CUDA_FLAGS say. Source options come
+# after the global and target ones on nvcc's command line, and a later -ftz=false wins even over
+# --use_fast_math (which would flush denormals to zero).
+set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/search.cu ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/pq_search.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/pq_encode.cu APPEND PROPERTY COMPILE_OPTIONS -ftz=false -prec-div=true
+  -prec-sqrt=true)
 # The Hopper argmin kernel (wgmma) exists for sm_90a alone: its own object library built for that target
 # only, whatever CMAKE_CUDA_ARCHITECTURES says, so no sm_90 or sm_80 image of it can be picked at run
 # time (cuda/assign.cu launches it on compute capability 9.0 only).

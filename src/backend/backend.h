@@ -59,6 +59,13 @@ typedef struct va_backend {
   void (*split_accumulate)(struct va_state *st, const int64_t *slot, int64_t m, const float *cent, double *sums);
   /* m rows by local index, float32 (m x d), in the job's frame (centred or unit). */
   void (*get_rows)(struct va_state *st, const int64_t *local_rows, int64_t m, float *out);
+  /* Residual PQ codes of local rows [r0, r0 + m) where the rows live, with the bits of the host path of
+   * job/codes.c (get_rows, less st->A[st->assign], va_pq_encode): codes (m x M) against codebooks (cpu/pq.h's
+   * layout); per row err (the codes' squared error), x2 (|x|^2) and r2 (|x - a|^2), in double, columns in
+   * order; colsum (d) += the rows' values, rows in order. Returns 0, having done nothing, where it cannot
+   * (the job then encodes on the host). May be NULL. */
+  int (*encode_codes)(struct va_state *st, int64_t r0, int64_t m, int64_t M, int64_t ksub, const float *codebooks,
+                      uint8_t *codes, double *err, double *x2, double *r2, double *colsum);
   /* st->assign, st->r and st->prev on the host (for the index and checkpoints). */
   void (*sync_host)(struct va_state *st);
   /* st->prev (host, e.g. from a checkpoint) becomes the previous-pass assignment. */

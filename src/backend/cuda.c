@@ -110,6 +110,11 @@ static void gpu_split(va_state_t *st, const int64_t *slot, int64_t m, const floa
 static void gpu_get_rows(va_state_t *st, const int64_t *rows, int64_t m, float *out) {
   va_cuda_get_rows(ctx_of(st), rows, m, out);
 }
+static int gpu_encode_codes(va_state_t *st, int64_t r0, int64_t m, int64_t M, int64_t ksub, const float *codebooks,
+                            uint8_t *codes, double *err, double *x2, double *r2, double *colsum) {
+  return va_cuda_pq_encode(ctx_of(st), st->A, st->k, st->assign + r0, r0, m, M, ksub, codebooks, codes, err, x2, r2,
+                           colsum);
+}
 static void gpu_sync_host(va_state_t *st) {
   va_cuda_download(ctx_of(st), st->assign, st->r);
   memcpy(st->prev, st->assign, (size_t)st->n_local * sizeof(uint32_t));
@@ -139,6 +144,7 @@ const va_backend_t va_backend_cuda = {
     .remap = gpu_remap,
     .split_accumulate = gpu_split,
     .get_rows = gpu_get_rows,
+    .encode_codes = gpu_encode_codes,
     .sync_host = gpu_sync_host,
     .push_prev = gpu_push_prev,
     .destroy = gpu_destroy,

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/pq_search.h" /* va_pq_scan_lists */
 #include "util/util.h"
 #ifdef VECANNEAL_CUDA
 #include "backend/cuda.h" /* va_cuda_pick_device, va_cuda_memory */
+#include "cuda/pq_search.h"
 #include "cuda/search.h"
 #endif
 
@@ -36,6 +38,16 @@ static void cpu_scan_all(const va_search_engine_t *e, const va_search_lists_t *L
   free(heaps);
 }
 
+static void cpu_scan_codes(const va_search_engine_t *e, const va_search_lists_t *L, const float *Qf, int64_t nq,
+                           const int64_t *probes, int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out) {
+  va_topk_t *heaps = va_malloc((size_t)(nq > 0 ? nq : 1) * sizeof *heaps, "code search heaps");
+  for (int64_t q = 0; q < nq; q++) va_topk_init(&heaps[q], out + q * k, k);
+  va_pq_scan_lists(Qf, nq, L->d, L->frame, L->pq_m, L->pq_ksub, L->pq_T, L->pq_terms, L->codes, L->offset, L->ids,
+                   probes, nprobe, cosine, e->threads, heaps);
+  for (int64_t q = 0; q < nq; q++) va_topk_sorted(&heaps[q], out + q * k);
+  free(heaps);
+}
+
 static void cpu_probe(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq, int cosine,
                       int64_t nprobe, int64_t *probes) {
   va_search_probe(Q, nq, L->d, L->anchors, L->nanchors, cosine, nprobe, e->threads, probes);
@@ -57,6 +69,7 @@ va_search_engine_t va_search_engine_cpu(int threads) {
                               .prepare = cpu_prepare,
                               .probe = cpu_probe,
                               .scan_lists = cpu_scan_lists,
+                              .scan_codes = cpu_scan_codes,
                               .scan_all = cpu_scan_all,
                               .destroy = cpu_destroy};
 }
@@ -67,7 +80,8 @@ _Static_assert(VA_SEARCH_GPU_MAX_K == VA_CUDA_SEARCH_MAX_K, "backend/search.h na
 typedef struct {
   int device;
   va_cuda_precision_t precision;
-  va_cuda_search_t *gpu; /* the lists on the device, from prepare */
+  va_cuda_search_t *gpu; /* the lists on the device, from prepare (lists of codes: the anchors alone) */
+  va_cuda_pq_t *pq;      /* lists of codes whose tables fit a block: the codes on the device; else NULL */
 } cuda_engine_t;
 
 /* The name's precision (va_search_precisions, in the order of va_cuda_precision_t). */
@@ -79,12 +93,26 @@ static va_cuda_precision_t cuda_precision(const char *name) {
 
 static void cuda_prepare(va_search_engine_t *e, const va_search_lists_t *L) {
   cuda_engine_t *c = e->ctx;
-  if (c->gpu) va_cuda_search_destroy(c->gpu);
+  va_cuda_search_destroy(c->gpu);
+  va_cuda_pq_destroy(c->pq);
+  c->pq = NULL;
   /* the l2 probe's anchor terms, by the CPU's recipe (one pass over the anchors on the host) */
   float *norms = va_malloc((size_t)(L->nanchors + 1) * sizeof *norms, "anchor norms");
   for (int64_t j = 0; j < L->nanchors; j++) norms[j] = va_search_probe_norm(L->anchors + j * L->d, L->d);
-  c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids, L->nanchors,
-                                 L->anchors, norms, c->precision);
+  if (L->codes) { /* the device holds the codes; its row engine, no lists, only probes */
+    static const int64_t no_lists[1] = {0};
+    c->gpu = va_cuda_search_create(c->device, 0, 0, L->d, no_lists, NULL, NULL, L->nanchors, L->anchors, norms,
+                                   VA_CUDA_FP32);
+    if (va_cuda_pq_fits(c->device, L->d, L->pq_m, L->pq_ksub, L->pq_terms == NULL))
+      c->pq = va_cuda_pq_create(c->device, L->nlists, L->nrows, L->d, L->pq_m, L->pq_ksub, L->offset, L->codes, L->ids,
+                                L->pq_T, L->frame, L->pq_terms);
+    else
+      va_log0("note: the lookup tables of %lld subspaces x %lld centroids do not fit a GPU block's shared memory: "
+              "the scan on codes runs on the CPU (the probe on the GPU)\n",
+              (long long)L->pq_m, (long long)L->pq_ksub);
+  } else
+    c->gpu = va_cuda_search_create(c->device, L->nlists, L->nrows, L->d, L->offset, L->rows, L->ids, L->nanchors,
+                                   L->anchors, norms, c->precision);
   free(norms);
 }
 
@@ -114,6 +142,14 @@ static void cuda_scan_lists(const va_search_engine_t *e, const va_search_lists_t
   else va_cuda_search_scan(prepared(e)->gpu, Q, nq, probes, nprobe, cosine, k, out);
 }
 
+/* Above the k limit, or with tables larger than a block's shared memory: the CPU kernels, the same entries. */
+static void cuda_scan_codes(const va_search_engine_t *e, const va_search_lists_t *L, const float *Qf, int64_t nq,
+                            const int64_t *probes, int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out) {
+  const cuda_engine_t *c = prepared(e);
+  if (k > VA_CUDA_SEARCH_MAX_K || !c->pq) cpu_scan_codes(e, L, Qf, nq, probes, nprobe, cosine, k, out);
+  else va_cuda_pq_scan(c->pq, Qf, nq, probes, nprobe, k, out);
+}
+
 static void cuda_scan_all(const va_search_engine_t *e, const va_search_lists_t *L, const float *Q, int64_t nq,
                           int cosine, int64_t k, va_neighbor_t *out) {
   if (k > VA_CUDA_SEARCH_MAX_K) cpu_scan_all(e, L, Q, nq, cosine, k, out);
@@ -124,6 +160,7 @@ static void cuda_destroy(va_search_engine_t *e) {
   cuda_engine_t *c = e->ctx;
   if (!c) return;
   va_cuda_search_destroy(c->gpu);
+  va_cuda_pq_destroy(c->pq);
   free(c);
   e->ctx = NULL;
 }
@@ -133,6 +170,7 @@ va_search_engine_t va_search_engine_cuda(int device, int threads, const char *pr
   c->device = device;
   c->precision = cuda_precision(precision);
   c->gpu = NULL;
+  c->pq = NULL;
   return (va_search_engine_t){.name = "cuda",
                               .precision = va_search_precisions[c->precision],
                               .threads = threads > 0 ? threads : 1,
@@ -140,6 +178,7 @@ va_search_engine_t va_search_engine_cuda(int device, int threads, const char *pr
                               .prepare = cuda_prepare,
                               .probe = cuda_probe,
                               .scan_lists = cuda_scan_lists,
+                              .scan_codes = cuda_scan_codes,
                               .scan_all = cuda_scan_all,
                               .destroy = cuda_destroy};
 }
@@ -153,11 +192,11 @@ static va_search_engine_t cpu_engine_for(const char *precision, int threads) {
 }
 
 va_search_engine_t va_search_engine_open(const char *backend, const char *precision, int threads, int64_t k,
-                                         int64_t nlists, int64_t nrows, int64_t d, int64_t batch) {
+                                         int64_t nlists, int64_t nrows, int64_t d, int64_t pq_m, int64_t batch) {
   const int must = !strcmp(backend, "cuda");
   if (!strcmp(backend, "cpu")) return cpu_engine_for(precision, threads);
 #ifndef VECANNEAL_CUDA
-  (void)k, (void)nlists, (void)nrows, (void)d, (void)batch;
+  (void)k, (void)nlists, (void)nrows, (void)d, (void)pq_m, (void)batch;
   if (must)
     VA_AGREE_OR_EXIT(VA_EXIT_USAGE, "search: --backend cuda asked for, but this build has no CUDA backend (rebuild "
                                     "with -DVECANNEAL_CUDA=ON on a machine with the CUDA toolkit)");
@@ -181,7 +220,10 @@ va_search_engine_t va_search_engine_open(const char *backend, const char *precis
     return cpu_engine_for(precision, threads);
   }
   size_t free_b = 0, total_b = 0;
-  const double need = (double)va_cuda_search_bytes(nlists, nrows, d, nlists, batch, cuda_precision(precision));
+  const double need = pq_m > 0
+                          ? (double)va_cuda_search_bytes(0, 0, d, nlists, batch, VA_CUDA_FP32) +
+                                (double)va_cuda_pq_bytes(nlists, nrows, d, pq_m, batch)
+                          : (double)va_cuda_search_bytes(nlists, nrows, d, nlists, batch, cuda_precision(precision));
   const double avail = va_cuda_memory(dev, &free_b, &total_b) ? -1 : (double)free_b;
   int short_of = avail >= 0 && need > 0.95 * avail, any_short = short_of;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));

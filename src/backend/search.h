@@ -14,7 +14,11 @@
 /* One rank's inverted lists: the rows of its shard grouped by anchor. List j holds rows
  * [offset[j], offset[j + 1]) of rows (in list order, d floats each; cosine: unit length) with global
  * row ids ids[...], ascending within a list. anchors: the index's nanchors anchors in the same frame,
- * which the probe measures (nanchors = nlists). */
+ * which the probe measures (nanchors = nlists).
+ * Lists of codes (scan_codes) hold instead, or besides, each row's pq_m codes in list order (codes, nrows x
+ * pq_m bytes), the codebooks transposed (pq_T, d x pq_ksub: va_pq_transpose), for l2 the anchors' terms
+ * (pq_terms, nlists x pq_m x pq_ksub: va_pq_list_terms; NULL for cosine) and the anchors in the codes'
+ * frame (frame, nlists x d: cpu/pq_search.h); rows may then be NULL. Lists of rows alone: codes NULL. */
 typedef struct {
   int64_t nlists, nrows, d;
   const int64_t *offset;
@@ -22,6 +26,9 @@ typedef struct {
   const int64_t *ids;
   int64_t nanchors;
   const float *anchors;
+  const uint8_t *codes;
+  int64_t pq_m, pq_ksub;
+  const float *pq_T, *pq_terms, *frame;
 } va_search_lists_t;
 
 typedef struct va_search_engine {
@@ -40,6 +47,11 @@ typedef struct va_search_engine {
    * when the lists hold fewer than k rows). Q: nq x d queries in the lists' frame. */
   void (*scan_lists)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
                      const int64_t *probes, int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out);
+  /* The same over the lists' codes: out[q * k ...] <- the k best of query q's members of the probed lists
+   * by their distance through query q's lookup tables (va_pq_scan_lists's answer, the same bits on every
+   * engine). Qf: the queries in the codes' frame (cpu/pq_search.h). */
+  void (*scan_codes)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Qf, int64_t nq,
+                     const int64_t *probes, int64_t nprobe, int cosine, int64_t k, va_neighbor_t *out);
   /* The same over every row of the lists (exact search). */
   void (*scan_all)(const struct va_search_engine *e, const va_search_lists_t *lists, const float *Q, int64_t nq,
                    int cosine, int64_t k, va_neighbor_t *out);
@@ -51,9 +63,10 @@ typedef struct va_search_engine {
 va_search_engine_t va_search_engine_cpu(int threads);
 /* The GPU engine on CUDA device `device` (cuda/search.h) with the list scan's products at `precision`
  * (one of va_search_precisions): at fp32 the same entries as the CPU engine, bit for bit; at tf32, fp16
- * or bf16 on the tensor cores (near neighbours may reorder; the probe stays the CPU's). k (or nprobe)
- * above VA_SEARCH_GPU_MAX_K runs the CPU kernels on `threads` threads instead. Exists only in a build
- * with the CUDA backend (VECANNEAL_CUDA). */
+ * or bf16 on the tensor cores (near neighbours may reorder; the probe stays the CPU's). The scan on codes
+ * (cuda/pq_search.h) is bitwise the CPU's at every precision (its tables are float32). k (or nprobe)
+ * above VA_SEARCH_GPU_MAX_K, or lookup tables larger than a block's shared memory, run the CPU kernels on
+ * `threads` threads instead. Exists only in a build with the CUDA backend (VECANNEAL_CUDA). */
 va_search_engine_t va_search_engine_cuda(int device, int threads, const char *precision);
 /* The precisions `search --precision` takes, NULL-terminated: fp32 tf32 fp16 bf16. */
 extern const char *const va_search_precisions[];
@@ -62,12 +75,13 @@ extern const char *const va_search_precisions[];
 
 /* Collective: the engine for `backend` ("auto", "cpu" or "cuda"), the same kind on every rank (never a
  * mix). auto: the GPU engine when this build has CUDA, every rank sees a device and every rank's lists
- * (nlists lists and anchors, nrows x d rows stored at `precision`, batches of `batch` queries) fit its
- * free GPU memory, and k is at most VA_SEARCH_GPU_MAX_K; else the CPU engine, with a note on rank 0
+ * (nlists lists and anchors, nrows x d rows stored at `precision`, or with pq_m > 0 nrows x pq_m codes,
+ * batches of `batch` queries) fit its free GPU memory, and k is at most VA_SEARCH_GPU_MAX_K; else the
+ * CPU engine, with a note on rank 0
  * saying why (and, for a precision other than fp32, that the CPU computes fp32). cuda: the GPU engine,
  * or an agreed exit: 2 without a CUDA build or a device on some rank, 5 when the lists do not fit a
  * GPU; above the k limit the CPU engine with a note. `precision` must be one of va_search_precisions
  * (the caller checks). Call prepare with the lists, scan, then destroy. */
 va_search_engine_t va_search_engine_open(const char *backend, const char *precision, int threads, int64_t k,
-                                         int64_t nlists, int64_t nrows, int64_t d, int64_t batch);
+                                         int64_t nlists, int64_t nrows, int64_t d, int64_t pq_m, int64_t batch);
 #endif

@@ -186,6 +186,15 @@ void va_cuda_split_accumulate(va_cuda_t *ctx, const int64_t *slot, int64_t m, co
 void va_cuda_download(va_cuda_t *ctx, uint32_t *assign_host, float *r_host);
 /* m rows by local index, float32, m x d. */
 void va_cuda_get_rows(va_cuda_t *ctx, const int64_t *local_rows, int64_t m, float *out);
+/* Residual PQ codes of local rows [r0, r0 + m) (cuda/pq_encode.cu), each row less its anchor A[assign[i]]
+ * (A: k x d on the host; assign: the m rows' anchors on the host) against codebooks (M x ksub x dmax,
+ * cpu/pq.h's layout): codes (m x M), and per row err (the codes' squared error), x2 (|x|^2) and r2
+ * (|x - a|^2), colsum (d) += the rows' values, all with the bits of the host path (job/codes.c). Returns
+ * 0, having done nothing, where the rows are not resident or the widest subspace is too wide for the
+ * device encoder. */
+int va_cuda_pq_encode(va_cuda_t *ctx, const float *A, int64_t k, const uint32_t *assign, int64_t r0, int64_t m,
+                      int64_t M, int64_t ksub, const float *codebooks, uint8_t *codes, double *err, double *x2,
+                      double *r2, double *colsum);
 void va_cuda_destroy(va_cuda_t *ctx);
 
 #ifdef __cplusplus

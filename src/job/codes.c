@@ -1,5 +1,6 @@
 /* codes.c: `compress --codes pq` after the final pass (job/codes.h). The rows come through the backend's
- * get_rows in chunks (in the job's frame, wherever they live), so a CUDA job's rows stay where they are;
+ * get_rows in chunks (in the job's frame, wherever they live), so a CUDA job's rows stay where they are,
+ * and a backend that encodes where the rows live (encode_codes: the CUDA backend) does the encoding pass;
  * the codebooks' loops run on the CPU backend over the residual columns, a subspace at a time, so the
  * stage holds one subspace's training columns besides the codes. The encoding pass (va_codes_encode) is also
  * how `add` encodes its new rows against the index's codebooks. */
@@ -18,7 +19,9 @@
 #include "util/util.h"
 
 /* Rows gathered per step: CHUNK_ROWS x d floats of residuals. */
-#define CHUNK_ROWS 16384
+#define CHUNK_ROWS         16384
+/* Rows a backend encodes per step where they live (encode_codes): their codes and three figures each. */
+#define BACKEND_CHUNK_ROWS ((int64_t)1 << 20)
 
 int64_t va_codes_train_rows(const va_config_t *cfg, int64_t train_rows) {
   return cfg->pq_train_sample > 0 && cfg->pq_train_sample < train_rows ? cfg->pq_train_sample : train_rows;
@@ -109,7 +112,30 @@ static void train_subspace(va_state_t *st, int64_t m, const int64_t *local, int6
           tr.converged ? "converged" : "pq_iters", tr.energy, va_now() - t0);
 }
 
+/* va_codes_encode where the backend encodes its rows itself: 1, or 0 having done nothing. */
+static int encode_on_backend(va_state_t *st, int64_t M, int64_t ksub, const float *codebooks, uint8_t *codes,
+                             double *sums) {
+  if (!st->be->encode_codes) return 0;
+  const int64_t d = st->d, chunk = st->n_local < BACKEND_CHUNK_ROWS ? st->n_local : BACKEND_CHUNK_ROWS;
+  double *fig = va_malloc((size_t)(3 * (chunk > 0 ? chunk : 1)) * sizeof(double), "pq row figures");
+  int done = 1;
+  for (int64_t c0 = 0; c0 < st->n_local && done; c0 += chunk) {
+    const int64_t c = st->n_local - c0 < chunk ? st->n_local - c0 : chunk;
+    double *err = fig, *x2 = fig + chunk, *r2 = fig + 2 * chunk;
+    done = st->be->encode_codes(st, c0, c, M, ksub, codebooks, codes + c0 * M, err, x2, r2, sums);
+    if (c0 > 0 && !done) VA_FATAL("the %s backend encoded some rows' codes but not all", st->be->name);
+    for (int64_t q = 0; done && q < c; q++) { /* each sum in row order, as the host path adds them */
+      sums[d] += x2[q];
+      sums[d + 1] += r2[q];
+      sums[d + 2] += err[q];
+    }
+  }
+  free(fig);
+  return done;
+}
+
 void va_codes_encode(va_state_t *st, int64_t M, int64_t ksub, const float *codebooks, uint8_t *codes, double *sums) {
+  if (encode_on_backend(st, M, ksub, codebooks, codes, sums)) return;
   const int64_t d = st->d;
   int64_t *local = va_malloc(CHUNK_ROWS * sizeof(int64_t), "pq rows");
   float *R = va_malloc((size_t)(CHUNK_ROWS * d) * sizeof(float), "pq residuals");

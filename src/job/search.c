@@ -63,19 +63,9 @@ int va_search_options_resolve(va_search_options_t *o, char *err, size_t len) {
     return snprintf(err, len, "search: --scan must be auto, codes or rows, got '%s'", o->scan), 1;
   if (o->scan_mode == VA_SEARCH_SCAN_CODES && o->exact)
     return snprintf(err, len, "search: --exact measures every float row: drop --scan codes (or --exact)"), 1;
-  if (o->scan_mode == VA_SEARCH_SCAN_CODES && !strcmp(o->backend, "cuda"))
-    return snprintf(err, len,
-                    "search: the scan on codes runs on the CPU only: drop --backend cuda, or scan the float rows on "
-                    "the GPU with --scan rows"),
-           1;
   if (o->rerank > 0 && o->rerank < o->k)
     return snprintf(err, len, "search: --rerank %lld re-scores fewer candidates than the k = %lld kept: give R >= k",
                     (long long)o->rerank, (long long)o->k),
-           1;
-  if (o->rerank > 0 && !strcmp(o->backend, "cuda"))
-    return snprintf(err, len,
-                    "search: --rerank re-scores the candidates of a scan on codes, which runs on the CPU: drop "
-                    "--backend cuda (or --rerank)"),
            1;
   if (o->rerank > 0 && (o->scan_mode == VA_SEARCH_SCAN_ROWS || o->exact))
     return snprintf(err, len,
@@ -338,12 +328,6 @@ static int choose_codes(const va_search_options_t *o, const va_index_data_t *ix)
     va_log0("note: index '%s' has codes; --exact measures the float rows\n", o->index);
     return 0;
   }
-  if (!strcmp(o->backend, "cuda")) {
-    va_log0("note: index '%s' has codes, but --backend cuda scans the float rows (the scan on codes runs on the "
-            "CPU: --scan codes)\n",
-            o->index);
-    return 0;
-  }
   return 1;
 }
 
@@ -463,27 +447,24 @@ static int search_job(const va_search_options_t *o) {
     }
   }
   const int threads = choose_threads(o->threads);
-  /* This rank's shard (the rows compress read) and what scans it: the codes on the CPU (the CPU engine
-   * probes), or the engine for the rows (CPU or GPU on every rank alike). */
+  /* This rank's shard (the rows compress read) and the engine that scans it, its rows or its codes (CPU or
+   * GPU on every rank alike). */
   int64_t row0, nloc;
   va_shard_range(ix.n, va_proc.rank, va_proc.nranks, &row0, &nloc);
-  va_search_engine_t engine = {0};
-  scanner_t scanner = {"cpu", "fp32"};
+  const int64_t keep = o->rerank > o->k ? o->rerank : o->k; /* entries a query's scan keeps */
+  va_search_engine_t engine =
+      va_search_engine_open(o->backend, codes ? "fp32" : o->precision, threads, keep, ix.k, nloc, ix.d,
+                            codes ? ix.pq_m : 0, o->batch < qin.n ? o->batch : qin.n);
+  scanner_t scanner = {engine.name, "fp32"};
   if (codes) {
     if (strcmp(o->precision, "fp32"))
-      va_log0("note: --precision %s is the GPU row scan's: the scan on codes uses float32 tables\n", o->precision);
-    engine = va_search_engine_cpu(threads);
+      va_log0("note: --precision %s is the row scan's: the scan on codes uses float32 tables\n", o->precision);
     snprintf(scanner.precision, sizeof scanner.precision, "pq%lldx%lld", (long long)ix.pq_m, (long long)ix.pq_bits);
     if (o->rerank > 0) {
       const size_t used = strlen(scanner.precision);
       snprintf(scanner.precision + used, sizeof scanner.precision - used, "+rerank%lld", (long long)o->rerank);
     }
-  } else {
-    engine = va_search_engine_open(o->backend, o->precision, threads, o->k, ix.k, nloc, ix.d,
-                                   o->batch < qin.n ? o->batch : qin.n);
-    scanner.name = engine.name;
-    snprintf(scanner.precision, sizeof scanner.precision, "%s", engine.precision);
-  }
+  } else snprintf(scanner.precision, sizeof scanner.precision, "%s", engine.precision);
   const int64_t bytes_per_row = codes ? ix.pq_m * ix.pq_bits / 8 : 4 * ix.d;
   va_log0("vecanneal %s search: %d rank(s), %d thread(s)/rank, backend %s (%s); index %s: %lld x %lld, %lld anchors, "
           "metric %s; data %s; queries %s: %lld; k %lld, %s\n",
@@ -587,7 +568,8 @@ static int search_job(const va_search_options_t *o) {
     if (!ix.cosine) va_rows_to_frame(Qf, nq, d, 0, ix.center, threads);
     cs.rows = rows;
   }
-  const va_search_lists_t lists = {ix.k, nloc, d, offset, rows, ids, ix.k, ix.anchors};
+  const va_search_lists_t lists = {ix.k,       nloc,     d,       offset,     rows, ids,      ix.k,
+                                   ix.anchors, cs.codes, ix.pq_m, ix.pq_ksub, cs.T, cs.terms, ix.frame};
   engine.prepare(&engine, &lists); /* the GPU engine uploads them */
   const double lists_seconds = va_now() - t_lists;
   va_log0("read %lld rows' %s into %lld inverted lists and %lld queries in %.2f s\n", (long long)ix.n,
@@ -611,7 +593,7 @@ static int search_job(const va_search_options_t *o) {
       if (o->exact) engine.scan_all(&engine, &lists, Q + b0 * d, nb, ix.cosine, k, local);
       else {
         probe_batch(&engine, &lists, Q + b0 * d, nb, ix.cosine, nprobe, probes);
-        if (codes) va_search_codes_batch(&cs, Qf + b0 * d, Q + b0 * d, nb, probes, nprobe, local);
+        if (codes) va_search_codes_batch(&cs, &engine, &lists, Qf + b0 * d, Q + b0 * d, nb, probes, nprobe, local);
         else engine.scan_lists(&engine, &lists, Q + b0 * d, nb, probes, nprobe, ix.cosine, k, local);
       }
       va_topk_merge_ranks(local, nb, k, result ? result + b0 * k : NULL);

@@ -1,5 +1,5 @@
 /* search_codes.c: the search job's scan on codes (job/search_codes.h): the codes of this rank's rows in
- * list order, and a batch through the lookup tables of cpu/pq_search.h, re-ranked with the rows on request. */
+ * list order, and a batch through the search engine's scan on codes, re-ranked with the rows on request. */
 #include "job/search_codes.h"
 
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "comm/topk.h"     /* va_topk_merge_ranks */
 #include "cpu/pq.h"        /* va_pq_transpose */
-#include "cpu/pq_search.h" /* va_pq_scan_lists */
+#include "cpu/pq_search.h" /* va_pq_list_terms */
 #include "util/util.h"
 
 int va_search_codes_lists(const char *index, va_search_codes_t *c, const int64_t *pos) {
@@ -36,29 +36,19 @@ void va_search_codes_free(va_search_codes_t *c) {
   c->terms = NULL;
 }
 
-/* nb x keep heaps over this rank's lists, by code distance, sorted into out (nb x keep). */
-static void scan_codes(const va_search_codes_t *c, const float *Qf, int64_t nb, const int64_t *probes, int64_t nprobe,
-                       int64_t keep, va_neighbor_t *out) {
-  const va_index_data_t *ix = c->ix;
-  va_topk_t *heaps = va_malloc((size_t)(nb > 0 ? nb : 1) * sizeof *heaps, "code search heaps");
-  for (int64_t q = 0; q < nb; q++) va_topk_init(&heaps[q], out + q * keep, keep);
-  va_pq_scan_lists(Qf, nb, ix->d, ix->frame, ix->pq_m, ix->pq_ksub, c->T, c->terms, c->codes, c->offset, c->ids, probes,
-                   nprobe, ix->cosine, c->threads, heaps);
-  for (int64_t q = 0; q < nb; q++) va_topk_sorted(&heaps[q], out + q * keep);
-  free(heaps);
-}
-
-void va_search_codes_batch(const va_search_codes_t *c, const float *Qf, const float *Q, int64_t nb,
-                           const int64_t *probes, int64_t nprobe, va_neighbor_t *local) {
+void va_search_codes_batch(const va_search_codes_t *c, const va_search_engine_t *engine, const va_search_lists_t *lists,
+                           const float *Qf, const float *Q, int64_t nb, const int64_t *probes, int64_t nprobe,
+                           va_neighbor_t *local) {
+  const int cosine = c->ix->cosine;
   if (c->rerank == 0) {
-    scan_codes(c, Qf, nb, probes, nprobe, c->k, local);
+    engine->scan_codes(engine, lists, Qf, nb, probes, nprobe, cosine, c->k, local);
     return;
   }
   /* The best R over all ranks by (code distance, id): rank 0 merges, every rank gets them. */
   const int64_t R = c->rerank, d = c->ix->d, k = c->k;
   va_neighbor_t *mine = va_malloc((size_t)(nb * R) * sizeof *mine, "rerank candidates");
   va_neighbor_t *best = va_malloc((size_t)(nb * R) * sizeof *best, "rerank candidates");
-  scan_codes(c, Qf, nb, probes, nprobe, R, mine);
+  engine->scan_codes(engine, lists, Qf, nb, probes, nprobe, cosine, R, mine);
   va_topk_merge_ranks(mine, nb, R, va_proc.rank == 0 ? best : NULL);
   const size_t bytes = (size_t)(nb * R) * sizeof *best;
   if (bytes > (size_t)INT32_MAX)
@@ -77,7 +67,7 @@ void va_search_codes_batch(const va_search_codes_t *c, const float *Qf, const fl
     for (int64_t i = 0; i < R; i++) {
       const int64_t id = best[q * R + i].id;
       if (id < row0 || id >= row1) continue; /* another rank's row, or a filler (-1) */
-      const float dist = va_search_distance(Q + q * d, c->rows + (id - row0) * d, d, c->ix->cosine);
+      const float dist = va_search_distance(Q + q * d, c->rows + (id - row0) * d, d, cosine);
       if (dist <= va_topk_bound(&h)) va_topk_push(&h, dist, id);
     }
     va_topk_sorted(&h, local + q * k);

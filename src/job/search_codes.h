@@ -1,12 +1,14 @@
 /* search_codes.h: the search job's scan on the index's codes (docs/search.md, "Search on codes"): this
  * rank's codes grouped into the inverted lists, and one batch of queries scanned through lookup tables
- * (cpu/pq_search.h), with the optional re-ranking of the best candidates by the original rows. */
+ * (the search engine's scan_codes: cpu/pq_search.h or cuda/pq_search.h), with the optional re-ranking of
+ * the best candidates by the original rows. */
 #ifndef VECANNEAL_JOB_SEARCH_CODES_H
 #define VECANNEAL_JOB_SEARCH_CODES_H
 #include <stdint.h>
 
-#include "cpu/search.h"    /* va_neighbor_t */
-#include "io/index_read.h" /* va_index_data_t */
+#include "backend/search.h" /* va_search_engine_t, va_search_lists_t */
+#include "cpu/search.h"     /* va_neighbor_t */
+#include "io/index_read.h"  /* va_index_data_t */
 
 typedef struct {
   const va_index_data_t *ix; /* read with VA_INDEX_FRAME: its frame anchors and /pq codebooks */
@@ -28,10 +30,12 @@ int va_search_codes_lists(const char *index, va_search_codes_t *c, const int64_t
 void va_search_codes_free(va_search_codes_t *c);
 
 /* Collective: one batch of nb queries. Qf: the queries in the codes' frame (l2: less /center; cosine: unit),
- * Q: as the rows are measured (l2: as read; cosine: unit), probes: nb x nprobe lists. local (nb x k, sorted)
- * <- this rank's k best by code distance; with rerank R: the best R of every rank's code candidates (merged
+ * Q: as the rows are measured (l2: as read; cosine: unit), probes: nb x nprobe lists; engine (prepared with
+ * lists, which hold c's codes) scans the codes. local (nb x k, sorted) <- this rank's k best by code
+ * distance; with rerank R: the best R of every rank's code candidates (merged
  * over the ranks by (code distance, id), the same set for any rank count) re-scored with this rank's rows by
  * the exact distance of cpu/search.h, its k best of those it holds. The caller merges local over the ranks. */
-void va_search_codes_batch(const va_search_codes_t *c, const float *Qf, const float *Q, int64_t nb,
-                           const int64_t *probes, int64_t nprobe, va_neighbor_t *local);
+void va_search_codes_batch(const va_search_codes_t *c, const va_search_engine_t *engine, const va_search_lists_t *lists,
+                           const float *Qf, const float *Q, int64_t nb, const int64_t *probes, int64_t nprobe,
+                           va_neighbor_t *local);
 #endif

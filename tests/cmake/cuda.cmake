@@ -21,6 +21,20 @@ if(VECANNEAL_HAVE_CUDA AND VECANNEAL_CUDA_SOURCES_ADDED)
   set_tests_properties(cuda_search PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 
+  # The GPU engine's scan on PQ codes against the CPU engine's, bit for bit (cuda/pq_search.cu).
+  add_executable(test_pq_search_cuda ${VA_TEST_DIR}/cuda/test_pq_search_cuda.c)
+  target_link_libraries(test_pq_search_cuda PRIVATE vecanneal_core)
+  add_test(NAME cuda_pq_search COMMAND test_pq_search_cuda)
+  set_tests_properties(cuda_pq_search PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
+  # The device PQ encoder against the host path, bit for bit (cuda/pq_encode.cu).
+  add_executable(test_pq_encode_cuda ${VA_TEST_DIR}/cuda/test_pq_encode_cuda.c)
+  target_link_libraries(test_pq_encode_cuda PRIVATE vecanneal_core)
+  add_test(NAME cuda_pq_encode COMMAND test_pq_encode_cuda)
+  set_tests_properties(cuda_pq_encode PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
   # The hooks of src/cuda/probe.h (vecanneal_cuda_probe) stay out of the shipped code: neither the
   # executable nor vecanneal_core defines or references one of them. Needs no device.
   add_test(NAME source_cuda_probe_apart COMMAND sh -c "for f in $<TARGET_FILE:vecanneal> $<TARGET_FILE:vecanneal_core>; do nm -C \"$f\" > /dev/null || exit 1; if nm -C \"$f\" | grep -E 'va_cuda_(bench_|debug_|set_assign_variant|set_stats_variant|set_fused_config|set_gemm_rows)|mma_peak_kernel|poison_kernel'; then echo \"FAIL: $f carries test and benchmark hooks\"; exit 1; fi; done")

@@ -71,7 +71,7 @@ static lists_t make_lists(const int64_t *sizes, int64_t nlists, int64_t d, doubl
     for (int64_t t = 0; t < d; t++)
       s.anchors[j * d + t] = j % 10 == 9 ? s.anchors[(j - 1) * d + t] : (float)(scale * normal());
   if (cosine) va_search_unit_rows(s.anchors, NANCHORS, d, 1);
-  s.L = (va_search_lists_t){nlists, n, d, s.offset, s.rows, s.ids, NANCHORS, s.anchors};
+  s.L = (va_search_lists_t){nlists, n, d, s.offset, s.rows, s.ids, NANCHORS, s.anchors, NULL, 0, 0, NULL, NULL, NULL};
   return s;
 }
 
@@ -329,10 +329,10 @@ int main(int argc, char **argv) {
   run_case("one list", one, 1, 128, 1, 1.0, 3);
 
   /* The collective choice on one rank: cuda gives the GPU engine; above the k limit the CPU one. */
-  va_search_engine_t e = va_search_engine_open("cuda", "fp32", 1, 10, 8, 1000, 16, 256);
+  va_search_engine_t e = va_search_engine_open("cuda", "fp32", 1, 10, 8, 1000, 16, 0, 256);
   if (strcmp(e.name, "cuda")) failures++, printf("FAIL open(cuda, k 10) gave the %s engine\n", e.name);
   e.destroy(&e);
-  e = va_search_engine_open("auto", "tf32", 1, VA_SEARCH_GPU_MAX_K + 1, 8, 1000, 16, 256);
+  e = va_search_engine_open("auto", "tf32", 1, VA_SEARCH_GPU_MAX_K + 1, 8, 1000, 16, 0, 256);
   if (strcmp(e.name, "cpu")) failures++, printf("FAIL open(auto, k 257) gave the %s engine\n", e.name);
   e.destroy(&e);
   printf("%s: %d comparison(s), %d failure(s)\n", failures ? "FAILED" : "PASSED", checked, failures);

@@ -9,9 +9,9 @@
 # - the log and the metrics name the scan (codes, M bytes per row; rows, 4 d bytes) and the rerank;
 # - the scan on codes reads no source row: with the source gone it gives the same results, and --rerank then
 #   ends with the missing source's message;
-# - bad input (--rerank below k, codes forced on an index without them, --scan codes with --exact or
-#   --backend cuda, --rerank with --scan rows, --backend cuda or on an index without codes, --rerank without
-#   the source rows): one message from rank 0, the same exit code on every rank, no output.
+# - bad input (--rerank below k, codes forced on an index without them, --scan codes with --exact, --rerank
+#   with --scan rows or on an index without codes, --rerank without the source rows): one message from rank
+#   0, the same exit code on every rank, no output. (The GPU scan on codes: tests/jobs/search_gpu.sh.)
 source "$(dirname "$0")/lib.sh"
 n=20000 d=32 nq=300 anchors=64
 
@@ -120,8 +120,6 @@ q=(--queries "$WORK/l2.h5:/test")
 expect 2 "fewer candidates than the k" --index "$WORK/l2_8.h5" "${q[@]}" --rerank 5
 expect 2 "has no codes" --index "$WORK/plain.h5" "${q[@]}" --scan codes
 expect 2 "has no codes" --index "$WORK/plain.h5" "${q[@]}" --rerank 20
-expect 2 "CPU only" --index "$WORK/l2_8.h5" "${q[@]}" --scan codes --backend cuda
-expect 2 "runs on the CPU" --index "$WORK/l2_8.h5" "${q[@]}" --rerank 20 --backend cuda
 expect 2 "exact" --index "$WORK/l2_8.h5" "${q[@]}" --scan codes --exact
 expect 2 "rerank" --index "$WORK/l2_8.h5" "${q[@]}" --scan rows --rerank 20
 expect 2 "auto, codes or rows" --index "$WORK/l2_8.h5" "${q[@]}" --scan floats

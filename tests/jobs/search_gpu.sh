@@ -6,7 +6,8 @@
 # GPU engine's limit and runs on the CPU with a note. The log, the metrics and the sweep CSV name the
 # engine. Without a visible device, --backend cuda is a usage error (exit 2) and auto stays on the CPU.
 # --precision tf32, fp16 and bf16 (tensor cores): the same answer on 1 and 2 ranks, recall@10 against the
-# fp32 answer at least 0.95, the engine named with its precision.
+# fp32 answer at least 0.95, the engine named with its precision. The scan on codes (compress --codes pq,
+# M 4): --backend cuda = --backend cpu bit for bit on 1 and 2 ranks, alone and with --rerank 40.
 # SKIP (77) without a CUDA build or device: never a silent pass.
 source "$(dirname "$0")/lib.sh"
 export NCCL_NVLS_ENABLE=0
@@ -63,6 +64,25 @@ for metric in l2 cosine; do
     recall=$(grep -o "recall@10 [0-9.]*" "$WORK/prec1.log" | head -1 | cut -d' ' -f2)
     awk -v r="$recall" 'BEGIN { exit !(r >= 0.95) }' || fail "$metric --precision $prec: recall@10 $recall against fp32"
     echo "$metric --precision $prec: 1 and 2 ranks the same, recall@10 $recall against the fp32 answer"
+  done
+  # The scan on codes: the GPU engine's answer is the CPU's, bit for bit, alone and with --rerank.
+  cindex=$WORK/${metric}_codes.h5
+  run_np 2 compress --input "$data:/train" --anchors $anchors --out "$cindex" --backend cpu --set max_iter=8 \
+    --set maintenance_interval=0 --codes pq --pq-m 4 > /dev/null || fail "compress --codes pq $metric"
+  for extra in "" "--rerank 40"; do
+    args=(search --index "$cindex" --queries "$data:/test" --k 10 --nprobe 1,4,48 --scan codes $extra)
+    run_np 1 "${args[@]}" --backend cpu --out "$WORK/ccpu.h5" > "$WORK/ccpu.log" ||
+      { cat "$WORK/ccpu.log"; fail "codes cpu"; }
+    for p in 1 2; do
+      run_np $p "${args[@]}" --backend cuda --out "$WORK/cgpu$p.h5" --metrics "$WORK/cgpu$p.json" \
+        > "$WORK/cgpu$p.log" || { cat "$WORK/cgpu$p.log"; fail "codes cuda $metric $extra, $p ranks"; }
+      results_of "$WORK/cgpu$p.h5" | cmp -s <(results_of "$WORK/ccpu.h5") - ||
+        fail "$metric codes $extra: --backend cuda on $p rank(s) differs from --backend cpu"
+      grep -q "backend cuda (pq4x8" "$WORK/cgpu$p.log" ||
+        { cat "$WORK/cgpu$p.log"; fail "codes: the GPU engine not named"; }
+      grep -q '"backend": "cuda"' "$WORK/cgpu$p.json" || fail "codes: the metrics do not name the GPU engine"
+    done
+    echo "$metric codes $extra: --backend cuda on 1 and 2 ranks = --backend cpu, bit for bit"
   done
   # auto takes the GPU where every rank sees one.
   run_np 2 search --index "$index" --queries "$data:/test" --k 10 --nprobe 4 --out "$WORK/auto.h5" > "$WORK/auto.log" ||
