@@ -45,6 +45,12 @@
 #                scaling (search_gpu.sh). Checks: nprobe = K bitwise = --exact, --exact's recall against
 #                PyTorch >= 0.999 (and = gen's /neighbors), recall non-decreasing in nprobe, 2 GPUs
 #                bitwise = 1 GPU, every run on the engine asked for and finished
+#   codes-gpu    one or two GPUs: residual PQ codes at 1M x 128, M 16 and 32: compress --codes pq --backend cuda
+#                encoding rows/s on 1 and 2 GPUs against --backend cpu, search --backend cuda --scan codes (and
+#                --rerank 100) q/s and recall@10 at nprobe 1-64 against --scan rows (codes_gpu.sh). Checks: codes
+#                on 2 GPUs bitwise = 1 GPU (and = the CPU's where the anchors match), search on codes cuda bitwise
+#                = cpu, 2 GPUs bitwise = 1 GPU, recall non-decreasing in nprobe, re-ranked recall >= recall on
+#                codes, every run on the engine asked for and finished
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}
@@ -63,6 +69,7 @@ case $family in
   search-cpu) exec python3 "$HERE/search_cpu.py" "$@" ;;
   codes-cpu) exec python3 "$HERE/codes_cpu.py" "$@" ;;
   search-gpu) exec bash "$HERE/search_gpu.sh" "$@" ;;
+  codes-gpu) exec bash "$HERE/codes_gpu.sh" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     [ -z "$family" ] && exit 0
