@@ -51,6 +51,9 @@
 #                on 2 GPUs bitwise = 1 GPU (and = the CPU's where the anchors match), search on codes cuda bitwise
 #                = cpu, 2 GPUs bitwise = 1 GPU, recall non-decreasing in nprobe, re-ranked recall >= recall on
 #                codes, every run on the engine asked for and finished
+#   gpu-loop-ncu one GPU: one iteration of the loop at 1M x 128 x 1024 fp16, kernel by kernel under Nsight
+#                Compute (gpu_loop_ncu.py: --vecanneal BIN). Checks: an iteration found, argmin and statistics
+#                kernels in it, its kernels' sum within 0.5-1.3 x the plain run's ms per iteration
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}
@@ -70,6 +73,7 @@ case $family in
   codes-cpu) exec python3 "$HERE/codes_cpu.py" "$@" ;;
   search-gpu) exec bash "$HERE/search_gpu.sh" "$@" ;;
   codes-gpu) exec bash "$HERE/codes_gpu.sh" "$@" ;;
+  gpu-loop-ncu) exec python3 "$HERE/gpu_loop_ncu.py" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     [ -z "$family" ] && exit 0
