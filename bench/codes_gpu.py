@@ -47,12 +47,10 @@ Checks (bench/verify.py's Checks; the last line says passed or FAILED, exit 1 on
 a small --sizes: a check of the script without a GPU; its figures mean nothing."""
 import argparse
 import csv
-import datetime
 import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import time
 
@@ -63,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import verify  # noqa: E402
 from search_cpu import cpu_name, log, sh  # noqa: E402
-from search_gpu import best_of, gpu_lines, rises, same_results, short_gpu  # noqa: E402
+from search_gpu import best_of, gpu_setup, rises, same_results  # noqa: E402
 
 TOPK = 10
 MONOTONE_SLACK = 0.002  # codes: how far recall may dip below an earlier nprobe's
@@ -138,25 +136,13 @@ def main():
     a = ap.parse_args()
 
     checks = verify.Checks()
-    if not a.vecanneal or not os.access(a.vecanneal, os.X_OK):
-        checks.add((False, "no vecanneal binary (--vecanneal or $VECANNEAL): %r" % a.vecanneal), "finished")
+    setup = gpu_setup(a, "codes-gpu", checks)
+    if setup is None:
         return checks.verdict()
+    gpus, two, env, work, stem, version = setup
     sizes = [tuple(int(v) for v in s.split(":")) for s in a.sizes.split(",") if s]
     pq_ms = [int(m) for m in a.pq_m.split(",") if m]
     nprobes = sorted({int(x) for x in a.nprobe.split(",") if x})
-    gpus = gpu_lines()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ndev = len([v for v in visible.split(",") if v.strip()]) if visible is not None else len(gpus)
-    two = a.two == "yes" or (a.two == "auto" and (ndev >= 2 if a.backend == "cuda" else True))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    work = os.path.join(a.out_dir, "codes-gpu-work")
-    for p in (a.data_dir, a.out_dir, work):
-        os.makedirs(p, exist_ok=True)
-    hw = ("2x" if two else "") + short_gpu(gpus[0]) if gpus and a.backend == "cuda" else "cpu"
-    stem = "%s_%s_codes-gpu%s" % (datetime.date.today().isoformat(), hw, ("-" + a.tag) if a.tag else "")
-    version = (subprocess.run([a.vecanneal, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()
-               or ["?"])[0]
     commands, notes = [], []
     t_start = time.perf_counter()
     log("codes-gpu: sizes %s, d %d, M %s x 8 bits, %d queries, nprobe %s, rerank %d, backend %s, 2 ranks: %s; %s; "

@@ -15,22 +15,5 @@ HERE=$(dirname "${BASH_SOURCE[0]}")
 case " $* " in *" --help "* | *" -h "*) exec python3 "$HERE/codes_gpu.py" --help ;; esac
 export OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
-VA=${VA:-}
-if [ -z "$VA" ]; then
-  B=${BUILD_DIR:-build-gpu}
-  VA=$B/vecanneal
-  if [ ! -x "$VA" ]; then
-    echo "building $VA (CUDA, sm_90)"
-    { cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-      > "$OUT/cmake.log" 2>&1 &&
-      make -C "$B" -j"$(nproc)" vecanneal > "$OUT/build.log" 2>&1; } || {
-      tail -20 "$OUT/build.log" "$OUT/cmake.log" 2> /dev/null
-      export VERIFY_LOG=$OUT/verification.log
-      : > "$VERIFY_LOG"
-      python3 "$HERE/verify.py" fail "the build of $VA failed ($OUT/build.log)"
-      exec python3 "$HERE/verify.py" verdict
-    }
-  fi
-fi
-case $VA in /*) ;; *) VA=$PWD/$VA ;; esac
+source "$HERE/gpu_binary.sh" # VA
 exec python3 "$HERE/codes_gpu.py" --vecanneal "$VA" "$@"

@@ -73,7 +73,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
 import vecanneal_index as vi  # noqa: E402
 import verify  # noqa: E402
-from search_cpu import cpu_name, log, read_sweep, sh  # noqa: E402
+from search_cpu import cpu_name, log, sh  # noqa: E402
 
 TOPK = 10
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # search --precision, in the order of the report
@@ -168,6 +168,30 @@ def rises(recalls, slack):
     return all(r >= max(recalls[:i]) - slack for i, r in enumerate(recalls) if i)
 
 
+
+def gpu_setup(a, family, checks):
+    """What a GPU benchmark (search-gpu, codes-gpu) starts with, from its arguments (vecanneal, backend, two,
+    data_dir, out_dir, tag): the visible GPUs, whether two are used, the environment of its runs, its work
+    folder (created, with the data and result folders), the result files' stem (DATE_HW_FAMILY[-TAG]) and the
+    binary's version line. None, with a failed check, when the binary is missing."""
+    if not a.vecanneal or not os.access(a.vecanneal, os.X_OK):
+        checks.add((False, "no vecanneal binary (--vecanneal or $VECANNEAL): %r" % a.vecanneal), "finished")
+        return None
+    gpus = gpu_lines()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ndev = len([v for v in visible.split(",") if v.strip()]) if visible is not None else len(gpus)
+    two = a.two == "yes" or (a.two == "auto" and (ndev >= 2 if a.backend == "cuda" else True))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    work = os.path.join(a.out_dir, family + "-work")
+    for p in (a.data_dir, a.out_dir, work):
+        os.makedirs(p, exist_ok=True)
+    hw = ("2x" if two else "") + short_gpu(gpus[0]) if gpus and a.backend == "cuda" else "cpu"
+    stem = "%s_%s_%s%s" % (datetime.date.today().isoformat(), hw, family, ("-" + a.tag) if a.tag else "")
+    version = (subprocess.run([a.vecanneal, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()
+               or ["?"])[0]
+    return gpus, two, env, work, stem, version
+
 def main():
     cores = os.cpu_count() or 1
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
@@ -213,24 +237,12 @@ def main():
     precisions = [p for p in PRECISIONS if p in asked]
 
     checks = verify.Checks()
-    if not a.vecanneal or not os.access(a.vecanneal, os.X_OK):
-        checks.add((False, "no vecanneal binary (--vecanneal or $VECANNEAL): %r" % a.vecanneal), "finished")
+    setup = gpu_setup(a, "search-gpu", checks)
+    if setup is None:
         return checks.verdict()
+    gpus, two, env, work, stem, version = setup
     sizes = [tuple(int(v) for v in s.split(":")) for s in a.sizes.split(",") if s]
     nprobes = sorted({int(x) for x in a.nprobe.split(",") if x})
-    gpus = gpu_lines()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ndev = len([v for v in visible.split(",") if v.strip()]) if visible is not None else len(gpus)
-    two = a.two == "yes" or (a.two == "auto" and (ndev >= 2 if a.backend == "cuda" else True))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    work = os.path.join(a.out_dir, "search-gpu-work")
-    for p in (a.data_dir, a.out_dir, work):
-        os.makedirs(p, exist_ok=True)
-    hw = ("2x" if two else "") + short_gpu(gpus[0]) if gpus and a.backend == "cuda" else "cpu"
-    stem = "%s_%s_search-gpu%s" % (datetime.date.today().isoformat(), hw, ("-" + a.tag) if a.tag else "")
-    version = (subprocess.run([a.vecanneal, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()
-               or ["?"])[0]
     commands = []
     t_start = time.perf_counter()
     log("search-gpu: sizes %s, d %d, %d queries, nprobe %s, precisions %s, backend %s, 2 ranks: %s; %s; %s, %d CPUs"

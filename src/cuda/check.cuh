@@ -1,7 +1,7 @@
 /* check.cuh: checked CUDA and cuBLAS calls for every .cu file of the project (the k-means kernels and
  * the encoder): a failure names rank, host, file:line and the library's message and ends the job
- * (va_fatal_at). Also device allocation that says what it was for. VA_CUBLAS needs cuda/blas.cuh where
- * it is used. */
+ * (va_fatal_at). Also device allocation that says what it was for, and a buffer grown on demand. VA_CUBLAS needs
+ * cuda/blas.cuh where it is used. */
 #ifndef VECANNEAL_CUDA_CHECK_CUH
 #define VECANNEAL_CUDA_CHECK_CUH
 #include <cuda_runtime.h>
@@ -54,5 +54,15 @@ template <typename P>
 static inline void dfree(P **p) {
   if (*p) VA_CUDA(cudaFree((void *)*p));
   *p = NULL;
+}
+/* Grows a device buffer to hold n elements (doubling; the contents are not kept). */
+template <typename P>
+static inline void dgrow(P **buf, size_t *cap, size_t n, const char *what) {
+  if (n <= *cap) return;
+  dfree(buf);
+  size_t c = *cap ? *cap : 1;
+  while (c < n) c *= 2;
+  dalloc(buf, c * sizeof **buf, what);
+  *cap = c;
 }
 #endif

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree */
+#include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree, dgrow */
 #include "cuda/pq_search.h"
 #include "cuda/search.h" /* VA_CUDA_SEARCH_MAX_K */
 #include "cuda/topk.cuh" /* entry_before, warp_sort, warp_compact */
@@ -184,17 +184,6 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-/* Grows a device buffer to hold n elements (doubling; the contents are not kept). */
-template <typename P>
-static void ensure(P **buf, size_t *cap, size_t n, const char *what) {
-  if (n <= *cap) return;
-  dfree(buf);
-  size_t c = *cap ? *cap : 1;
-  while (c < n) c *= 2;
-  dalloc(buf, c * sizeof **buf, what);
-  *cap = c;
-}
-
 extern "C" int va_cuda_pq_fits(int device, int64_t d, int64_t M, int64_t ksub, int cosine) {
   int optin = 0;
   VA_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -291,10 +280,10 @@ extern "C" void va_cuda_pq_scan(va_cuda_pq_t *p, const float *Qf, int64_t nq, co
   for (int64_t q0 = 0; q0 < nq; q0 += piece) {
     const int64_t n = nq - q0 < piece ? nq - q0 : piece, npairs = n * nprobe;
     if (n > INT32_MAX) VA_FATAL("va_cuda_pq_scan: %lld queries in one launch", (long long)n);
-    ensure(&p->Q, &p->Q_cap, (size_t)(n * p->d), "code search queries");
-    ensure(&p->probes, &p->probes_cap, (size_t)(npairs > 0 ? npairs : 1), "code search probes");
-    ensure(&p->bases, &p->bases_cap, (size_t)(npairs > 0 ? npairs : 1), "code search list bases");
-    ensure(&p->out, &p->out_cap, (size_t)(n * k), "code search results");
+    dgrow(&p->Q, &p->Q_cap, (size_t)(n * p->d), "code search queries");
+    dgrow(&p->probes, &p->probes_cap, (size_t)(npairs > 0 ? npairs : 1), "code search probes");
+    dgrow(&p->bases, &p->bases_cap, (size_t)(npairs > 0 ? npairs : 1), "code search list bases");
+    dgrow(&p->out, &p->out_cap, (size_t)(n * k), "code search results");
     VA_CUDA(
         cudaMemcpyAsync(p->Q, Qf + q0 * p->d, (size_t)(n * p->d) * sizeof(float), cudaMemcpyHostToDevice, p->stream));
     if (npairs > 0) {

@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree */
+#include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree, dgrow */
 #include "cuda/elem.cuh"  /* elem_to_float, elem_from_float */
 #include "cuda/mma.cuh"   /* Mma<T>: one tensor-core k-step */
 #include "cuda/search.h"
@@ -458,17 +458,6 @@ static size_t merge_smem(int buf) {
   return (size_t)(THREADS / 32) * (buf * (sizeof(unsigned long long) + sizeof(float)) + sizeof(int));
 }
 
-/* Grows a device buffer to hold n elements (doubling; the contents are not kept). */
-template <typename P>
-static void ensure(P **buf, size_t *cap, size_t n, const char *what) {
-  if (n <= *cap) return;
-  dfree(buf);
-  size_t c = *cap ? *cap : 1;
-  while (c < n) c *= 2;
-  dalloc(buf, c * sizeof **buf, what);
-  *cap = c;
-}
-
 /* The same for a host buffer. */
 template <typename P>
 static void ensure_host(P **buf, size_t *cap, size_t n, const char *what) {
@@ -554,15 +543,15 @@ static void scan_piece(va_cuda_search_t *s, const scan_set &set, va_cuda_precisi
         s->h_items[it++] = work_item{(int)j, (int)part, (int)p0, (int)(end - p0 < QT ? end - p0 : QT)};
     start = end;
   }
-  ensure(&s->pairs, &s->pairs_cap, (size_t)npairs, "search pairs");
-  ensure(&s->items, &s->items_cap, (size_t)(nitems > 0 ? nitems : 1), "search work items");
+  dgrow(&s->pairs, &s->pairs_cap, (size_t)npairs, "search pairs");
+  dgrow(&s->items, &s->items_cap, (size_t)(nitems > 0 ? nitems : 1), "search work items");
   VA_CUDA(cudaMemcpyAsync(s->pairs, s->h_pairs, (size_t)npairs * sizeof(int), cudaMemcpyHostToDevice, s->stream));
   VA_CUDA(cudaMemcpyAsync(s->items, s->h_items, (size_t)nitems * sizeof(work_item), cudaMemcpyHostToDevice, s->stream));
   const int64_t L = nprobe * nsplit;
-  ensure(&s->out, &s->out_cap, (size_t)(nq * k), "search results");
+  dgrow(&s->out, &s->out_cap, (size_t)(nq * k), "search results");
   va_neighbor_t *dst = s->out;
   if (L > 1) {
-    ensure(&s->part_out, &s->part_out_cap, (size_t)(npairs * nsplit * k), "search per-list results");
+    dgrow(&s->part_out, &s->part_out_cap, (size_t)(npairs * nsplit * k), "search per-list results");
     dst = s->part_out;
   }
   const bool small = k <= SMALL_BUF - RT;
@@ -606,8 +595,8 @@ static void scan_batch(va_cuda_search_t *s, const scan_set &set, va_cuda_precisi
   for (int64_t q0 = 0; q0 < nq; q0 += piece) {
     const int64_t n = nq - q0 < piece ? nq - q0 : piece;
     if (n * nprobe > INT32_MAX) VA_FATAL("va_cuda_search: %lld probes in one piece", (long long)(n * nprobe));
-    ensure(&s->Q, &s->Q_cap, (size_t)(n * s->d), "search queries");
-    ensure(&s->Q_norms, &s->Q_norms_cap, (size_t)n, "search query norms");
+    dgrow(&s->Q, &s->Q_cap, (size_t)(n * s->d), "search queries");
+    dgrow(&s->Q_norms, &s->Q_norms_cap, (size_t)n, "search query norms");
     VA_CUDA(
         cudaMemcpyAsync(s->Q, Q + q0 * s->d, (size_t)(n * s->d) * sizeof(float), cudaMemcpyHostToDevice, s->stream));
     scan_piece(s, set, precision, n, probes ? probes + q0 * nprobe : NULL, nprobe, measure, k);

@@ -204,26 +204,47 @@ int va_index_read(const char *path, int need, va_index_data_t *ix) {
   return 0;
 }
 
-/* This rank's slice; 0 or VA_EXIT_INPUT with err set. */
-static int read_slice(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint32_t *out,
-                      char *err, size_t len) {
+/* Rows [row0, row0 + count) of dataset `name` (an absolute path) of index `path`, which must hold n rows of
+ * `width` values (width 0: a vector of n), read as mtype into out: 1; 0 when the dataset is missing, of
+ * another shape or does not read; -1 when the file does not open. */
+static int read_rows(const char *path, const char *name, int64_t n, int64_t width, hid_t mtype, int64_t row0,
+                     int64_t count, void *out) {
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
-  hid_t ds = H5Lexists(f, "/assignments", H5P_DEFAULT) > 0 ? H5Dopen2(f, "/assignments", H5P_DEFAULT) : -1;
+  if (f < 0) return -1;
+  int exists = 1; /* every link of the path, parent first: H5Lexists fails on a missing parent */
+  char link[128];
+  for (const char *c = strchr(name + 1, '/'); exists; c = strchr(c + 1, '/')) {
+    const size_t len = c ? (size_t)(c - name) : strlen(name);
+    if (len >= sizeof link) break;
+    memcpy(link, name, len);
+    link[len] = 0;
+    exists = H5Lexists(f, link, H5P_DEFAULT) > 0;
+    if (!c) break;
+  }
+  hid_t ds = exists ? H5Dopen2(f, name, H5P_DEFAULT) : -1;
   hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
-  hsize_t dim = 0, off = (hsize_t)row0, cnt = (hsize_t)count;
-  int ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &dim, NULL) == 1 &&
-           dim == (hsize_t)ix->n;
+  const int rank = width > 0 ? 2 : 1;
+  hsize_t dims[2] = {0, 0}, off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)count, (hsize_t)width};
+  int ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == rank && H5Sget_simple_extent_dims(sp, dims, NULL) == rank &&
+           dims[0] == (hsize_t)n && (rank == 1 || dims[1] == (hsize_t)width);
   if (ok && count > 0) {
-    hid_t mem = H5Screate_simple(1, &cnt, NULL);
-    ok = mem >= 0 && H5Sselect_hyperslab(sp, H5S_SELECT_SET, &off, NULL, &cnt, NULL) >= 0 &&
-         H5Dread(ds, H5T_NATIVE_UINT32, mem, sp, H5P_DEFAULT, out) >= 0;
+    hid_t mem = H5Screate_simple(rank, cnt, NULL);
+    ok = mem >= 0 && H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
+         H5Dread(ds, mtype, mem, sp, H5P_DEFAULT, out) >= 0;
     if (mem >= 0) H5Sclose(mem);
   }
   if (sp >= 0) H5Sclose(sp);
   if (ds >= 0) H5Dclose(ds);
   H5Fclose(f);
-  if (!ok)
+  return ok;
+}
+
+/* This rank's slice of /assignments; 0 or VA_EXIT_INPUT with err set. */
+static int read_slice(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint32_t *out,
+                      char *err, size_t len) {
+  const int got = read_rows(path, "/assignments", ix->n, 0, H5T_NATIVE_UINT32, row0, count, out);
+  if (got < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
+  if (!got)
     return snprintf(err, len,
                     "index '%s' is damaged: /assignments is missing, not of length %lld, or does not read (%s)", path,
                     (long long)ix->n, va_h5_last_error()),
@@ -244,25 +265,9 @@ int va_index_read_assignments(const char *path, const va_index_data_t *ix, int64
 /* This rank's rows of /pq/codes; 0 or VA_EXIT_INPUT with err set. */
 static int read_codes_slice(const char *path, const va_index_data_t *ix, int64_t row0, int64_t count, uint8_t *out,
                             char *err, size_t len) {
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
-  hid_t ds = H5Lexists(f, "/pq", H5P_DEFAULT) > 0 && H5Lexists(f, "/pq/codes", H5P_DEFAULT) > 0
-                 ? H5Dopen2(f, "/pq/codes", H5P_DEFAULT)
-                 : -1;
-  hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
-  hsize_t dims[2] = {0, 0}, off[2] = {(hsize_t)row0, 0}, cnt[2] = {(hsize_t)count, (hsize_t)ix->pq_m};
-  int ok = ix->pq_m > 0 && sp >= 0 && H5Sget_simple_extent_ndims(sp) == 2 &&
-           H5Sget_simple_extent_dims(sp, dims, NULL) == 2 && dims[0] == (hsize_t)ix->n && dims[1] == (hsize_t)ix->pq_m;
-  if (ok && count > 0) {
-    hid_t mem = H5Screate_simple(2, cnt, NULL);
-    ok = mem >= 0 && H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
-         H5Dread(ds, H5T_NATIVE_UINT8, mem, sp, H5P_DEFAULT, out) >= 0;
-    if (mem >= 0) H5Sclose(mem);
-  }
-  if (sp >= 0) H5Sclose(sp);
-  if (ds >= 0) H5Dclose(ds);
-  H5Fclose(f);
-  if (!ok)
+  const int got = ix->pq_m > 0 ? read_rows(path, "/pq/codes", ix->n, ix->pq_m, H5T_NATIVE_UINT8, row0, count, out) : 0;
+  if (got < 0) return snprintf(err, len, "cannot open index '%s': %s", path, va_h5_last_error()), VA_EXIT_INPUT;
+  if (!got)
     return snprintf(err, len,
                     "index '%s' has no codes, or its /pq/codes is not %lld x %lld bytes or does not read (%s)", path,
                     (long long)ix->n, (long long)ix->pq_m, va_h5_last_error()),
