@@ -21,7 +21,8 @@ exit 0; a complete iteration is found in the profile, with an argmin and a stati
 its kernels is between 0.5 and 1.3 times the plain run's ms per iteration (a profile that does not describe
 the loop the job runs fails).
 
-Results: $OUT/DATE_GPU_gpu-loop-ncu.md (default ./out-gpu), the raw ncu CSV beside it."""
+Results: $OUT/DATE_GPU_gpu-loop-ncu.md (default ./out-gpu) and .csv (every profiled launch: kernel, us, the
+other metrics); ncu's own CSV as gpu-loop-ncu-raw.csv."""
 import argparse
 import csv
 import datetime
@@ -74,6 +75,15 @@ def parse(path):
     return out
 
 
+def write_compact(launches, path):
+    """The launches in order, one line each: the kernel, its duration in us and the other METRICS."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["launch", "kernel", "us"] + METRICS[1:])
+        for i, e in enumerate(launches):
+            w.writerow([i, e["name"], "%.3f" % e["us"]] + ["%g" % e[m] for m in METRICS[1:]])
+
+
 def last_iteration(launches):
     """The launches of the last complete iteration: from the next-to-last update_kernel to the last."""
     marks = [i for i, e in enumerate(launches) if e["name"].startswith("update_kernel")]
@@ -103,7 +113,8 @@ def main():
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                          text=True).stdout.strip().splitlines() if not a.from_csv else ["(from a CSV)"]
     tag = "h200" if gpu and "H200" in gpu[0] else "h100" if gpu and "H100" in gpu[0] else "gpu"
-    csv_path = os.path.join(out, "%s_%s_gpu-loop-ncu.csv" % (datetime.date.today().isoformat(), tag))
+    csv_path = os.path.join(out, "gpu-loop-ncu-raw.csv")  # ncu's own CSV, the job's output between its lines
+    result_csv = os.path.join(out, "%s_%s_gpu-loop-ncu.csv" % (datetime.date.today().isoformat(), tag))
     t0 = time.time()
     if a.from_csv:
         csv_path, plain_ms = a.from_csv, a.plain_ms
@@ -131,7 +142,9 @@ def main():
                 r.returncode, (": " + r.stderr.strip().splitlines()[-1]) if r.returncode and r.stderr.strip() else "")),
                 "finished"):
             return checks.verdict()
-    it = last_iteration(parse(csv_path))
+    launches = parse(csv_path)
+    write_compact(launches, result_csv)
+    it = last_iteration(launches)
     groups = {g: sum(e["us"] for e in it if group_of(e["name"]) == g) for g in ("argmin", "statistics", "other")}
     found = bool(it) and groups["argmin"] > 0 and groups["statistics"] > 0
     checks.add((found, "one iteration of %d kernels found in the profile, argmin %.1f us, statistics %.1f us" % (
@@ -160,7 +173,7 @@ def main():
             f.write("| %s | %.1f | %.1f%% |\n" % (g, groups[g], 100 * groups[g] / (1000 * plain_ms)))
         gaps = 1000 * plain_ms - total
         f.write("| gaps and host (plain less the kernels) | %.1f | %.1f%% |\n\n" % (gaps, 100 * gaps / (1000 * plain_ms)))
-        f.write("raw profile: %s; whole run %.0f s\n" % (os.path.basename(csv_path), time.time() - t0))
+        f.write("every launch: %s; whole run %.0f s\n" % (os.path.basename(result_csv), time.time() - t0))
     print("wrote %s" % md)
     return checks.verdict()
 
