@@ -38,9 +38,9 @@ static void search_usage(void) {
           "                           fp16 or bf16 (tensor cores; fp16/bf16 store the rows in 16 bits; near\n"
           "                           neighbours may reorder); the probe and the CPU engine compute fp32 [fp32]\n"
           "  --scan auto|codes|rows   what the lists hold: codes = each row's PQ codes (compress --codes pq),\n"
-          "                           measured through per-query lookup tables on the CPU, without reading the\n"
-          "                           source rows; rows = the float32 source rows; auto = codes when the index\n"
-          "                           has them, unless --exact or --backend cuda asks for the rows [auto]\n"
+          "                           measured through per-query lookup tables (CPU or GPU), without reading\n"
+          "                           the source rows; rows = the float32 source rows; auto = codes when the\n"
+          "                           index has them, unless --exact asks for the rows [auto]\n"
           "  --rerank R               with codes: re-score each query's best R candidates (R >= k) with the\n"
           "                           source rows (read and checked as for --scan rows), keep the k best\n"
           "  --io auto|collective|independent  HDF5 transfer mode [auto]\n");
