@@ -159,7 +159,8 @@ def main():
         f.write("- command: `bash bench/run.sh gpu-loop-ncu %s`\n" % " ".join(sys.argv[1:]))
         f.write("- GPU: %s; shape %d x %d, k %d, precision %s; ncu --clock-control none, each kernel alone\n" % (
             ", ".join(gpu), a.n, a.d, a.k, a.precision))
-        f.write("- plain run: %.3f ms per iteration (20 iterations at most, its metrics' ms_per_iteration)\n" % plain_ms)
+        f.write("- plain run: %.3f ms per iteration (20 iterations at most, its metrics' ms_per_iteration)\n"
+                % plain_ms)
         f.write("- DRAM % and SM % of the sustained peak over the kernel's time; occupancy = active warps, % of "
                 "the peak\n\n")
         f.write("| kernel | group | us | share of the plain iteration | DRAM % | SM % | occupancy % | grid | regs |\n")
@@ -172,7 +173,8 @@ def main():
         for g in ("argmin", "statistics", "other"):
             f.write("| %s | %.1f | %.1f%% |\n" % (g, groups[g], 100 * groups[g] / (1000 * plain_ms)))
         gaps = 1000 * plain_ms - total
-        f.write("| gaps and host (plain less the kernels) | %.1f | %.1f%% |\n\n" % (gaps, 100 * gaps / (1000 * plain_ms)))
+        f.write("| gaps and host (plain less the kernels) | %.1f | %.1f%% |\n\n"
+                % (gaps, 100 * gaps / (1000 * plain_ms)))
         f.write("every launch: %s; whole run %.0f s\n" % (os.path.basename(result_csv), time.time() - t0))
     print("wrote %s" % md)
     return checks.verdict()

@@ -17,17 +17,11 @@
 
 #include "cuda/elem.cuh"     /* elem_to_float */
 #include "cuda/internal.cuh" /* va_cuda_t, VA_CUDA, dalloc, dfree */
+#include "cuda/pq.cuh"       /* pq_subspace */
 
 static const int ROWS = 256; /* rows a block of the encoder; one a thread */
 /* The widest subspace the device encoder takes: its 256 rows' residual columns in shared memory. */
 static const int MAX_WIDTH = 64;
-
-/* Subspace m of M over d columns (va_pq_subspace). */
-__device__ __forceinline__ void subspace(int64_t d, int64_t M, int64_t m, int *col0, int *width) {
-  const int64_t base = d / M, longer = d % M;
-  *width = (int)(base + (m < longer));
-  *col0 = (int)(m * base + (m < longer ? m : longer));
-}
 
 template <typename T>
 __global__ void __launch_bounds__(ROWS)
@@ -37,7 +31,7 @@ __global__ void __launch_bounds__(ROWS)
   extern __shared__ __align__(16) float sh[];
   const int64_t sub = blockIdx.y;
   int col0, width;
-  subspace(d, M, sub, &col0, &width);
+  pq_subspace(d, (int)M, (int)sub, &col0, &width);
   float *C = sh;                /* ksub x width */
   float *R = sh + ksub * width; /* width x ROWS: column t of the block's rows at R + t ROWS */
   const float *cb = codebooks + sub * ksub * dmax;
@@ -78,7 +72,7 @@ __global__ void row_figures_kernel(const T *__restrict__ X, int64_t dp, int64_t 
   double sx = 0, sr = 0, se = 0;
   for (int64_t sub = 0; sub < M; sub++) {
     int col0, width;
-    subspace(d, M, sub, &col0, &width);
+    pq_subspace(d, (int)M, (int)sub, &col0, &width);
     const float *c = codebooks + (sub * ksub + codes[i * M + sub]) * dmax;
     double e_sub = 0;
     for (int t = 0; t < width; t++) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cuda/check.cuh" /* VA_CUDA, VA_LAUNCHED, dalloc, dfree, dgrow */
+#include "cuda/pq.cuh"    /* pq_subspace */
 #include "cuda/pq_search.h"
 #include "cuda/search.h" /* VA_CUDA_SEARCH_MAX_K */
 #include "cuda/topk.cuh" /* entry_before, warp_sort, warp_compact */
@@ -59,13 +60,6 @@ struct va_cuda_pq {
   va_neighbor_t *out;
   size_t Q_cap, bases_cap, probes_cap, out_cap; /* elements */
 };
-
-/* Subspace m of M over d columns (va_pq_subspace). */
-__device__ __forceinline__ void subspace(int64_t d, int M, int m, int *col0, int *width) {
-  const int base = (int)(d / M), longer = (int)(d % M);
-  *width = base + (m < longer);
-  *col0 = m * base + (m < longer ? m : longer);
-}
 
 /* bases[i] <- va_pq_list_base(query i / nprobe, anchor probes[i]) for the npairs pairs of a piece. */
 __global__ void list_bases_kernel(const float *__restrict__ Q, const int64_t *__restrict__ probes, int64_t npairs,
@@ -119,7 +113,7 @@ __global__ void __launch_bounds__(THREADS)
   for (int i = tid; i < per; i += THREADS) {
     const int m = i / s.ksub, c = i % s.ksub;
     int col0, width;
-    subspace(s.d, s.M, m, &col0, &width);
+    pq_subspace(s.d, s.M, m, &col0, &width);
     float o = 0.0f;
     for (int t = 0; t < width; t++) o = __fadd_rn(o, __fmul_rn(qs[col0 + t], s.T[(int64_t)(col0 + t) * s.ksub + c]));
     qt[i] = -o;
