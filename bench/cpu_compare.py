@@ -343,7 +343,7 @@ def k_cap(k):
 
 
 def predict_terms(n_local, d, k, threads, init="kmeans||", oversample=1.0, rounds=3, dtype_bytes=4,
-                  read_chunk_mb=64.0, robust="none", trim_bins=256):
+                  read_chunk_mb=64.0, robust="none", trim_bins=256, kmeans_share=1.0):
     """The data-dependent bytes of one rank's peak RSS (docs/memory.md); the baseline B0 is not included.
 
     peak = B0 + X + anchors + max(read phase, init phase, loop phase); returns (total, breakdown)."""
@@ -357,9 +357,13 @@ def predict_terms(n_local, d, k, threads, init="kmeans||", oversample=1.0, round
     partials = (threads - 1) * k * (d + 3) * 8 if threads > 1 and n_local >= 4096 else 0
     loop = n_local * 12 + tiles_k + partials  # assign + prev + r; tile buffers; per-thread statistics
     if init == "kmeans||":
+        # kmeans_share: the share of the rows kmeans|| reads (kmeans_sample k / n, at most 1); a sample's rows
+        # are copied into blocks of at most 8 MiB for each pass
         m = 1 + int(round(oversample * k * rounds))  # expected candidates
-        tiles_m = max(1, min(threads, -(-n_local // tile_rows_auto(m)))) * tile_rows_auto(m) * m * 4
-        init_b = n_local * 16 + m * (4 * d + 8 + 4 + 8 + 8 + 4) + max(tiles_m, tiles_k) + k * (d + 1) * 8
+        s = int(n_local * kmeans_share)
+        block = min(s, max(1024, (8 << 20) // (4 * d))) * 4 * d if kmeans_share < 1 else 0
+        tiles_m = max(1, min(threads, -(-s // tile_rows_auto(m)))) * tile_rows_auto(m) * m * 4
+        init_b = n_local * 4 + s * 12 + block + m * (4 * d + 8 + 4 + 8 + 8 + 4) + max(tiles_m, tiles_k) + k * (d + 1) * 8
     elif init == "random":
         init_b = n_local * 4 + k * 16 * 2  # prev; the rank's k smallest (key, row) pairs and their gather
     elif init == "farthest":
@@ -400,9 +404,10 @@ def run_memory(a, datasets, mem_rows, f16=None):
         cfg = m["config"]
         n_local = [n // ranks + (1 if r < n % ranks else 0) for r in range(ranks)]
         per_rank = m["peak_rss_bytes"]["per_rank"]
+        share = min(1.0, int(cfg["kmeans_sample"]) * k / n) if int(cfg["kmeans_sample"]) > 0 else 1.0
         preds = [predict_terms(nl, d, k, thr, init=init, oversample=float(cfg["kmeans_oversample"]),
                                rounds=int(cfg["kmeans_rounds"]), dtype_bytes=es,
-                               read_chunk_mb=float(cfg["read_chunk_mb"]))[0] for nl in n_local]
+                               read_chunk_mb=float(cfg["read_chunk_mb"]), kmeans_share=share)[0] for nl in n_local]
         is_base = n == tiny_n and init == "kmeans||" and es == 4
         if is_base:
             base[ranks] = max(meas - p for meas, p in zip(per_rank, preds))

@@ -32,10 +32,13 @@ typedef struct va_backend {
   /* Main assign pass with the current anchors; returns the local rows whose anchor changed since the
    * previous main pass, or VA_CHANGED_IN_STATS. */
   int64_t (*assign)(struct va_state *st);
-  /* A side pass against m other vectors C (norms cn) into host arrays a and r (n_local each) during the
-   * initialisation: the main pass's assignment is kept, but the backend's anchors are C until the next
+  /* A side pass against m other vectors C (norms cn) during the initialisation: for the nrows local rows
+   * rows[0..nrows) (ascending; rows NULL: every local row, nrows = n_local), a[q] and r[q] <- row rows[q]'s
+   * nearest of C and its distance (host arrays of nrows). A row's answer does not depend on the other rows
+   * of the pass. The main pass's assignment is kept, but the backend's anchors are C until the next
    * set_anchors (the initialisation ends with one). */
-  void (*assign_to)(struct va_state *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r);
+  void (*assign_to)(struct va_state *st, const float *C, const float *cn, int64_t m, const int64_t *rows, int64_t nrows,
+                    uint32_t *a, float *r);
   /* Farthest-point initialisation (init.c) into st->A (k x d) by the backend itself; returns 0, having
    * done nothing, where it cannot (then init.c runs its own loop over assign_to). May be NULL. */
   int (*init_farthest)(struct va_state *st);

@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "cpu/assign.h"
 #include "cpu/stats.h"
+#include "util/util.h" /* va_malloc */
 
 /* The assign pass reads st->A directly; it needs the norms. */
 static void cpu_set_anchors(va_state_t *st) { va_row_norms(st->A, st->k, st->d, st->anorm); }
@@ -20,8 +21,29 @@ static int64_t cpu_assign(va_state_t *st) {
   return changed;
 }
 
-static void cpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r) {
-  va_assign_cpu(st->X, st->n_local, st->d, C, cn, m, st->cosine, &st->aopts, a, r);
+static void cpu_get_rows(va_state_t *st, const int64_t *local_rows, int64_t m, float *out) {
+  for (int64_t q = 0; q < m; q++) memcpy(out + q * st->d, st->X + local_rows[q] * st->d, (size_t)st->d * sizeof(float));
+}
+
+/* With a row list the rows are copied together first, a block of at most 8 MiB at a time (the tiles of
+ * va_assign_cpu read consecutive rows; a block holds enough tiles for every thread, and the copy stays
+ * small beside the shard, docs/memory.md). */
+static void cpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, const int64_t *rows,
+                          int64_t nrows, uint32_t *a, float *r) {
+  if (!rows) {
+    va_assign_cpu(st->X, st->n_local, st->d, C, cn, m, st->cosine, &st->aopts, a, r);
+    return;
+  }
+  int64_t block = ((int64_t)8 << 20) / (st->d * (int64_t)sizeof(float));
+  if (block < 1024) block = 1024;
+  if (block > nrows) block = nrows > 0 ? nrows : 1;
+  float *sel = va_malloc((size_t)block * (size_t)st->d * sizeof(float), "init rows");
+  for (int64_t q0 = 0; q0 < nrows; q0 += block) {
+    int64_t b = nrows - q0 < block ? nrows - q0 : block;
+    cpu_get_rows(st, rows + q0, b, sel);
+    va_assign_cpu(sel, b, st->d, C, cn, m, st->cosine, &st->aopts, a + q0, r + q0);
+  }
+  free(sel);
 }
 
 static void cpu_farthest(va_state_t *st) {
@@ -64,10 +86,6 @@ static void cpu_split_accumulate(va_state_t *st, const int64_t *slot, int64_t m,
     for (int64_t u = 0; u < d; u++) s[u] += x[u];
     s[d] += 1;
   }
-}
-
-static void cpu_get_rows(va_state_t *st, const int64_t *local_rows, int64_t m, float *out) {
-  for (int64_t q = 0; q < m; q++) memcpy(out + q * st->d, st->X + local_rows[q] * st->d, (size_t)st->d * sizeof(float));
 }
 
 static void cpu_noop(va_state_t *st) { (void)st; }

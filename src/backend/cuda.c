@@ -36,14 +36,30 @@ static int64_t gpu_assign(va_state_t *st) {
 /* A side pass (initialisation): the context's anchors become C (the initialisation's set_anchors
  * replaces them; st->A may not hold anchors yet: uploading it here would put uninitialised memory through
  * the fp16 conversion, whose overflow flag would stop an fp16 job), and the previous-pass assignment
- * is put back so the main pass's change count is unaffected. */
-static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, uint32_t *a, float *r) {
+ * is put back so the main pass's change count is unaffected. With a row list the pass still covers every
+ * row (the GPU's pass is cheap beside the host's use of the answers) and the listed rows' answers are
+ * picked on the host. */
+static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, const int64_t *rows,
+                          int64_t nrows, uint32_t *a, float *r) {
   va_cuda_t *g = ctx_of(st);
-  uint32_t *keep = va_malloc((size_t)(st->n_local > 0 ? st->n_local : 1) * sizeof(uint32_t), "assign_to");
+  const size_t n = (size_t)(st->n_local > 0 ? st->n_local : 1);
+  uint32_t *keep = va_malloc(n * sizeof(uint32_t), "assign_to");
   va_cuda_download(g, keep, NULL);
   va_cuda_set_anchors(g, C, cn, m);
   va_cuda_assign(g, st->cosine);
-  va_cuda_download(g, a, r);
+  if (rows) {
+    uint32_t *all_a = va_malloc(n * sizeof(uint32_t), "assign_to");
+    float *all_r = va_malloc(n * sizeof(float), "assign_to");
+    va_cuda_download(g, all_a, all_r);
+    for (int64_t q = 0; q < nrows; q++) {
+      a[q] = all_a[rows[q]];
+      r[q] = all_r[rows[q]];
+    }
+    free(all_r);
+    free(all_a);
+  } else {
+    va_cuda_download(g, a, r);
+  }
   va_cuda_set_assign(g, keep);
   free(keep);
 }

@@ -71,6 +71,9 @@ static const key_def_t KEYS[] = {
     {"kmeans_rounds", K_INT, F(kmeans_rounds), "3", 1, 100, NULL, "kmeans||: oversampling rounds"},
     {"kmeans_oversample", K_DOUBLE, F(kmeans_oversample), "1", 0.1, 100, NULL,
      "kmeans||: expected candidates per round, as a multiple of k"},
+    {"kmeans_sample", K_INT, F(kmeans_sample), "64", 0, 1000000000, NULL,
+     "kmeans||: its rounds and weighting read this many rows per anchor, every (n / (kmeans_sample k))-th row (the "
+     "same rows for any rank count); 0 = every row"},
     {"robust", K_ENUM, F(robust), "none", 0, 0, "none|trim|huber",
      "per-anchor statistic: mean, trimmed mean, Huber-weighted mean"},
     {"trim_near", K_DOUBLE, F(trim_near), "0.1", 0, 0.49, NULL, "trim: fraction of members nearest the anchor dropped"},

@@ -46,6 +46,7 @@ typedef struct {
   char init[VA_PATH_MAX];
   int64_t kmeans_rounds;
   double kmeans_oversample;
+  int64_t kmeans_sample;
   /* robust statistics */
   int robust;
   double trim_near, trim_far;

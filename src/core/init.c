@@ -11,6 +11,7 @@
 #include "comm/comm.h"
 #include "io/h5io.h"
 #include "core/metrics.h"
+#include "core/sample.h" /* va_sample_range, va_sample_row */
 #include "util/rng.h"
 #include "core/stop.h" /* va_stop_point */
 #include "util/util.h"
@@ -91,12 +92,14 @@ static void init_random(va_state_t *st) {
   free(rows);
 }
 
-/* Running minimum of each local row's distance to a set of anchors, updated with m new ones. */
-static void update_min_dist(va_state_t *st, const float *C, int64_t m, float *mind, uint32_t *tmp_a, float *tmp_r) {
+/* Running minimum of the distance to a set of anchors, updated with m new ones, for the local rows rows[0..nrows)
+ * (NULL: every local row; backend.h's assign_to). */
+static void update_min_dist(va_state_t *st, const float *C, int64_t m, const int64_t *rows, int64_t nrows, float *mind,
+                            uint32_t *tmp_a, float *tmp_r) {
   float *cn = va_malloc((size_t)m * sizeof(float), "init norms");
   va_row_norms(C, m, st->d, cn);
-  st->be->assign_to(st, C, cn, m, tmp_a, tmp_r);
-  for (int64_t i = 0; i < st->n_local; i++)
+  st->be->assign_to(st, C, cn, m, rows, nrows, tmp_a, tmp_r);
+  for (int64_t i = 0; i < nrows; i++)
     if (tmp_r[i] < mind[i]) mind[i] = tmp_r[i];
   free(cn);
 }
@@ -128,7 +131,7 @@ static void init_farthest(va_state_t *st) {
     va_fetch_rows(st, &row, 1, st->A + q * d);
     float an;
     va_row_norms(st->A + q * d, 1, d, &an);
-    st->be->assign_to(st, st->A + q * d, &an, 1, lab, dist);
+    st->be->assign_to(st, st->A + q * d, &an, 1, NULL, n, lab, dist);
     float best = -1;
     int64_t arg = INT64_MAX;
     for (int64_t i = 0; i < n; i++) {
@@ -239,12 +242,36 @@ static void weighted_kmeanspp(const va_state_t *st, const float *C, const double
   free(best);
 }
 
+/* kmeans||'s rows: N = kmeans_sample x k rows spread evenly over the input (core/sample.h: the same rows for
+ * any rank count), or every row where kmeans_sample is 0 or N would not be fewer. Returns this rank's rows
+ * as ascending local row numbers (*count of them; NULL for every row) and N in *total. */
+static int64_t *kmeans_rows(const va_state_t *st, int64_t *count, int64_t *total) {
+  const double want = (double)st->cfg->kmeans_sample * (double)st->k;
+  *count = st->n_local;
+  *total = st->n;
+  if (st->cfg->kmeans_sample <= 0 || want >= (double)st->n) return NULL;
+  int64_t N = (int64_t)want, s0;
+  va_sample_range(st->n, N, st->row0, st->n_local, &s0, count);
+  int64_t *rows = va_malloc((size_t)(*count > 0 ? *count : 1) * sizeof(int64_t), "kmeans|| rows");
+  for (int64_t q = 0; q < *count; q++) rows[q] = va_sample_row(st->n, N, s0 + q) - st->row0;
+  *total = N;
+  return rows;
+}
+
 /* kmeans|| (Bahmani et al. 2012): rounds of independent oversampling by squared distance to the
- * candidates so far, candidates weighted by the rows nearest to them, then weighted k-means++. */
+ * candidates so far, candidates weighted by the rows nearest to them, then weighted k-means++. The rounds
+ * and the weighting read kmeans_rows' rows: each is a pass over them against new candidates, so their cost
+ * is rows x candidates x d, and a sample of a few dozen rows per anchor places the candidates as well as
+ * every row does (docs/algorithm.md section 1). A row's draws are keyed by its global row. */
 static void init_kmeans_parallel(va_state_t *st) {
   const va_config_t *c = st->cfg;
-  int64_t d = st->d, n = st->n_local, k = st->k;
-  int64_t first = (int64_t)(va_rand_u64(c->seed, VA_RNG_INIT_FIRST, 0, 0) % (uint64_t)st->n);
+  int64_t d = st->d, k = st->k, n, total;
+  int64_t *rows = kmeans_rows(st, &n, &total);
+  int64_t first =
+      va_sample_row(st->n, total, (int64_t)(va_rand_u64(c->seed, VA_RNG_INIT_FIRST, 0, 0) % (uint64_t)total));
+  if (rows && c->progress_every > 0)
+    va_log0("init kmeans||: on %lld of %lld rows (kmeans_sample %lld x k)\n", (long long)total, (long long)st->n,
+            (long long)c->kmeans_sample);
   int64_t ncand = 1, cap = 1 + (int64_t)ceil(c->kmeans_oversample * (double)k * (double)(c->kmeans_rounds + 1)) + k;
   int64_t *cand_rows = va_malloc((size_t)cap * sizeof(int64_t), "kmeans|| rows");
   cand_rows[0] = first;
@@ -252,7 +279,7 @@ static void init_kmeans_parallel(va_state_t *st) {
   va_fetch_rows(st, &first, 1, C);
   float *mind = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(float), "kmeans|| distances");
   for (int64_t i = 0; i < n; i++) mind[i] = FLT_MAX;
-  update_min_dist(st, C, 1, mind, st->assign, st->r);
+  update_min_dist(st, C, 1, rows, n, mind, st->assign, st->r);
   double l = c->kmeans_oversample * (double)k;
   int64_t *picked = va_malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t), "kmeans|| picks");
   double t0 = va_now();
@@ -268,8 +295,9 @@ static void init_kmeans_parallel(va_state_t *st) {
     int64_t np = 0;
     for (int64_t i = 0; i < n; i++) {
       double p = l * mind[i] / phi;
-      if (mind[i] > 0 && va_rand_unit(c->seed, VA_RNG_INIT_SAMPLE, (uint64_t)(st->row0 + i), (uint64_t)round) < p)
-        picked[np++] = st->row0 + i;
+      int64_t row = st->row0 + (rows ? rows[i] : i);
+      if (mind[i] > 0 && va_rand_unit(c->seed, VA_RNG_INIT_SAMPLE, (uint64_t)row, (uint64_t)round) < p)
+        picked[np++] = row;
     }
     /* Gather the picks in global row order (rank order = row order). */
     int P = va_proc.nranks, mine = (int)np;
@@ -291,7 +319,7 @@ static void init_kmeans_parallel(va_state_t *st) {
     free(displs);
     if (tot == 0) continue;
     va_fetch_rows(st, cand_rows + ncand, tot, C + ncand * d);
-    update_min_dist(st, C + ncand * d, tot, mind, st->assign, st->r);
+    update_min_dist(st, C + ncand * d, tot, rows, n, mind, st->assign, st->r);
     ncand += tot;
   }
   free(picked);
@@ -299,13 +327,13 @@ static void init_kmeans_parallel(va_state_t *st) {
   if (ncand < k) {
     /* Fewer distinct candidates than anchors (tiny or duplicated data): top up with random rows. */
     int64_t extra = k - ncand;
-    int64_t *rows = va_malloc((size_t)k * sizeof *rows, "kmeans|| fill");
-    random_rows(st, k, VA_RNG_INIT_RANDOM, rows);
-    qsort(rows, (size_t)k, sizeof *rows, cmp_i64);
-    va_fetch_rows(st, rows, extra, C + ncand * d);
-    memcpy(cand_rows + ncand, rows, (size_t)extra * sizeof(int64_t));
+    int64_t *fill = va_malloc((size_t)k * sizeof *fill, "kmeans|| fill");
+    random_rows(st, k, VA_RNG_INIT_RANDOM, fill);
+    qsort(fill, (size_t)k, sizeof *fill, cmp_i64);
+    va_fetch_rows(st, fill, extra, C + ncand * d);
+    memcpy(cand_rows + ncand, fill, (size_t)extra * sizeof(int64_t));
     ncand += extra;
-    free(rows);
+    free(fill);
   }
   if (c->progress_every > 0)
     va_log0("init kmeans||: weighting %lld candidates by their nearest rows, %.2f s\n", (long long)ncand,
@@ -313,7 +341,7 @@ static void init_kmeans_parallel(va_state_t *st) {
   /* Weights: rows nearest to each candidate (an integer count, exact in any order). */
   float *cn = va_malloc((size_t)ncand * sizeof(float), "kmeans|| norms");
   va_row_norms(C, ncand, d, cn);
-  st->be->assign_to(st, C, cn, ncand, st->assign, st->r);
+  st->be->assign_to(st, C, cn, ncand, rows, n, st->assign, st->r);
   double *w = va_calloc((size_t)ncand, sizeof(double), "kmeans|| weights");
   for (int64_t i = 0; i < n; i++) w[st->assign[i]] += 1.0;
   va_allreduce_sum_f64(w, ncand);
@@ -325,6 +353,7 @@ static void init_kmeans_parallel(va_state_t *st) {
   free(cn);
   free(C);
   free(cand_rows);
+  free(rows);
 }
 
 void va_init_file_read(va_state_t *st) {

@@ -15,7 +15,7 @@
 #include "core/metrics.h"    /* va_tick, va_tock */
 #include "core/pq.h"
 #include "cpu/pq.h"
-#include "job/sample.h" /* va_sample_range, va_sample_row */
+#include "core/sample.h" /* va_sample_range, va_sample_row */
 #include "util/util.h"
 
 /* Rows gathered per step: CHUNK_ROWS x d floats of residuals. */
@@ -166,7 +166,7 @@ void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out) {
   out->iterations = va_malloc((size_t)M * sizeof(int64_t), "pq iterations");
   out->bytes_per_vector = va_pq_bytes_per_vector(M, cfg->pq_bits);
   out->compression_ratio = out->bytes_per_vector / (4.0 * (double)d);
-  /* This rank's training rows: the sample's (job/sample.h), or every row. */
+  /* This rank's training rows: the sample's (core/sample.h), or every row. */
   const int sampled = train_rows < n;
   int64_t s0 = st->row0, count = st->n_local;
   if (sampled) va_sample_range(n, train_rows, st->row0, st->n_local, &s0, &count);

@@ -29,7 +29,7 @@ void va_codes_encode(va_state_t *st, int64_t M, int64_t ksub, const float *codeb
 /* Collective, after va_final_pass (st->assign on the host; st->A the anchors the rows were assigned to):
  * the codes of every row of this rank and the codebooks, into out (va_codes_free releases it).
  * train_rows: the rows the codebooks train on (va_codes_train_rows: row floor(i n / train_rows) for
- * i < train_rows, job/sample.h; st->n: every row). Logs one line per subspace and a summary on rank 0. */
+ * i < train_rows, core/sample.h; st->n: every row). Logs one line per subspace and a summary on rank 0. */
 void va_codes_pq(va_state_t *st, int64_t train_rows, va_index_codes_t *out);
 void va_codes_free(va_index_codes_t *c);
 #endif

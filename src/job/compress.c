@@ -10,7 +10,7 @@
 #include "core/checkpoint.h"
 #include "job/codes.h" /* va_codes_* */
 #include "job/embed.h"
-#include "job/sample.h"    /* va_sample_* */
+#include "core/sample.h"   /* va_sample_* */
 #include "util/checksum.h" /* va_hash_bytes */
 #include "backend/plan.h"  /* va_backend_plan, va_backend_attach */
 #include "backend/rows.h"  /* va_rows_*: rows on the host or the GPU */
@@ -241,7 +241,7 @@ static uint64_t file_checksum(const char *path) {
 }
 
 /* The rows a job holds for its final pass: the shard (va_shard_range). With train_sample, the loop
- * holds a copy of the sample rows of the shard besides (job/sample.h). */
+ * holds a copy of the sample rows of the shard besides (core/sample.h). */
 typedef struct {
   int64_t n, row0, n_local;
 } rows_t;

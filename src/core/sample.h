@@ -1,9 +1,10 @@
-/* sample.h: the training sample of `compress --train-sample N`: sample row i (0 <= i < N) is source row
- * floor(i n / N), N rows spread evenly over the whole input. The choice depends on (n, N) alone, so every
+/* sample.h: evenly spread samples of the rows: `compress --train-sample N` (the loop's rows) and
+ * kmeans||'s rows (core/init.c, kmeans_sample). Sample row i (0 <= i < N) is source row floor(i n / N),
+ * N rows spread evenly over the whole input. The choice depends on (n, N) alone, so every
  * rank count trains on the same rows, and a sample row's number i plays the part of the global row in
  * the loop's counter-based draws (util/rng.h): with N = n the sample is the input. */
-#ifndef VECANNEAL_JOB_SAMPLE_H
-#define VECANNEAL_JOB_SAMPLE_H
+#ifndef VECANNEAL_CORE_SAMPLE_H
+#define VECANNEAL_CORE_SAMPLE_H
 #include <stdint.h>
 
 /* The sample rows inside the source rows [row0, row0 + count): sample numbers [*s0, *s0 + *scount). */

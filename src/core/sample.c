@@ -1,6 +1,6 @@
-/* sample.c: the training sample of compress --train-sample (job/sample.h). Products i n are taken in
+/* sample.c: evenly spread samples of the rows (core/sample.h). Products i n are taken in
  * 128 bits: both factors reach 2^33 and more at a billion rows. */
-#include "job/sample.h"
+#include "core/sample.h"
 
 #include <string.h>
 
