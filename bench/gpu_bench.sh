@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu_bench.sh: on one GPU (H100/H200), from the repository root, with the peer wheels in .whl/peers
 # (h5py, flash-kmeans, tqdm: see bench/README.md): vecanneal vs PyTorch Lloyd and flash-kmeans at
-# 1M x 128 x 1024 and 8M x 128 x 1024, the prototype's large case end to end, and the CPU/GPU
-# crossover that sets gpu_min_work. Output under $OUT.
+# 1M x 128 x 1024 and 8M x 128 x 1024 (and with LARGE_K=1 at k 65536, 1M x 128 and 1M x 768), the
+# prototype's large case end to end, and the CPU/GPU crossover that sets gpu_min_work. Output under $OUT.
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): the large case's
 # index on the GPU equals the CPU backend's (identical assignments, anchors to 0, as the gpu_backend
 # test); every crossover run finishes with a usable index; in gpu_peers.py every vecanneal run's index
@@ -44,14 +44,20 @@ for n in 5000 20000 80000 320000; do
   echo "$line"
 done
 fi
-# 3. peers at 1M and 8M rows.
+# 3. peers at 1M and 8M rows x 128 x 1024 (BASE=0 leaves 1M out, BIG=0 8M), and at k 65536 (LARGE_K=1).
 mpirun -n 16 "$BIN" gen --out "$OUT/g1.h5" --n 1000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
 peers() { # TAG ARGS...: gpu_peers.py, its warnings left out; a run that did not end normally is a failed check
   python3 bench/gpu_peers.py --vecanneal "$BIN" --out "$OUT" "${@:2}" 2>&1 | grep -v Warning
   [ "${PIPESTATUS[0]}" -eq 0 ] || $V fail "gpu_peers.py $1 exited non-zero"
   cp "$OUT/gpu_peers.csv" "$OUT/gpu_peers_$1.csv"
 }
-peers 1M --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
+[ "${BASE:-1}" = 1 ] && peers 1M --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
+if [ "${LARGE_K:-0}" = 1 ]; then
+  # The nlist of billion-row IVF indexes: k 65536 at 1M x 128 and 1M x 768, 10 Lloyd steps.
+  peers 1M-k65536 --data "$OUT/g1.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
+  mpirun -n 16 "$BIN" gen --out "$OUT/g768.h5" --n 1000000 --d 768 --clusters 2000 --spread 0.5 > /dev/null
+  peers 1Mx768-k65536 --data "$OUT/g768.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
+fi
 if [ "${BIG:-1}" = 1 ]; then
   mpirun -n 16 "$BIN" gen --out "$OUT/g8.h5" --n 8000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
   peers 8M --data "$OUT/g8.h5" --k 1024 --iters 10 --precisions fp16,bf16,fp16+default --peers torch-fp16,flash

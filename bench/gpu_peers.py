@@ -27,7 +27,14 @@ import verify
 PEAK = {"tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp32": 66.9}
 
 
-def energy(x, C, chunk=1 << 18):
+def rows_per_chunk(k):
+    """Rows of a chunk whose n x k distance block stays at most 2^28 floats (1 GiB): 2^18 rows up to k 1024,
+    fewer for larger k (k 65536: 4096 rows, where 2^18 rows would need 64 GiB)."""
+    return max(256, min(1 << 18, (1 << 28) // k))
+
+
+def energy(x, C):
+    chunk = rows_per_chunk(C.shape[0])
     tot = 0.0
     cn = (C.float() ** 2).sum(1)
     for i in range(0, x.shape[0], chunk):
@@ -38,8 +45,9 @@ def energy(x, C, chunk=1 << 18):
     return tot / x.shape[0]
 
 
-def torch_lloyd(x, C0, iters, dtype, chunk=1 << 18):
+def torch_lloyd(x, C0, iters, dtype):
     """Plain GEMM Lloyd: per chunk the full chunk x k product, argmin; then per-cluster means."""
+    chunk = rows_per_chunk(C0.shape[0])
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     xm = x.half() if dtype == "fp16" else x
     C = C0.clone().float()
