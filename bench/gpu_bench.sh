@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_bench.sh: on one GPU (H100/H200), from the repository root, with the peer wheels in .whl/peers
 # (h5py, flash-kmeans, tqdm: see bench/README.md): vecanneal vs PyTorch Lloyd and flash-kmeans at
-# 1M x 128 x 1024 and 8M x 128 x 1024 (and with LARGE_K=1 at k 65536, 1M x 128 and 1M x 768), the
+# 1M x 128 x 1024 and 8M x 128 x 1024 (and with LARGE_K=1 at k 65536, 1M and 4M x 128 and x 768), the
 # prototype's large case end to end, and the CPU/GPU crossover that sets gpu_min_work. Output under $OUT.
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): the large case's
 # index on the GPU equals the CPU backend's (identical assignments, anchors to 0, as the gpu_backend
@@ -53,10 +53,14 @@ peers() { # TAG ARGS...: gpu_peers.py, its warnings left out; a run that did not
 }
 [ "${BASE:-1}" = 1 ] && peers 1M --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
 if [ "${LARGE_K:-0}" = 1 ]; then
-  # The nlist of billion-row IVF indexes: k 65536 at 1M x 128 and 1M x 768, 10 Lloyd steps.
-  peers 1M-k65536 --data "$OUT/g1.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
-  mpirun -n 16 "$BIN" gen --out "$OUT/g768.h5" --n 1000000 --d 768 --clusters 2000 --spread 0.5 > /dev/null
-  peers 1Mx768-k65536 --data "$OUT/g768.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
+  # The nlist of billion-row IVF indexes: k 65536 at LARGE_K_ROWS (default 1M and 4M) x 128 and x 768, 10 Lloyd steps.
+  for n in ${LARGE_K_ROWS:-1000000 4000000}; do
+    for d in 128 768; do
+      mpirun -n 16 "$BIN" gen --out "$OUT/gk.h5" --n $n --d $d --clusters 2000 --spread 0.5 > /dev/null
+      peers "$((n / 1000000))Mx$d-k65536" --data "$OUT/gk.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
+      rm -f "$OUT/gk.h5"
+    done
+  done
 fi
 if [ "${BIG:-1}" = 1 ]; then
   mpirun -n 16 "$BIN" gen --out "$OUT/g8.h5" --n 8000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
