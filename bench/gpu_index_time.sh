@@ -21,8 +21,10 @@ cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake
   make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 ||
   { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 data=$W/n$N.h5
+t0=$(date +%s)
 [ -f "$data" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$data" --n "$N" --d 128 \
   --clusters 2000 --spread 0.5 --dtype float16 > /dev/null || { $V fail "gen failed"; exec $V verdict; }
+echo "gen: $N rows in $(($(date +%s) - t0)) s"
 dd_rate() { dd if="$data" of=/dev/null bs=16M 2>&1 | awk '/copied/ {print $(NF-1), $NF}'; }
 echo "file $data: $(du -h "$data" | cut -f1); dd read 1: $(dd_rate); dd read 2: $(dd_rate | tee "$W/dd.txt")"
 csv_head="gpus,wall_s,read_s,read_GBps,init_s,loop_s,ms_per_iteration,allreduce_ms_per_iteration,write_s,total_s"
