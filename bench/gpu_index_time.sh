@@ -9,15 +9,18 @@
 #   init, final pass and write, and the whole command (wall, start-up included)
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): both indexes usable,
 # N assignments each; the 2-GPU index against the 1-GPU one with the cuda rank rule (anchors 1e-4).
-# Output under $OUT: index_time.csv (one row per run) and the table printed.
+# Output under $OUT: index_time.csv (one row per run) and the table printed. BACKEND=cpu (with a small N)
+# runs the same steps on a CPU build, 1 and 2 ranks, to try the script where there is no GPU.
 set -u
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 OUT=${OUT:-$PWD/out-gpu}; W=${WORK_DIR:-/tmp/gpu-index-time}; mkdir -p "$OUT" "$W"
 export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
-B=${BUILD_DIR:-build-gpu} N=${N:-64000000}
-nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 &&
+B=${BUILD_DIR:-build-gpu} N=${N:-64000000} BACKEND=${BACKEND:-cuda}
+[ "$BACKEND" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
+cuda_flags=(-DVECANNEAL_CUDA=OFF)
+[ "$BACKEND" = cuda ] && cuda_flags=(-DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
+cmake -S . -B "$B" "${cuda_flags[@]}" > "$W/cmake.log" 2>&1 &&
   make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 ||
   { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 data=$W/n$N.h5
@@ -33,7 +36,7 @@ for p in 1 2; do
   rm -f "$W/i$p.h5" "$W/m$p.json"
   s=$(date +%s.%N)
   mpirun -n "$p" -x NCCL_NVLS_ENABLE --bind-to none "$B/vecanneal" compress --input "$data:/train" --anchors 1024 \
-    --out "$W/i$p.h5" --backend cuda --set precision=fp16 --set max_iter=20 --set tol=0 --set min_changes=0 \
+    --out "$W/i$p.h5" --backend "$BACKEND" --set precision=fp16 --set max_iter=20 --set tol=0 --set min_changes=0 \
     --set threads=8 --set progress_every=0 --metrics "$W/m$p.json" > "$W/run$p.log" 2>&1 ||
     { tail -5 "$W/run$p.log"; $V fail "$p GPU(s): the run failed"; continue; }
   e=$(date +%s.%N)
@@ -48,7 +51,7 @@ print(f"{p},{wall:.2f},{ph['read']:.3f},{gb / ph['read']:.2f},{ph['init']:.3f},{
       f"{m['ms_per_iteration']:.3f},{1e3 * ph['allreduce'] / it:.3f},{ph['write']:.3f},{m['total_seconds']:.2f}")
 PY
 done
-[ -f "$W/i2.h5" ] && [ -f "$W/i1.h5" ] && $V ranks "$W/i2.h5" "$W/i1.h5" cuda --label "2 GPUs against 1"
+[ -f "$W/i2.h5" ] && [ -f "$W/i1.h5" ] && $V ranks "$W/i2.h5" "$W/i1.h5" "$BACKEND" --label "2 GPUs against 1"
 python3 - "$OUT/index_time.csv" "$(cat "$W/dd.txt" 2>/dev/null)" <<'PY'
 import csv, sys
 rows = {r["gpus"]: r for r in csv.DictReader(open(sys.argv[1]))}
