@@ -363,7 +363,8 @@ def predict_terms(n_local, d, k, threads, init="kmeans||", oversample=1.0, round
         s = int(n_local * kmeans_share)
         block = min(s, max(1024, (8 << 20) // (4 * d))) * 4 * d if kmeans_share < 1 else 0
         tiles_m = max(1, min(threads, -(-s // tile_rows_auto(m)))) * tile_rows_auto(m) * m * 4
-        init_b = n_local * 4 + s * 12 + block + m * (4 * d + 8 + 4 + 8 + 8 + 4) + max(tiles_m, tiles_k) + k * (d + 1) * 8
+        candidates = m * (4 * d + 8 + 4 + 8 + 8 + 4)
+        init_b = n_local * 4 + s * 12 + block + candidates + max(tiles_m, tiles_k) + k * (d + 1) * 8
     elif init == "random":
         init_b = n_local * 4 + k * 16 * 2  # prev; the rank's k smallest (key, row) pairs and their gather
     elif init == "farthest":

@@ -45,26 +45,33 @@ for n in 5000 20000 80000 320000; do
 done
 fi
 # 3. peers at 1M and 8M rows x 128 x 1024 (BASE=0 leaves 1M out, BIG=0 8M), and at k 65536 (LARGE_K=1).
-mpirun -n 16 "$BIN" gen --out "$OUT/g1.h5" --n 1000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
+rows() { # N D: the path of generated rows N x D under $OUT, generated on the first use
+  local f="$OUT/g$1x$2.h5"
+  [ -f "$f" ] || mpirun -n 16 "$BIN" gen --out "$f" --n "$1" --d "$2" --clusters 2000 --spread 0.5 > /dev/null ||
+    $V fail "gen of $1 x $2 rows failed" >&2
+  echo "$f"
+}
 peers() { # TAG ARGS...: gpu_peers.py, its warnings left out; a run that did not end normally is a failed check
   python3 bench/gpu_peers.py --vecanneal "$BIN" --out "$OUT" "${@:2}" 2>&1 | grep -v Warning
   [ "${PIPESTATUS[0]}" -eq 0 ] || $V fail "gpu_peers.py $1 exited non-zero"
   cp "$OUT/gpu_peers.csv" "$OUT/gpu_peers_$1.csv"
 }
-[ "${BASE:-1}" = 1 ] && peers 1M --data "$OUT/g1.h5" --k 1024 --iters 20 --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
+if [ "${BASE:-1}" = 1 ]; then
+  peers 1M --data "$(rows 1000000 128)" --k 1024 --iters 20 \
+    --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
+fi
 if [ "${LARGE_K:-0}" = 1 ]; then
-  # The nlist of billion-row IVF indexes: k 65536 at LARGE_K_ROWS (default 1M and 4M) x 128 and x 768, 10 Lloyd steps.
+  # The nlist of billion-row IVF indexes: k 65536 at LARGE_K_ROWS (default 1M and 4M) x 128 and x 768,
+  # 10 Lloyd steps.
   for n in ${LARGE_K_ROWS:-1000000 4000000}; do
     for d in 128 768; do
-      mpirun -n 16 "$BIN" gen --out "$OUT/gk.h5" --n $n --d $d --clusters 2000 --spread 0.5 > /dev/null
-      peers "$((n / 1000000))Mx$d-k65536" --data "$OUT/gk.h5" --k 65536 --iters 10 --precisions fp16,bf16 --peers torch-fp16,flash
-      rm -f "$OUT/gk.h5"
+      peers "$((n / 1000000))Mx$d-k65536" --data "$(rows "$n" "$d")" --k 65536 --iters 10 --precisions fp16,bf16 \
+        --peers torch-fp16,flash
     done
   done
 fi
 if [ "${BIG:-1}" = 1 ]; then
-  mpirun -n 16 "$BIN" gen --out "$OUT/g8.h5" --n 8000000 --d 128 --clusters 2000 --spread 0.5 > /dev/null
-  peers 8M --data "$OUT/g8.h5" --k 1024 --iters 10 --precisions fp16,bf16,fp16+default --peers torch-fp16,flash
+  peers 8M --data "$(rows 8000000 128)" --k 1024 --iters 10 --precisions fp16,bf16,fp16+default --peers torch-fp16,flash
 fi
 rm -f "$OUT"/*.h5
 $V verdict

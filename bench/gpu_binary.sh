@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_binary.sh: sourced by the GPU benchmark wrappers (search_gpu.sh, codes_gpu.sh) with HERE and OUT set:
+# gpu_binary.sh: sourced by GPU benchmark wrappers (search_gpu.sh, codes_gpu.sh, gpu_index_time.sh) with HERE, OUT:
 # sets VA to the vecanneal binary to run, as an absolute path: $VA when given, else $BUILD_DIR/vecanneal
 # (default build-gpu), built there with CUDA for sm_90 when missing. A failed build ends the script with
 # bench/verify.py's FAILED line (exit 1), the build's last lines printed.

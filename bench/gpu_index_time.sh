@@ -9,23 +9,21 @@
 #   init, final pass and write, and the whole command (wall, start-up included)
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): both indexes usable,
 # N assignments each; the 2-GPU index against the 1-GPU one with the cuda rank rule (anchors 1e-4).
-# Output under $OUT: index_time.csv (one row per run) and the table printed. BACKEND=cpu (with a small N)
-# runs the same steps on a CPU build, 1 and 2 ranks, to try the script where there is no GPU.
+# Output under $OUT: index_time.csv (one row per run) and the table printed. The binary: $VA, or
+# $BUILD_DIR/vecanneal built with CUDA (bench/gpu_binary.sh). BACKEND=cpu VA=<a CPU build's binary> (with
+# a small N) runs the same steps on 1 and 2 ranks, to try the script where there is no GPU.
 set -u
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-$PWD/out-gpu}; W=${WORK_DIR:-/tmp/gpu-index-time}; mkdir -p "$OUT" "$W"
 export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
-B=${BUILD_DIR:-build-gpu} N=${N:-64000000} BACKEND=${BACKEND:-cuda}
+N=${N:-64000000} BACKEND=${BACKEND:-cuda}
 [ "$BACKEND" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
-cuda_flags=(-DVECANNEAL_CUDA=OFF)
-[ "$BACKEND" = cuda ] && cuda_flags=(-DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
-cmake -S . -B "$B" "${cuda_flags[@]}" > "$W/cmake.log" 2>&1 &&
-  make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 ||
-  { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
+source "$HERE/gpu_binary.sh" # VA
 data=$W/n$N.h5
 t0=$(date +%s)
-[ -f "$data" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$data" --n "$N" --d 128 \
+[ -f "$data" ] || mpirun -n "$(nproc)" --bind-to none "$VA" gen --out "$data" --n "$N" --d 128 \
   --clusters 2000 --spread 0.5 --dtype float16 > /dev/null || { $V fail "gen failed"; exec $V verdict; }
 echo "gen: $N rows in $(($(date +%s) - t0)) s"
 dd_rate() { dd if="$data" of=/dev/null bs=16M 2>&1 | awk '/copied/ {print $(NF-1), $NF}'; }
@@ -35,7 +33,7 @@ echo "$csv_head" > "$OUT/index_time.csv"
 for p in 1 2; do
   rm -f "$W/i$p.h5" "$W/m$p.json"
   s=$(date +%s.%N)
-  mpirun -n "$p" -x NCCL_NVLS_ENABLE --bind-to none "$B/vecanneal" compress --input "$data:/train" --anchors 1024 \
+  mpirun -n "$p" -x NCCL_NVLS_ENABLE --bind-to none "$VA" compress --input "$data:/train" --anchors 1024 \
     --out "$W/i$p.h5" --backend "$BACKEND" --set precision=fp16 --set max_iter=20 --set tol=0 --set min_changes=0 \
     --set threads=8 --set progress_every=0 --metrics "$W/m$p.json" > "$W/run$p.log" 2>&1 ||
     { tail -5 "$W/run$p.log"; $V fail "$p GPU(s): the run failed"; continue; }

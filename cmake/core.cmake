@@ -1,14 +1,16 @@
 # Core library and the vecanneal executable (CPU backend; CUDA sources join when VECANNEAL_HAVE_CUDA).
 add_library(vecanneal_core STATIC
   src/util/util.c src/util/checksum.c src/util/memlimit.c src/util/stall.c src/util/json.c src/util/heartbeat.c src/util/format.c
-  src/core/config.c src/core/stop.c src/core/metrics.c src/core/init.c src/core/anneal.c src/core/checkpoint.c src/core/pq.c src/core/sample.c
+  src/core/config.c src/core/stop.c src/core/metrics.c src/core/init.c src/core/anneal.c src/core/checkpoint.c src/core/pq.c
+  src/core/sample.c
   src/io/files.c src/io/h5io.c src/io/vecfile.c src/io/index.c
   src/comm/comm.c
   src/cpu/assign.c src/cpu/stats.c src/cpu/pq.c
   src/backend/cpu.c src/backend/plan.c src/backend/rows.c
   src/job/compress.c src/job/codes.c src/job/gen.c src/job/info.c
   src/comm/topk.c src/cpu/search.c src/backend/search.c src/job/search.c src/cli/search.c src/cpu/pq_search.c src/job/search_codes.c
-  src/io/index_read.c src/io/index_add.c src/job/nearest.c src/job/assign.c src/job/add.c src/cli/index_args.c src/cli/assign.c src/cli/add.c
+  src/io/index_read.c src/io/index_add.c src/job/nearest.c src/job/assign.c src/job/add.c
+  src/cli/index_args.c src/cli/assign.c src/cli/add.c
   src/cli/options.c src/cli/compress.c src/cli/gen.c src/cli/info.c)
 # HDF5 through its imported target where FindHDF5 makes one (CMake 3.19+ does for the C component).
 if(TARGET hdf5::hdf5)
