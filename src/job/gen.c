@@ -1,6 +1,7 @@
 /* gen.c: `vecanneal gen`, synthetic datasets in the ann-benchmarks layout (/train, optional /test,
  * attributes distance and dimension). Every value is a function of (seed, global row, column), so the
- * file is the same for any rank count; each rank generates and writes only its own rows, in chunks. */
+ * file is the same for any rank count; each rank generates and writes only its own rows, in chunks, on
+ * its share of the node's cores. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "util/rng.h"
 #include "core/stop.h"      /* va_stop_point */
 #include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
+#include "util/memlimit.h"  /* va_mem_room_resident: the bound on rows generated ahead */
 #include "util/util.h"
 
 /* Row `id` (train rows 0..n-1, test rows n..n+test-1) into out[d]. */
@@ -35,6 +37,23 @@ static void gen_row(const va_gen_options_t *g, int64_t id, float *out) {
                      g->spread * va_rand_normal(g->seed, VA_RNG_GEN_NOISE, (uint64_t)id, (uint64_t)j));
 }
 
+static int gen_threads(void) {
+  int mine = va_cpu_count();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int t = (online > 0 && mine < online) ? mine : mine / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
+  return t > 0 ? t : 1;
+}
+
+/* Rows ids [id0, id0 + m) into out (m x d floats), or into half as binary16 when half is not NULL. */
+static void gen_rows_into(const va_gen_options_t *g, int64_t id0, int64_t m, float *out, uint16_t *half, int threads) {
+#pragma omp parallel for num_threads(threads > 1 && m * g->d >= (1 << 16) ? threads : 1) schedule(static)
+  for (int64_t i = 0; i < m; i++) {
+    gen_row(g, id0 + i, out + i * g->d);
+    if (half)
+      for (int64_t j = 0; j < g->d; j++) half[i * g->d + j] = va_float_to_half(out[i * g->d + j]);
+  }
+}
+
 static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int64_t d, int half) {
   hsize_t dims[2] = {(hsize_t)rows, (hsize_t)d};
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
@@ -45,10 +64,14 @@ static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int
   return ds;
 }
 
-/* What the file's writer needs: the options, and rank 0's exact neighbours (test x neighbors) or NULL. */
+/* What the file's writer needs: the options, rank 0's exact neighbours (test x neighbors) or NULL, and
+ * the first ahead_rows of this rank's /train rows as stored (binary16 or float32), generated before the
+ * file was opened (see generate_ahead). */
 typedef struct {
   const va_gen_options_t *g;
   const va_neighbor_t *nbr;
+  void *ahead;
+  int64_t ahead_rows;
 } gen_write_t;
 
 /* /neighbors (int32 as ann-benchmarks writes them, int64 past 2^31 rows) and /distances (float32, squared
@@ -95,11 +118,17 @@ static void gen_setup(hid_t file, void *ctx) {
   if (g->neighbors > 0) write_neighbors(file, ctx);
 }
 
-static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0) {
+/* The rows of `name` (total rows, global ids from id0) that this rank owns, written in chunks; the first
+ * ahead_rows come from the buffer generated ahead. */
+static void write_block(hid_t file, const gen_write_t *w, const char *name, int64_t total, int64_t id0,
+                        const void *ahead, int64_t ahead_rows) {
+  const va_gen_options_t *g = w->g;
+  const size_t esize = g->half ? 2 : 4;
   int64_t start, count;
   va_shard_range(total, va_proc.rank, va_proc.nranks, &start, &count);
   int64_t chunk = (16 << 20) / (g->d * 4);
   if (chunk < 1) chunk = 1;
+  const int threads = gen_threads();
   float *buf = va_malloc((size_t)(chunk * g->d) * sizeof(float), "gen buffer");
   uint16_t *hbuf = g->half ? va_malloc((size_t)(chunk * g->d) * sizeof(uint16_t), "gen half buffer") : NULL;
   hid_t ds = VA_H5(H5Dopen2(file, name, H5P_DEFAULT));
@@ -115,10 +144,14 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
       va_format_seconds((last - t0) * (double)(count - r0) / (double)r0, eta, sizeof eta);
       va_log0("gen: %s: rank 0 wrote %lld of its %lld rows, ETA %s\n", name, (long long)r0, (long long)count, eta);
     }
-    for (int64_t i = 0; i < nr; i++) gen_row(g, id0 + start + r0 + i, buf + i * g->d);
-    if (hbuf)
-      for (int64_t i = 0; i < nr * g->d; i++) hbuf[i] = va_float_to_half(buf[i]);
-    va_h5_write_rows(ds, mtype, start + r0, nr, g->d, hbuf ? (void *)hbuf : (void *)buf);
+    const void *src;
+    if (r0 + nr <= ahead_rows) {
+      src = (const char *)ahead + (size_t)(r0 * g->d) * esize;
+    } else {
+      gen_rows_into(g, id0 + start + r0, nr, buf, hbuf, threads);
+      src = hbuf ? (const void *)hbuf : (const void *)buf;
+    }
+    va_h5_write_rows(ds, mtype, start + r0, nr, g->d, src);
   }
   H5Tclose(mtype);
   H5Dclose(ds);
@@ -127,9 +160,45 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
 }
 
 static void gen_rows(hid_t file, void *ctx) {
-  const va_gen_options_t *g = ((const gen_write_t *)ctx)->g;
-  write_block(file, g, "/train", g->n, 0);
-  if (g->test > 0) write_block(file, g, "/test", g->test, g->n);
+  const gen_write_t *w = ctx;
+  write_block(file, w, "/train", w->g->n, 0, w->ahead, w->ahead_rows);
+  if (w->g->test > 0) write_block(file, w, "/test", w->g->test, w->g->n, NULL, 0);
+}
+
+/* With serial HDF5 the ranks write one after another (va_h5_write_file), and rows generated inside the
+ * write would be generated one rank at a time as well. So each rank generates its first /train rows
+ * before the write, all ranks at once: whole chunks, at most a quarter of the memory this rank may use
+ * and at most 1 GiB. With collective writes the ranks generate side by side anyway: nothing ahead. */
+static void generate_ahead(gen_write_t *w) {
+  const va_gen_options_t *g = w->g;
+  if (va_io_collective(g->io_mode) || va_proc.nranks == 1) return;
+  int64_t start, count;
+  va_shard_range(g->n, va_proc.rank, va_proc.nranks, &start, &count);
+  const double row_bytes = (double)g->d * (g->half ? 2.0 : 4.0);
+  const int64_t chunk = (16 << 20) / (g->d * 4) > 0 ? (16 << 20) / (g->d * 4) : 1;
+  const va_mem_room_t room = va_mem_room_resident(va_proc.local_nranks);
+  double budget = 1073741824.0;
+  if (room.bytes >= 0 && room.bytes / 4 < budget) budget = room.bytes / 4;
+  int64_t rows = (int64_t)(budget / row_bytes) / chunk * chunk;
+  if (rows > count) rows = count;
+  if (rows <= 0) return;
+  float *tmp = g->half ? va_malloc((size_t)(chunk * g->d) * sizeof(float), "gen buffer") : NULL;
+  w->ahead = va_malloc((size_t)((double)rows * row_bytes), "rows generated ahead");
+  const double t0 = va_now();
+  double last = t0;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t m = rows - r0 < chunk ? rows - r0 : chunk;
+    if (va_now() - last >= va_progress_seconds() && r0 > 0) {
+      char eta[32];
+      last = va_now();
+      va_format_seconds((last - t0) * (double)(rows - r0) / (double)r0, eta, sizeof eta);
+      va_log0("gen: rank 0 generated %lld of its first %lld rows, ETA %s\n", (long long)r0, (long long)rows, eta);
+    }
+    if (g->half) gen_rows_into(g, start + r0, m, tmp, (uint16_t *)w->ahead + r0 * g->d, gen_threads());
+    else gen_rows_into(g, start + r0, m, (float *)w->ahead + r0 * g->d, NULL, gen_threads());
+  }
+  w->ahead_rows = rows;
+  free(tmp);
 }
 
 void va_gen_options_default(va_gen_options_t *g) {
@@ -172,17 +241,10 @@ int va_gen_options_resolve(va_gen_options_t *g, char *err, size_t len) {
 /* Rows ids [id0, id0 + m) as the file will hold them and a search will read them: rounded to binary16
  * and back for --dtype float16, unit length (as search and compress make them) for a cosine distance. */
 static void stored_rows(const va_gen_options_t *g, int64_t id0, int64_t m, float *out, int threads) {
-  for (int64_t i = 0; i < m; i++) gen_row(g, id0 + i, out + i * g->d);
+  gen_rows_into(g, id0, m, out, NULL, threads);
   if (g->half)
     for (int64_t i = 0; i < m * g->d; i++) out[i] = va_half_to_float(va_float_to_half(out[i]));
   if (g->cosine) va_search_unit_rows(out, m, g->d, threads);
-}
-
-static int gen_threads(void) {
-  int mine = va_cpu_count();
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  int t = (online > 0 && mine < online) ? mine : mine / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
-  return t > 0 ? t : 1;
 }
 
 /* Collective: the exact top-neighbors of every /test row among the /train rows, with search's kernel
@@ -226,7 +288,7 @@ static int gen_job(const va_gen_options_t *opts) {
   va_stop_point("set-up");
   double t0 = va_now();
   const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
-  gen_write_t w = {&g, NULL};
+  gen_write_t w = {&g, NULL, NULL, 0};
   double t_nbr = 0;
   if (g.neighbors > 0) {
     t_nbr = va_now();
@@ -234,9 +296,11 @@ static int gen_job(const va_gen_options_t *opts) {
     t_nbr = va_now() - t_nbr;
     va_stop_point("neighbours");
   }
+  generate_ahead(&w);
   rc = va_h5_write_file("output", g.out, bytes + (double)(g.test * g.neighbors) * 8.0, g.io_mode, gen_setup, gen_rows,
                         &w);
   free((void *)w.nbr);
+  free(w.ahead);
   if (rc) return rc;
   char nbr[96] = "";
   if (g.neighbors > 0)

@@ -14,6 +14,17 @@ PAR_BIN=$BIN
 BIN=$SB/vecanneal
 "$BIN" compress --help | head -1 > /dev/null
 run_np 3 gen --out "$WORK/s.h5" --n 5000 --d 16 --clusters 10 > /dev/null || fail "gen (serial HDF5, 3 ranks)"
+# gen: the rows each rank generates before its turn to write are the rows one rank writes, float16 too.
+for dt in float32 float16; do
+  run_np 3 gen --out "$WORK/g3.$dt.h5" --n 7001 --d 24 --clusters 9 --test 50 --dtype $dt > /dev/null ||
+    fail "gen --dtype $dt (serial HDF5, 3 ranks)"
+  BIN=$PAR_BIN run_np 1 gen --out "$WORK/g1.$dt.h5" --n 7001 --d 24 --clusters 9 --test 50 --dtype $dt > /dev/null ||
+    fail "gen --dtype $dt (parallel build, 1 rank)"
+  for ds in /train /test /neighbors /distances; do
+    cmp -s <("$TOOL" raw "$WORK/g3.$dt.h5" $ds) <("$TOOL" raw "$WORK/g1.$dt.h5" $ds) ||
+      fail "gen --dtype $dt: $ds of 3 serial-HDF5 ranks differs from 1 rank's"
+  done
+done
 for p in 1 2 3 4; do
   run_np $p compress --input "$WORK/s.h5:/train" --anchors 10 --out "$WORK/s.p$p.h5" --set threads=1 --set progress_every=0 > /dev/null || fail "compress $p ranks (serial HDF5)"
   [ $p -gt 1 ] && { "$TOOL" close "$WORK/s.p$p.h5" "$WORK/s.p1.h5" 1e-5 || fail "$p ranks differ"; }
