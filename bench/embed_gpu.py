@@ -4,7 +4,8 @@
   synth VOCAB LINES WORDS SEED     prints LINES lines of WORDS distinct-enough vocabulary words that are
                                    one WordPiece token each, so every line is WORDS + 2 tokens
   st MODEL_DIR BATCH REPS OUT_DIR CORPUS...
-                                   sentence-transformers on the GPU in fp16 (model.half()), per corpus:
+                                   sentence-transformers on the GPU in fp16 (model.half(), attention through
+                                   PyTorch's scaled_dot_product_attention), per corpus:
                                    'forward': the model's forward pass (BERT + mean pooling + normalise) on
                                    pre-tokenized batches already on the GPU, sorted longest first by token
                                    count and padded to each batch's longest, timed with CUDA events around
@@ -44,10 +45,11 @@ def st(model_dir, batch, reps, out_dir, *corpora):
     from sentence_transformers import SentenceTransformer
 
     batch, reps = int(batch), int(reps)
-    model = SentenceTransformer(model_dir, device="cuda")
+    model = SentenceTransformer(model_dir, device="cuda", model_kwargs={"attn_implementation": "sdpa"})
     model.half()
     model.eval()
     dev = torch.cuda.get_device_name(0)
+    attn = getattr(model[0].auto_model.config, "_attn_implementation", "unknown")  # PyTorch's fused SDPA
     for path in corpora:
         name = os.path.splitext(os.path.basename(path))[0]
         lines = read_lines(path)
@@ -87,7 +89,7 @@ def st(model_dir, batch, reps, out_dir, *corpora):
             walls.append(time.perf_counter() - t0)
         wall = statistics.median(walls)
         emb.astype("<f4").tofile(os.path.join(out_dir, f"st_{name}.f32"))
-        print(json.dumps({"impl": "sentence-transformers", "torch": torch.__version__, "device": dev, "precision": "fp16", "corpus": path,
+        print(json.dumps({"impl": "sentence-transformers", "torch": torch.__version__, "device": dev, "precision": "fp16", "attention": attn, "corpus": path,
                           "lines": n, "tokens": sum(lens), "padded_tokens": padded, "batch": batch, "reps": reps,
                           "forward_ms_median": round(fwd, 3), "forward_sentences_per_s": round(n / (fwd * 1e-3), 1),
                           "encode_s_median": round(wall, 4), "encode_sentences_per_s": round(n / wall, 1)}), flush=True)

@@ -3,7 +3,7 @@
 # (embed_encoder_cuda, embed_e2e_cuda), then measures sentences/s of vecanneal against
 # sentence-transformers (PyTorch, fp16, model.half(), the same batch size) on the same texts, in one run:
 #   corpora: the test corpus (tests/data/embed_corpus.txt.gz, 15,582 lines), the same 8 times over, and
-#            synthetic lines of exactly 32 and 128 tokens (bench/embed_gpu.py synth: one-token words);
+#            synthetic lines of exactly 32, 128 and 256 tokens (bench/embed_gpu.py synth: one-token words);
 #   the encoder alone: bench/embed_gpu_bench (CUDA events around each batch's forward, two batches in
 #            flight) vs the PyTorch model's forward on pre-tokenized GPU batches (CUDA events), both
 #            sorted longest first by tokens and cut into batches of BATCH;
@@ -51,7 +51,8 @@ zcat tests/data/embed_corpus.txt.gz > "$W/corpus.txt"
 for i in 1 2 3 4 5 6 7 8; do cat "$W/corpus.txt"; done > "$W/corpus_x8.txt"
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 40)) 30 1 > "$W/synthetic_32tok.txt"
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 16)) 126 2 > "$W/synthetic_128tok.txt"
-CORPORA=("$W/synthetic_32tok.txt" "$W/synthetic_128tok.txt" "$W/corpus.txt" "$W/corpus_x8.txt")
+python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 8)) 254 3 > "$W/synthetic_256tok.txt"
+CORPORA=("$W/synthetic_32tok.txt" "$W/synthetic_128tok.txt" "$W/synthetic_256tok.txt" "$W/corpus.txt" "$W/corpus_x8.txt")
 
 # the encoder alone: vecanneal (fp16, bf16), then PyTorch
 : > "$W/va_forward.jsonl"

@@ -54,6 +54,9 @@
 #   gpu-loop-ncu one GPU: one iteration of the loop at 1M x 128 x 1024 fp16, kernel by kernel under Nsight
 #                Compute (gpu_loop_ncu.py: --vecanneal BIN). Checks: an iteration found, argmin and statistics
 #                kernels in it, its kernels' sum within 0.5-1.3 x the plain run's ms per iteration
+#   embed-gpu-ncu one GPU: the CUDA encoder's forward at 32, 128 and 256 tokens a line, kernel group by group
+#                under Nsight Compute (embed_gpu_ncu.py: --bench BUILD/embed_gpu_bench). Checks: the timed
+#                pass found, products and attention in it, its kernels' sum within 0.5-1.5 x the plain forward
 #   gpu-index-time  two GPUs: the time to index 64M x 128 float16 rows from HDF5 on local disk on 1 and 2 GPUs,
 #                phase by phase: the read against dd's rate of the file, the loop's strong efficiency, the
 #                allreduce per iteration (gpu_index_time.sh). Checks: both indexes usable, 2 GPUs against 1
@@ -78,6 +81,7 @@ case $family in
   search-gpu) exec bash "$HERE/search_gpu.sh" "$@" ;;
   codes-gpu) exec bash "$HERE/codes_gpu.sh" "$@" ;;
   gpu-loop-ncu) exec python3 "$HERE/gpu_loop_ncu.py" "$@" ;;
+  embed-gpu-ncu) exec python3 "$HERE/embed_gpu_ncu.py" "$@" ;;
   gpu-index-time) exec bash "$HERE/gpu_index_time.sh" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
