@@ -35,17 +35,19 @@ static int64_t gpu_assign(va_state_t *st) {
 
 /* A side pass (initialisation): the context's anchors become C (the initialisation's set_anchors
  * replaces them; st->A may not hold anchors yet: uploading it here would put uninitialised memory through
- * the fp16 conversion, whose overflow flag would stop an fp16 job), and the previous-pass assignment
- * is put back so the main pass's change count is unaffected. With a row list the pass still covers every
- * row (the GPU's pass is cheap beside the host's use of the answers) and the listed rows' answers are
- * picked on the host. */
+ * the fp16 conversion, whose overflow flag would stop an fp16 job). With a row list the listed rows are
+ * gathered and assigned on the device, leaving the rows' own assignment alone; otherwise (or where the
+ * gather declines: streamed rows, a list of more than n / 4 rows) the pass covers every row, the
+ * previous-pass assignment is put back so the main pass's change count is unaffected, and a listed
+ * row's answer is picked on the host. */
 static void gpu_assign_to(va_state_t *st, const float *C, const float *cn, int64_t m, const int64_t *rows,
                           int64_t nrows, uint32_t *a, float *r) {
   va_cuda_t *g = ctx_of(st);
+  va_cuda_set_anchors(g, C, cn, m);
+  if (rows && va_cuda_assign_listed(g, st->cosine, rows, nrows, a, r)) return;
   const size_t n = (size_t)(st->n_local > 0 ? st->n_local : 1);
   uint32_t *keep = va_malloc(n * sizeof(uint32_t), "assign_to");
   va_cuda_download(g, keep, NULL);
-  va_cuda_set_anchors(g, C, cn, m);
   va_cuda_assign(g, st->cosine);
   if (rows) {
     uint32_t *all_a = va_malloc(n * sizeof(uint32_t), "assign_to");

@@ -823,6 +823,81 @@ extern "C" int64_t va_cuda_assign(va_cuda_t *c, int cosine) {
   return (int64_t)c->h_counter[0];
 }
 
+/* Rows rows[0..m) of X (dp elements each, as stored) into out, rows m..mpad zero: the padding the
+ * assign kernels read past the last row. 16 bytes a thread (dp elements are a multiple of 64 bytes). */
+template <typename T>
+__global__ void gather_stored_kernel(const T *__restrict__ X, int64_t dp, const int64_t *__restrict__ rows, int64_t m,
+                                     int64_t mpad, T *__restrict__ out) {
+  const int64_t per_row = dp * (int64_t)sizeof(T) / 16;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < mpad * per_row;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t q = e / per_row, w = e % per_row;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (q < m) v = reinterpret_cast<const uint4 *>(X + rows[q] * dp)[w];
+    reinterpret_cast<uint4 *>(out + q * dp)[w] = v;
+  }
+}
+
+template <typename T>
+static void gather_stored(va_cuda_t *c, const T *X, const int64_t *drows, int64_t m, int64_t mpad, void *out) {
+  const int64_t words = mpad * c->dp * (int64_t)sizeof(T) / 16;
+  const int blocks = (int)(words / 256 + 1 < 65535 ? words / 256 + 1 : 65535);
+  gather_stored_kernel<T><<<blocks, 256, 0, c->stream>>>(X, c->dp, drows, m, mpad, (T *)out);
+  VA_LAUNCHED();
+}
+
+extern "C" int va_cuda_assign_listed(va_cuda_t *c, int cosine, const int64_t *local_rows, int64_t m, uint32_t *a,
+                                     float *r) {
+  if (c->chunk_rows || m <= 0 || m > c->n / 4) return 0;
+  for (int64_t q = 0; q < m; q++)
+    if (local_rows[q] < 0 || local_rows[q] >= c->n)
+      VA_FATAL("va_cuda_assign_listed: local row %lld outside [0, %lld)", (long long)local_rows[q], (long long)c->n);
+  va_cuda_enter(c);
+  va_cuda_check_ready(c);
+  if (c->defer_convert) VA_FATAL("va_cuda_assign_listed before va_cuda_finish_rows");
+  const int64_t mpad = VA_ROUND_UP(m, VA_CUDA_ROWPAD);
+  const size_t es = c->precision == VA_CUDA_FP16 || c->precision == VA_CUDA_BF16 ? 2 : 4;
+  int64_t *drows = NULL;
+  void *dX = NULL;
+  uint32_t *da = NULL;
+  float *dr = NULL;
+  unsigned long long *dcount = NULL;
+  dalloc(&drows, (size_t)m * 8, "listed rows");
+  dalloc(&dX, (size_t)(mpad * c->dp) * es, "listed rows' values");
+  dalloc(&da, (size_t)mpad * 4, "listed rows' anchors");
+  dalloc(&dr, (size_t)mpad * 4, "listed rows' distances");
+  dalloc(&dcount, sizeof *dcount, "listed rows' changed count");
+  VA_CUDA(cudaMemcpyAsync(drows, local_rows, (size_t)m * 8, cudaMemcpyHostToDevice, c->stream));
+  VA_CUDA(cudaMemsetAsync(da, 0, (size_t)mpad * 4, c->stream)); /* the changed count reads it: defined, unused */
+  const va_cuda_rows_t all = va_cuda_resident_rows(c);
+  va_cuda_with_rows(c, &all, [&](auto X) { gather_stored(c, X, drows, m, mpad, dX); });
+  /* The pass writes a[], r[] and the count through the context's pointers: pointed at the listed rows'
+   * own arrays for this pass, so the rows' own a[] and r[] and a pending count are left as they were. */
+  uint32_t *keep_a = c->assign;
+  float *keep_r = c->r;
+  unsigned long long *keep_count = c->counter;
+  c->assign = da;
+  c->r = dr;
+  c->counter = dcount;
+  const va_cuda_rows_t v = {es == 4 ? (const float *)dX : NULL, es == 2 ? dX : NULL, 0, m};
+  va_cuda_assign_launch(c, &v, cosine, va_cuda_assign_variant(c), VA_ASSIGN_PART_ALL);
+  c->assign = keep_a;
+  c->r = keep_r;
+  c->counter = keep_count;
+  VA_CUDA(cudaMemcpyAsync(a, da, (size_t)m * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(r, dr, (size_t)m * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(c->h_counter + 1, c->overflow, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  dfree(&dcount);
+  dfree(&dr);
+  dfree(&da);
+  dfree(&dX);
+  dfree(&drows);
+  if (c->precision == VA_CUDA_FP16 && *(const int *)(c->h_counter + 1))
+    VA_FATAL("a row or anchor value exceeds the fp16 range (|x| > 65504): use bf16 or tf32 products");
+  return 1;
+}
+
 static void deferred_pass(va_cuda_t *c, int want_r) {
   const int variant = va_cuda_assign_variant(c);
   const int part = variant == VA_CUDA_ASSIGN_FUSED && !want_r ? VA_ASSIGN_PART_ARGMIN : VA_ASSIGN_PART_ALL;

@@ -160,6 +160,37 @@ static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, c
 }
 
 /* The statistics as the backend gets them on one rank: computed on the device, then fetched. */
+/* The side pass over listed rows (unsorted, a repeat, the last row; n / 4 of them, the most it takes)
+ * against the full pass just run (ga, gr): each listed row's anchor and distance bit for bit, the
+ * rows' own a[] and r[] left as they were; a list of more than n / 4 rows declined. */
+static void check_assign_listed(va_cuda_t *ctx, int64_t n, int cosine, const uint32_t *ga, const float *gr,
+                                const char *tag) {
+  const int64_t m = n / 4;
+  if (m < 2) return;
+  int64_t *rows = malloc((size_t)(m + 1) * 8);
+  uint32_t *la = malloc((size_t)(m + 1) * 4), *after = malloc((size_t)n * 4);
+  float *lr = malloc((size_t)(m + 1) * 4), *rafter = malloc((size_t)n * 4);
+  for (int64_t q = 0; q < m; q++) rows[q] = (q * 7919 + 13) % n;
+  rows[1] = rows[0];
+  rows[m - 1] = n - 1;
+  CHECK(va_cuda_assign_listed(ctx, cosine, rows, m, la, lr) == 1, "%s: listed pass of %lld rows declined", tag,
+        (long long)m);
+  int64_t bad = 0;
+  for (int64_t q = 0; q < m; q++) bad += la[q] != ga[rows[q]] || memcmp(&lr[q], &gr[rows[q]], 4) != 0;
+  CHECK(bad == 0, "%s: %lld of %lld listed rows differ from the full pass", tag, (long long)bad, (long long)m);
+  va_cuda_download(ctx, after, rafter);
+  CHECK(memcmp(after, ga, (size_t)n * 4) == 0 && memcmp(rafter, gr, (size_t)n * 4) == 0,
+        "%s: the listed pass changed the rows' own a[] or r[]", tag);
+  rows[m] = 0;
+  CHECK(n < 8 || va_cuda_assign_listed(ctx, cosine, rows, n / 4 + 1, la, lr) == 0,
+        "%s: a list of more than n / 4 rows taken", tag);
+  free(rows);
+  free(la);
+  free(lr);
+  free(after);
+  free(rafter);
+}
+
 static void gpu_stats(va_cuda_t *ctx, const va_stats_rule_t *rule, int64_t k, int64_t d, double *out) {
   va_cuda_fetch_f64(ctx, va_cuda_stats_device(ctx, rule, NULL, 0), k * VA_STATS_W(d), out);
 }
@@ -560,6 +591,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
           snprintf(tag, sizeof tag, "%s %s fused cfg %d", pname[prec], cosine ? "cosine" : "l2", v);
         }
         check_assign(ctx, Xs, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
+        check_assign_listed(ctx, n, cosine, ga, gr, tag);
         /* DIRECT computes the CPU fused kernel's values (cuda_assign.cu): its decisions are the CPU's */
         if (v == -1 && va_assign_fused_available()) {
           int64_t differ = 0;
@@ -727,6 +759,10 @@ static void stream_case(int64_t n, int64_t d, int64_t k, int64_t chunk) {
     va_cuda_set_anchors(R, A, NULL, k);
     va_cuda_set_anchors(S, A, NULL, k);
     check_assign(S, Xs, n, d, A, k, 0, prec, ca, cr, sa, sr, tag); /* poisoned first: every row written */
+    int64_t two[2] = {0, n - 1};
+    uint32_t la2[2];
+    float lr2[2];
+    CHECK(va_cuda_assign_listed(S, 0, two, 2, la2, lr2) == 0, "%s: a listed pass taken with streamed rows", tag);
     va_cuda_assign(R, 0);
     va_cuda_download(R, ra, rr);
     int64_t da = 0, dr = 0;
