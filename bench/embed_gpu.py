@@ -46,6 +46,7 @@ def st(model_dir, batch, reps, out_dir, *corpora):
 
     batch, reps = int(batch), int(reps)
     model = SentenceTransformer(model_dir, device="cuda", model_kwargs={"attn_implementation": "sdpa"})
+    model.max_seq_length = 256  # the model's own truncation, as vecanneal embed's (docs/embed.md)
     model.half()
     model.eval()
     dev = torch.cuda.get_device_name(0)

@@ -5,9 +5,10 @@
 #   read   against the file's read rate measured by dd in the same run (the page cache holds the file:
 #          gen has just written it, and dd reads it twice, the second rate is the one compared)
 #   loop   the 2-GPU loop against the 1-GPU loop halved: strong efficiency t1 / (2 t2) on the mean and
-#          on the median iteration (progress lines; the first iteration apart); the allreduce phase per
-#          iteration beside it, max and min over ranks: the rank that reaches the collective last waits
-#          least, so the min is near the reduction's own cost and max - min is the wait for the other rank
+#          on the median iteration (progress lines; the first iteration apart); the loop's collectives per
+#          iteration beside it (metrics loop_allreduce_seconds), max and min over ranks: the rank that
+#          reaches a collective last waits least, so the min is near the reductions' own cost and max - min
+#          is the wait for the other rank
 #   init, final pass and write, and the whole command (wall, start-up included)
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): both indexes usable,
 # N assignments each; the 2-GPU index against the 1-GPU one with the cuda rank rule (anchors 1e-4).
@@ -50,7 +51,7 @@ ms = [float(l.split()[6]) for l in open(sys.argv[4]) if re.match(r"^\s+\d+\s", l
 ph = {k: v["max"] for k, v in m["phases_seconds"].items()}
 gb = m["n"] * m["d"] * 2 / 1e9  # float16 rows
 it = max(1, m["iterations"])
-ar = m["phases_seconds"]["allreduce"]
+ar = m["loop_allreduce_seconds"]
 print(f"{p},{wall:.2f},{ph['read']:.3f},{gb / ph['read']:.2f},{ph['init']:.3f},{m['loop_seconds']:.3f},"
       f"{m['ms_per_iteration']:.3f},{ms[0]:.3f},{statistics.median(ms[1:] or ms):.3f},{1e3 * ar['max'] / it:.3f},"
       f"{1e3 * ar['min'] / it:.3f},{ph['write']:.3f},{m['total_seconds']:.2f}")

@@ -2,9 +2,9 @@
 # gpu_loop_scaling.sh: on a machine with several GPUs, from the repository root: the compress loop on
 # 1, 2, 4, ... GPUs (up to the machine's count, or GPUS="1,2"), REPS runs each, d 128, k 1024, fp16
 # products, 20 iterations, per-iteration times from the progress lines (the median iteration leaves
-# out the first one, where NCCL's first-use costs would land) and the allreduce phase from --metrics
-# divided by the iterations (max over ranks; it includes the wait for the slowest rank and the few
-# collectives of the initialisation and the final pass, so it is an upper bound per iteration).
+# out the first one, where NCCL's first-use costs would land) and the loop's collectives from --metrics
+# (loop_allreduce_seconds) divided by the iterations (max over ranks: it includes the wait for the
+# slowest rank).
 #   weak:   ROWS_PER_GPU rows per GPU (default 2000000): efficiency t1 / tP on the median iteration
 #   strong: STRONG_N rows in all (default 8000000): efficiency t1 / (P tP)
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): every run, weak
@@ -44,7 +44,7 @@ import json, re, statistics, sys
 # Progress lines: iter T energy distortion changed anchors ms/iter ETA [stream GB/s]
 ms = [float(l.split()[6]) for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s", l)]
 m = json.load(open(sys.argv[2]))
-ar = 1e3 * m["phases_seconds"]["allreduce"]["max"] / max(1, m["iterations"])
+ar = 1e3 * m["loop_allreduce_seconds"]["max"] / max(1, m["iterations"])
 print(f"{sys.argv[3]},{m['ms_per_iteration']:.3f},{ms[0]:.2f},{statistics.median(ms[1:]):.3f},{max(ms):.2f},{ar:.3f},{sys.argv[4]}")
 PY
 }

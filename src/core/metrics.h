@@ -34,6 +34,9 @@ void va_metrics_add_bytes(double bytes);
 typedef struct {
   int64_t n, d, k_initial, k_final, iterations;
   double loop_seconds, total_seconds, final_energy;
+  /* this rank's seconds in collectives during the loop (the allreduce phase less the initialisation's
+   * and the final pass's) */
+  double loop_allreduce_seconds;
   const char *backend;
   const char *device; /* this rank's device for the layout: "cpu", or the GPU (va_backend_device_name) */
   /* CUDA backend with out-of-core rows: bytes per chunk and rows copied host to device (this rank);

@@ -543,11 +543,11 @@ shard_ready:
           t_init_end - t_init_start, t_anchors - t_init_start - attach_seconds, attach_seconds, t_warm - t_anchors,
           resume_path ? "resumed" : cfg.init, t_init_end - t_warm);
 
-  double t_loop = va_now();
+  double t_loop = va_now(), comm_loop = va_comm_seconds();
   /* A stop request in the loop: checkpoint at the end of the iteration; after it, the job finishes (stop.h). */
   va_anneal(&st);
   va_stop_finishing();
-  double loop_seconds = va_now() - t_loop;
+  double loop_seconds = va_now() - t_loop, loop_allreduce_seconds = va_comm_seconds() - comm_loop;
   gpu_memory.loop = va_backend_gpu_memory(&plan);
   gpu_memory.peak = fmax(gpu_memory.peak, gpu_memory.loop);
   if (st.stopped) {
@@ -601,6 +601,7 @@ shard_ready:
                           .k_final = st.k,
                           .iterations = st.iter,
                           .loop_seconds = loop_seconds,
+                          .loop_allreduce_seconds = loop_allreduce_seconds,
                           .total_seconds = total,
                           .final_energy = E,
                           .backend = backend,

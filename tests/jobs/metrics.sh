@@ -28,6 +28,9 @@ c = m["config"]
 assert c["k"] == 8 and type(c["k"]) is int and type(c["lr"]) in (int, float) and c["max_iter"] == 3
 assert type(c["tol"]) is float and c["backend"] == "auto" and "_" not in c
 assert type(m["final_energy"]) is float and m["iterations"] == 3 and len(m["peak_rss_bytes"]["per_rank"]) == P
+la, ph = m["loop_allreduce_seconds"], m["phases_seconds"]["allreduce"]
+assert 0 <= la["min"] <= la["mean"] <= la["max"] and all(la[x] <= ph[x] + 1e-9 for x in ("min", "max")), (la, ph)
+assert P > 1 or la["max"] == 0, la  # one rank: no collective is timed
 print("metrics %d rank(s): valid, %d config keys typed, layout %s" % (P, len(c), [e["host"] for e in m["layout"]]))
 PY
 done
