@@ -124,7 +124,7 @@ def main():
         f.write("# embed-gpu-ncu: the CUDA encoder's forward pass by kernel group (Nsight Compute)\n\n")
         f.write("- command: `bash bench/run.sh embed-gpu-ncu %s`\n" % " ".join(sys.argv[1:]))
         f.write("- GPU: %s; %s, batch %d, %d lines a corpus of one-token words; ncu --clock-control none, each "
-                "kernel alone; dense peak taken as %.1f TFLOP/s\n\n" % (", ".join(gpu), a.precision, a.batch,
+                "kernel alone; dense peak taken as %.1f TFLOP/s\n\n" % (gpu[0] if gpu else "?", a.precision, a.batch,
                                                                        a.lines, a.peak_tflops))
         f.write("| tokens a line | plain forward ms | sentences/s | kernels' sum ms | TFLOP/s over the plain forward "
                 "| % of peak |\n|---:|---:|---:|---:|---:|---:|\n")
