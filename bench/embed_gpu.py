@@ -90,7 +90,8 @@ def st(model_dir, batch, reps, out_dir, *corpora):
             walls.append(time.perf_counter() - t0)
         wall = statistics.median(walls)
         emb.astype("<f4").tofile(os.path.join(out_dir, f"st_{name}.f32"))
-        print(json.dumps({"impl": "sentence-transformers", "torch": torch.__version__, "device": dev, "precision": "fp16", "attention": attn, "corpus": path,
+        print(json.dumps({"impl": "sentence-transformers", "torch": torch.__version__, "device": dev,
+                          "precision": "fp16", "attention": attn, "corpus": path,
                           "lines": n, "tokens": sum(lens), "padded_tokens": padded, "batch": batch, "reps": reps,
                           "forward_ms_median": round(fwd, 3), "forward_sentences_per_s": round(n / (fwd * 1e-3), 1),
                           "encode_s_median": round(wall, 4), "encode_sentences_per_s": round(n / wall, 1)}), flush=True)

@@ -52,7 +52,8 @@ for i in 1 2 3 4 5 6 7 8; do cat "$W/corpus.txt"; done > "$W/corpus_x8.txt"
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 40)) 30 1 > "$W/synthetic_32tok.txt"
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 16)) 126 2 > "$W/synthetic_128tok.txt"
 python3 bench/embed_gpu.py synth "$MODEL/vocab.txt" $((BATCH * 8)) 254 3 > "$W/synthetic_256tok.txt"
-CORPORA=("$W/synthetic_32tok.txt" "$W/synthetic_128tok.txt" "$W/synthetic_256tok.txt" "$W/corpus.txt" "$W/corpus_x8.txt")
+CORPORA=("$W/synthetic_32tok.txt" "$W/synthetic_128tok.txt" "$W/synthetic_256tok.txt" "$W/corpus.txt"
+  "$W/corpus_x8.txt")
 
 # the encoder alone: vecanneal (fp16, bf16), then PyTorch
 : > "$W/va_forward.jsonl"

@@ -43,7 +43,8 @@ for p in 1 2; do
     { tail -5 "$W/run$p.log"; $V fail "$p GPU(s): the run failed"; continue; }
   e=$(date +%s.%N)
   $V run "$W/i$p.h5" "$W/m$p.json" "$N" --label "$p GPU(s)" > /dev/null
-  python3 - "$W/m$p.json" "$p" "$(awk -v a="$s" -v b="$e" 'BEGIN{print b-a}')" "$W/run$p.log" >> "$OUT/index_time.csv" <<'PY'
+  wall=$(awk -v a="$s" -v b="$e" 'BEGIN{print b-a}')
+  python3 - "$W/m$p.json" "$p" "$wall" "$W/run$p.log" >> "$OUT/index_time.csv" <<'PY'
 import json, re, statistics, sys
 m, p, wall = json.load(open(sys.argv[1])), sys.argv[2], float(sys.argv[3])
 # Progress lines: iter T energy distortion changed anchors ms/iter ETA [stream GB/s]

@@ -64,15 +64,12 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
   double bytes = 0, streamed = 0;
   VA_MPI(MPI_Reduce(&comm_bytes, &bytes, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&s->stream_copied_bytes, &streamed, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-  const double gpu_mem[2] = {s->gpu_memory_loop_bytes, s->gpu_memory_peak_bytes};
-  double gmin[2], gmax[2], gsum[2];
-  VA_MPI(MPI_Reduce(gpu_mem, gmin, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
-  VA_MPI(MPI_Reduce(gpu_mem, gmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-  VA_MPI(MPI_Reduce(gpu_mem, gsum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-  double lar[3];
-  VA_MPI(MPI_Reduce(&s->loop_allreduce_seconds, &lar[0], 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
-  VA_MPI(MPI_Reduce(&s->loop_allreduce_seconds, &lar[1], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-  VA_MPI(MPI_Reduce(&s->loop_allreduce_seconds, &lar[2], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  /* per-rank figures reduced together: GPU memory at the loop's end and at its peak, the loop's collectives */
+  const double per_rank[3] = {s->gpu_memory_loop_bytes, s->gpu_memory_peak_bytes, s->loop_allreduce_seconds};
+  double gmin[3], gmax[3], gsum[3];
+  VA_MPI(MPI_Reduce(per_rank, gmin, 3, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(per_rank, gmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(per_rank, gsum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   char *layout = va_json_gather_layout(s->device);
   if (!path || !path[0]) {
     free(all_rss);
@@ -108,7 +105,7 @@ int va_metrics_write(const char *path, const va_run_summary_t *s, const va_confi
   va_json_number(&j, "rows_per_second",
                  s->loop_seconds > 0 ? (double)s->n * (double)s->iterations / s->loop_seconds : 0);
   va_json_number(&j, "allreduce_bytes_per_rank", bytes);
-  json_min_mean_max(&j, "loop_allreduce_seconds", lar[0], lar[1] / P, lar[2]);
+  json_min_mean_max(&j, "loop_allreduce_seconds", gmin[2], gsum[2] / P, gmax[2]);
   if (s->stream_chunk_bytes > 0) {
     va_json_object(&j, "gpu_stream");
     va_json_number(&j, "chunk_bytes", s->stream_chunk_bytes);

@@ -44,6 +44,9 @@ static int gen_threads(void) {
   return t > 0 ? t : 1;
 }
 
+/* Rows a chunk of generation holds: 16 MiB of float32 values (at least one row). */
+static int64_t gen_chunk_rows(int64_t d) { return (16 << 20) / (d * 4) > 0 ? (16 << 20) / (d * 4) : 1; }
+
 /* Rows ids [id0, id0 + m) into out (m x d floats), or into half as binary16 when half is not NULL. */
 static void gen_rows_into(const va_gen_options_t *g, int64_t id0, int64_t m, float *out, uint16_t *half, int threads) {
 #pragma omp parallel for num_threads(threads > 1 && m * g->d >= (1 << 16) ? threads : 1) schedule(static)
@@ -120,14 +123,12 @@ static void gen_setup(hid_t file, void *ctx) {
 
 /* The rows of `name` (total rows, global ids from id0) that this rank owns, written in chunks; the first
  * ahead_rows come from the buffer generated ahead. */
-static void write_block(hid_t file, const gen_write_t *w, const char *name, int64_t total, int64_t id0,
+static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0,
                         const void *ahead, int64_t ahead_rows) {
-  const va_gen_options_t *g = w->g;
   const size_t esize = g->half ? 2 : 4;
   int64_t start, count;
   va_shard_range(total, va_proc.rank, va_proc.nranks, &start, &count);
-  int64_t chunk = (16 << 20) / (g->d * 4);
-  if (chunk < 1) chunk = 1;
+  const int64_t chunk = gen_chunk_rows(g->d);
   const int threads = gen_threads();
   float *buf = va_malloc((size_t)(chunk * g->d) * sizeof(float), "gen buffer");
   uint16_t *hbuf = g->half ? va_malloc((size_t)(chunk * g->d) * sizeof(uint16_t), "gen half buffer") : NULL;
@@ -161,8 +162,8 @@ static void write_block(hid_t file, const gen_write_t *w, const char *name, int6
 
 static void gen_rows(hid_t file, void *ctx) {
   const gen_write_t *w = ctx;
-  write_block(file, w, "/train", w->g->n, 0, w->ahead, w->ahead_rows);
-  if (w->g->test > 0) write_block(file, w, "/test", w->g->test, w->g->n, NULL, 0);
+  write_block(file, w->g, "/train", w->g->n, 0, w->ahead, w->ahead_rows);
+  if (w->g->test > 0) write_block(file, w->g, "/test", w->g->test, w->g->n, NULL, 0);
 }
 
 /* With serial HDF5 the ranks write one after another (va_h5_write_file), and rows generated inside the
@@ -175,7 +176,8 @@ static void generate_ahead(gen_write_t *w) {
   int64_t start, count;
   va_shard_range(g->n, va_proc.rank, va_proc.nranks, &start, &count);
   const double row_bytes = (double)g->d * (g->half ? 2.0 : 4.0);
-  const int64_t chunk = (16 << 20) / (g->d * 4) > 0 ? (16 << 20) / (g->d * 4) : 1;
+  const int64_t chunk = gen_chunk_rows(g->d);
+  const int threads = gen_threads();
   const va_mem_room_t room = va_mem_room_resident(va_proc.local_nranks);
   double budget = 1073741824.0;
   if (room.bytes >= 0 && room.bytes / 4 < budget) budget = room.bytes / 4;
@@ -194,8 +196,8 @@ static void generate_ahead(gen_write_t *w) {
       va_format_seconds((last - t0) * (double)(rows - r0) / (double)r0, eta, sizeof eta);
       va_log0("gen: rank 0 generated %lld of its first %lld rows, ETA %s\n", (long long)r0, (long long)rows, eta);
     }
-    if (g->half) gen_rows_into(g, start + r0, m, tmp, (uint16_t *)w->ahead + r0 * g->d, gen_threads());
-    else gen_rows_into(g, start + r0, m, (float *)w->ahead + r0 * g->d, NULL, gen_threads());
+    if (g->half) gen_rows_into(g, start + r0, m, tmp, (uint16_t *)w->ahead + r0 * g->d, threads);
+    else gen_rows_into(g, start + r0, m, (float *)w->ahead + r0 * g->d, NULL, threads);
   }
   w->ahead_rows = rows;
   free(tmp);
@@ -261,7 +263,7 @@ static va_neighbor_t *exact_neighbors(const va_gen_options_t *g) {
   for (int64_t q = 0; q < nq; q++) va_topk_init(&heaps[q], local + q * K, K);
   int64_t start, count;
   va_shard_range(g->n, va_proc.rank, va_proc.nranks, &start, &count);
-  const int64_t chunk = (16 << 20) / (d * 4) > 0 ? (16 << 20) / (d * 4) : 1;
+  const int64_t chunk = gen_chunk_rows(d);
   float *rows = va_malloc((size_t)(chunk * d) * sizeof(float), "train rows");
   for (int64_t r0 = 0; r0 < count; r0 += chunk) {
     const int64_t m = count - r0 < chunk ? count - r0 : chunk;
