@@ -61,12 +61,12 @@ if [ "${BASE:-1}" = 1 ]; then
     --precisions tf32,fp16,bf16,tf32+default,fp16+default,bf16+default
 fi
 if [ "${LARGE_K:-0}" = 1 ]; then
-  # The nlist of billion-row IVF indexes: k 65536 at LARGE_K_ROWS (default 1M and 4M) x 128 and x 768,
-  # 10 Lloyd steps.
+  # The nlist of billion-row IVF indexes: k 65536 at LARGE_K_ROWS (default 1M and 4M) x LARGE_K_DIMS (128
+  # and 768), 10 Lloyd steps, LARGE_K_REPS runs of each method (3), against LARGE_K_PEERS (both).
   for n in ${LARGE_K_ROWS:-1000000 4000000}; do
-    for d in 128 768; do
+    for d in ${LARGE_K_DIMS:-128 768}; do
       peers "$((n / 1000000))Mx$d-k65536" --data "$(rows "$n" "$d")" --k 65536 --iters 10 --precisions fp16,bf16 \
-        --peers torch-fp16,flash
+        --reps "${LARGE_K_REPS:-3}" --peers "${LARGE_K_PEERS:-torch-fp16,flash}"
     done
   done
 fi

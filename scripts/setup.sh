@@ -32,6 +32,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "setup: system packages present"
 fi
+# The test suite's Python is the first python3 on PATH; where that is not the system's (pyenv, a
+# virtual environment), Debian's numpy and h5py are not its own: pip installs them there.
+if [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && ! python3 -c 'import numpy, h5py' > /dev/null 2>&1; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "setup: installing numpy and h5py for $(command -v python3) (pip)"
+  $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q "numpy<2" h5py > /dev/null
+fi
 # faiss has no Debian package: pip into the system Python (PIP_BREAK_SYSTEM_PACKAGES passes PEP 668's
 # guard; older pip ignores it), numpy held to the packaged major version (a numpy 2 from PyPI breaks
 # Debian 12's h5py, built against numpy 1). Without faiss the reader's test skips its faiss part only.
