@@ -194,6 +194,14 @@ void va_backend_cuda_warm_up(va_state_t *st) {
   va_comm_ready(st->k * VA_STATS_W(st->d) + VA_ITER_EXTRAS); /* gpu_stats' count in an iteration */
 }
 
+int va_cuda_start_device(int device) {
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(NULL) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  return 0;
+}
+
 int va_cuda_bus_id(int device, char *buf, int len) { return cudaDeviceGetPCIBusId(buf, len, device) != cudaSuccess; }
 
 int va_cuda_memory(int device, size_t *free_bytes, size_t *total_bytes) {

@@ -14,6 +14,9 @@ extern const va_backend_t va_backend_cuda;
 /* The device of this rank: `requested` if >= 0 (and visible), else node-local rank modulo the visible
  * devices; -1 when there is none. */
 int va_cuda_pick_device(int requested);
+/* Makes `device` current on the calling thread and creates its primary context (the CUDA driver's
+ * start comes first in a process); non-zero when either fails (the caller reports later uses' errors). */
+int va_cuda_start_device(int device);
 /* A device's PCI bus id ("0000:3c:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES numbers it);
  * non-zero when it cannot be read. */
 int va_cuda_bus_id(int device, char *buf, int len);

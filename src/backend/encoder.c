@@ -13,7 +13,7 @@
 #include "backend/encoder.h"
 #include "util/util.h" /* va_now, va_malloc, VA_FATAL */
 #ifdef VECANNEAL_CUDA
-#include "backend/cuda.h"    /* va_cuda_pick_device */
+#include "backend/cuda.h"    /* va_cuda_pick_device, va_cuda_start_device */
 #include "cuda/kernels.h"    /* va_cuda_free_device, va_cuda_copy_to_host */
 #include "embed/bert_cuda.h" /* va_bert_cuda_* */
 #endif
@@ -45,12 +45,37 @@ int va_encoder_gpu_built(void) {
 #endif
 }
 
-int va_encoder_pick_device(const char *backend) {
+struct va_device_pick {
+  const char *backend;
+  int device;
+  pthread_t thread;
+  int running;
+};
+
+static void *pick_main(void *arg) {
+  va_device_pick_t *p = arg;
+  p->device = -1;
 #ifdef VECANNEAL_CUDA
-  if (strcmp(backend, "cpu")) return va_cuda_pick_device(-1);
+  if (strcmp(p->backend, "cpu")) p->device = va_cuda_pick_device(-1);
+  if (p->device >= 0) (void)va_cuda_start_device(p->device); /* a failure shows at the set-up's first call */
 #endif
-  (void)backend;
-  return -1;
+  return NULL;
+}
+
+va_device_pick_t *va_encoder_pick_device(const char *backend) {
+  va_device_pick_t *p = va_malloc(sizeof *p, "the device choice");
+  memset(p, 0, sizeof *p);
+  p->backend = backend;
+  p->running = pthread_create(&p->thread, NULL, pick_main, p) == 0;
+  if (!p->running) pick_main(p); /* no thread to be had: choose here */
+  return p;
+}
+
+int va_encoder_picked(va_device_pick_t *p) {
+  if (p->running && pthread_join(p->thread, NULL) != 0) VA_FATAL("cannot join the device choice's thread");
+  const int device = p->device;
+  free(p);
+  return device;
 }
 
 #ifdef VECANNEAL_CUDA

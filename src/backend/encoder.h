@@ -16,8 +16,13 @@ typedef struct va_encoder va_encoder_t;
 /* Whether this build has the GPU encoder at all. */
 int va_encoder_gpu_built(void);
 /* Local: this rank's device for the GPU encoder under --backend `backend` ("auto", "cuda" or "cpu"):
- * node-local rank modulo the visible devices, or -1 (backend "cpu", a build without CUDA, no device). */
-int va_encoder_pick_device(const char *backend);
+ * node-local rank modulo the visible devices, or -1 (backend "cpu", a build without CUDA, no device).
+ * Chosen on a thread of its own, which also creates the device's context, so that the CUDA driver's
+ * start overlaps the caller's reading of the vocabulary and weights: va_encoder_pick_device starts it,
+ * va_encoder_picked waits for it and returns the device; every started pick is waited for once. */
+typedef struct va_device_pick va_device_pick_t;
+va_device_pick_t *va_encoder_pick_device(const char *backend);
+int va_encoder_picked(va_device_pick_t *pick);
 
 /* Starts an encoder for batches of at most max_seqs sequences. device < 0: the CPU encoder with
  * `threads` threads, ready at once. device >= 0: the GPU encoder in `precision` ("fp32", "fp16",

@@ -530,6 +530,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     if ((rc = va_files_prepare(inputs, 4, outputs, 3))) return rc;
     va_stop_advice("nothing was written: run the command again");
   }
+  /* The device is chosen (and its context created) while the vocabulary and weights are read. */
+  va_device_pick_t *pick = encode ? va_encoder_pick_device(a.backend) : NULL;
   char merr[768] = "";
   va_tokenizer_t *tok = NULL;
   va_bert_t model;
@@ -551,6 +553,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     rc = VA_EXIT_USAGE;
   }
   rc = va_agree(rc, err);
+  int device = pick ? va_encoder_picked(pick) : -1;
   if (rc) {
     va_tok_free(tok);
     va_bert_free(&model);
@@ -559,7 +562,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
 
   /* Encoder: CPU or CUDA on every rank (never a mix, so rows do not depend on the rank they land on);
    * none when only tokenizing. */
-  int device = encode ? va_encoder_pick_device(a.backend) : -1;
   int all_have = device >= 0;
   VA_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (encode && !strcmp(a.backend, "cuda") && !all_have) {
