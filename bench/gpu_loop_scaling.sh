@@ -3,8 +3,8 @@
 # 1, 2, 4, ... GPUs (up to the machine's count, or GPUS="1,2"), REPS runs each, d 128, k 1024, fp16
 # products, 20 iterations, per-iteration times from the progress lines (the median iteration leaves
 # out the first one, where NCCL's first-use costs would land) and the loop's collectives from --metrics
-# (loop_allreduce_seconds) divided by the iterations (max over ranks: it includes the wait for the
-# slowest rank).
+# (loop_allreduce_seconds) divided by the iterations, max and min over ranks (the max includes the wait
+# for the slowest rank; the min is near the collectives' own cost).
 #   weak:   ROWS_PER_GPU rows per GPU (default 2000000): efficiency t1 / tP on the median iteration
 #   strong: STRONG_N rows in all (default 8000000): efficiency t1 / (P tP)
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): every run, weak
@@ -24,28 +24,37 @@ B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRON
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 &&
+  make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
   || { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
-gen() { [ -f "$W/n$1.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1.h5" --n "$1" --d 128 --clusters 2000 --spread 0.5 --dtype float16 > /dev/null; }
-echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,allreduce_ms_per_iter,vs_1gpu" > "$OUT/loop.csv"
+gen() {
+  [ -f "$W/n$1.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1.h5" --n "$1" --d 128 \
+    --clusters 2000 --spread 0.5 --dtype float16 > /dev/null
+}
+echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,\
+allreduce_ms_per_iter,allreduce_min_ms_per_iter,vs_1gpu" > "$OUT/loop.csv"
 run() { # mode gpus runtime_connect rep n
   local tag="$1_$2_$3_$4" cmp=""
   rm -f "$W/i_$tag.h5" "$W/m_$tag.json"
-  mpirun -n "$2" -x NCCL_NVLS_ENABLE -x NCCL_RUNTIME_CONNECT="$3" --bind-to none "$B/vecanneal" compress --input "$W/n$5.h5:/train" \
-    --anchors 1024 --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 --set max_iter=20 --set tol=0 --set min_changes=0 --set threads=4 \
-    --set seed=1 --set progress_every=1 --metrics "$W/m_$tag.json" > "$W/run_$tag.log" 2>&1 \
+  mpirun -n "$2" -x NCCL_NVLS_ENABLE -x NCCL_RUNTIME_CONNECT="$3" --bind-to none "$B/vecanneal" compress \
+    --input "$W/n$5.h5:/train" --anchors 1024 --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 \
+    --set max_iter=20 --set tol=0 --set min_changes=0 --set threads=4 --set seed=1 --set progress_every=1 \
+    --metrics "$W/m_$tag.json" \
+    > "$W/run_$tag.log" 2>&1 \
     || { tail -5 "$W/run_$tag.log"; $V fail "run $tag failed"; return; }
   $V run "$W/i_$tag.h5" "$W/m_$tag.json" "$5" --label "run $tag" > /dev/null || return
   if [ "$1" = strong ] && [ "$2" -gt 1 ]; then
     cmp=$($V ranks "$W/i_$tag.h5" "$W/i_strong_1_0_$4.h5" cuda --label "strong, $2 GPUs against 1, run $4" | tr ',' ';')
   fi
-  python3 - "$W/run_$tag.log" "$W/m_$tag.json" "$1,$2,$3,$4,$5" "$cmp" >> "$OUT/loop.csv" <<'PY' || $V fail "run $tag: its progress lines could not be read"
+  local bad="run $tag: its progress lines could not be read"
+  python3 - "$W/run_$tag.log" "$W/m_$tag.json" "$1,$2,$3,$4,$5" "$cmp" >> "$OUT/loop.csv" <<'PY' || $V fail "$bad"
 import json, re, statistics, sys
 # Progress lines: iter T energy distortion changed anchors ms/iter ETA [stream GB/s]
 ms = [float(l.split()[6]) for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s", l)]
 m = json.load(open(sys.argv[2]))
-ar = 1e3 * m["loop_allreduce_seconds"]["max"] / max(1, m["iterations"])
-print(f"{sys.argv[3]},{m['ms_per_iteration']:.3f},{ms[0]:.2f},{statistics.median(ms[1:]):.3f},{max(ms):.2f},{ar:.3f},{sys.argv[4]}")
+ar = [1e3 * m["loop_allreduce_seconds"][k] / max(1, m["iterations"]) for k in ("max", "min")]
+print(f"{sys.argv[3]},{m['ms_per_iteration']:.3f},{ms[0]:.2f},{statistics.median(ms[1:]):.3f},{max(ms):.2f},"
+      f"{ar[0]:.3f},{ar[1]:.3f},{sys.argv[4]}")
 PY
 }
 IFS=, read -r -a plist <<< "$GPUS"
@@ -65,14 +74,15 @@ def med(mode, p, rc="0", key="median_iter_ms"):
     v = [float(r[key]) for r in rows if r["mode"] == mode and r["gpus"] == str(p) and r["runtime_connect"] == rc]
     return (statistics.median(v), min(v), max(v)) if v else None
 gpus = sorted({int(r["gpus"]) for r in rows})
-print("mode   gpus  median iteration ms [min, max over runs]  allreduce ms/iter  efficiency")
+print("mode   gpus  median iteration ms [min, max over runs]  allreduce ms/iter max/min rank  efficiency")
 for mode in ("weak", "strong"):
     t1 = med(mode, 1)
     for p in gpus:
         t, a = med(mode, p), med(mode, p, key="allreduce_ms_per_iter")
+        amin = med(mode, p, key="allreduce_min_ms_per_iter")
         if not t: continue
         eff = (t1[0] / t[0] if mode == "weak" else t1[0] / (p * t[0])) if t1 else float("nan")
-        print(f"{mode:6s} {p:4d}  {t[0]:8.3f} [{t[1]:.3f}, {t[2]:.3f}]  {a[0]:17.3f}  {eff:10.2f}")
+        print(f"{mode:6s} {p:4d}  {t[0]:8.3f} [{t[1]:.3f}, {t[2]:.3f}]  {a[0]:17.3f} / {amin[0]:.3f}  {eff:10.2f}")
 PY
 cat "$VERIFY_LOG"
 $V verdict
