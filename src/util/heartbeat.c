@@ -1,5 +1,6 @@
-/* heartbeat.c: the rank-0 helper thread of heartbeat.h. It sleeps in steps of a quarter of a second
- * so that stopping it never waits long. */
+/* heartbeat.c: the rank-0 helper thread of heartbeat.h. It sleeps in steps of a quarter of a second,
+ * or of a quarter of the quiet threshold when that is shorter, so that stopping it never waits long
+ * and a line comes within a step of being due. */
 #define _POSIX_C_SOURCE 200809L
 #include "util/heartbeat.h"
 
@@ -14,13 +15,20 @@ static volatile int stopping;
 
 static void *heartbeat_main(void *arg) {
   (void)arg;
-  const struct timespec step = {0, 250000000L};
-  int told = 0; /* heartbeat lines since the last progress line */
+  const double threshold = va_progress_seconds();
+  const long step_ns = threshold < 1.0 ? (long)(threshold * 0.25e9) + 1000000L : 250000000L;
+  const struct timespec step = {0, step_ns};
+  int told = 0;      /* heartbeat lines since the last progress line */
+  double seen = 0.0; /* when the last progress line seen was printed */
   while (!stopping) {
     nanosleep(&step, NULL);
-    double quiet = va_log_quiet_seconds();
-    if (quiet < va_progress_seconds()) told = 0;
-    else if (!stopping && quiet >= va_progress_seconds() * (told + 1)) {
+    double line_at = 0.0;
+    const double quiet = va_log_quiet_seconds(&line_at);
+    if (line_at != seen) { /* a progress line since the last look (heartbeat lines are asides: not counted) */
+      seen = line_at;
+      told = 0;
+    }
+    if (line_at > 0 && !stopping && quiet >= threshold * (told + 1)) {
       va_log0_aside("  (still working: %.*f s since the line above)\n", quiet < 10 ? 1 : 0, quiet);
       told++;
     }

@@ -332,10 +332,11 @@ double va_progress_seconds(void) {
   return seconds;
 }
 
-double va_log_quiet_seconds(void) {
+double va_log_quiet_seconds(double *line_at) {
   pthread_mutex_lock(&log_lock);
   double last = log_last;
   pthread_mutex_unlock(&log_lock);
+  if (line_at) *line_at = last;
   return last > 0 ? monotonic_seconds() - last : 0;
 }
 

@@ -115,8 +115,9 @@ void va_pending_remove_claims(void);
 void va_log0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* va_log0 for a line that is not progress (the heartbeat's): va_log_quiet_seconds goes on counting. */
 void va_log0_aside(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Seconds since rank 0 last printed a line with va_log0 (0 before its first). */
-double va_log_quiet_seconds(void);
+/* Seconds since rank 0 last printed a line with va_log0 (0 before its first); *line_at (if not NULL):
+ * when that line was printed, a value that changes with every such line (0 before the first). */
+double va_log_quiet_seconds(double *line_at);
 double va_now(void);
 /* Rank 0 prints progress at least this often during a stage that runs longer (no quiet stretches):
  * 5 s, or $VECANNEAL_PROGRESS_SECONDS (a positive number; the tests use a short one). */
