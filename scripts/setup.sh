@@ -22,10 +22,10 @@ PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmp
   python3-h5py strace)
 # faiss for the Python index reader's test comes from pip (below).
 [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && PKGS+=(python3-pip)
+SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   echo "setup: installing ${missing[*]} (apt-get)"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" > /dev/null
@@ -33,9 +33,9 @@ else
   echo "setup: system packages present"
 fi
 # The test suite's Python is the first python3 on PATH; where that is not the system's (pyenv, a
-# virtual environment), Debian's numpy and h5py are not its own: pip installs them there.
+# virtual environment), Debian's numpy and h5py are not its own: pip installs them there (numpy 1, as
+# Debian 12's, which the suite runs with).
 if [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && ! python3 -c 'import numpy, h5py' > /dev/null 2>&1; then
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   echo "setup: installing numpy and h5py for $(command -v python3) (pip)"
   $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q "numpy<2" h5py > /dev/null
 fi
@@ -43,7 +43,6 @@ fi
 # guard; older pip ignores it), numpy held to the packaged major version (a numpy 2 from PyPI breaks
 # Debian 12's h5py, built against numpy 1). Without faiss the reader's test skips its faiss part only.
 if [ "${VECANNEAL_TEST_DEPS:-0}" = 1 ] && ! python3 -c 'import faiss' > /dev/null 2>&1; then
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   np_major=$(python3 -c 'import numpy; print(numpy.__version__.split(".")[0])')
   echo "setup: installing faiss-cpu (pip)"
   $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q faiss-cpu "numpy<$((np_major + 1))" > /dev/null ||

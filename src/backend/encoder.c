@@ -66,8 +66,10 @@ va_device_pick_t *va_encoder_pick_device(const char *backend) {
   va_device_pick_t *p = va_malloc(sizeof *p, "the device choice");
   memset(p, 0, sizeof *p);
   p->backend = backend;
-  p->running = pthread_create(&p->thread, NULL, pick_main, p) == 0;
-  if (!p->running) pick_main(p); /* no thread to be had: choose here */
+  /* a thread only where there is a device to look for (no thread to be had: choose here) */
+  if (va_encoder_gpu_built() && strcmp(backend, "cpu"))
+    p->running = pthread_create(&p->thread, NULL, pick_main, p) == 0;
+  if (!p->running) pick_main(p);
   return p;
 }
 

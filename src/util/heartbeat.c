@@ -16,10 +16,11 @@ static volatile int stopping;
 static void *heartbeat_main(void *arg) {
   (void)arg;
   const double threshold = va_progress_seconds();
-  const long step_ns = threshold < 1.0 ? (long)(threshold * 0.25e9) + 1000000L : 250000000L;
-  const struct timespec step = {0, step_ns};
-  int told = 0;      /* heartbeat lines since the last progress line */
-  double seen = 0.0; /* when the last progress line seen was printed */
+  const double step_s = threshold / 4 < 0.25 ? threshold / 4 : 0.25;
+  const struct timespec step = {0, (long)(step_s * 1e9) + 1000000L}; /* 1 ms more: never a zero sleep */
+  /* heartbeat lines since the last progress line, and when that line was printed */
+  int told = 0;
+  double seen = 0.0;
   while (!stopping) {
     nanosleep(&step, NULL);
     double line_at = 0.0;
@@ -28,7 +29,7 @@ static void *heartbeat_main(void *arg) {
       seen = line_at;
       told = 0;
     }
-    if (line_at > 0 && !stopping && quiet >= threshold * (told + 1)) {
+    if (!stopping && quiet >= threshold * (told + 1)) { /* quiet is 0 before the first line */
       va_log0_aside("  (still working: %.*f s since the line above)\n", quiet < 10 ? 1 : 0, quiet);
       told++;
     }
