@@ -101,22 +101,23 @@ static int gpu_init_farthest(va_state_t *st) {
 static void gpu_farthest(va_state_t *st) { va_cuda_farthest(ctx_of(st), st->rmax_local, st->rarg); }
 static void gpu_hist(va_state_t *st, int64_t bins, double *hist) { va_cuda_hist(ctx_of(st), st->rmax, bins, hist); }
 /* Summed in place on the device when the job reduces through NCCL (or has one rank), else through the
- * host and back. Then the update is queued behind the statistics and only their scalar columns come
- * back (24 bytes an anchor instead of 8 (d + 3)): the host waits for those while the device moves the
- * anchors. */
+ * host and back. The collective is ordered within the context's stream, and the update is queued behind
+ * it, so the device goes from statistics to sums to update without waiting for the host; only the
+ * statistics' scalar columns come back (24 bytes an anchor instead of 8 (d + 3)): the host waits for
+ * those while the device moves the anchors. */
 static void gpu_stats(va_state_t *st, const va_stats_rule_t *rule, const double *x, int64_t nx, const va_update_t *upd,
                       double *acc) {
   va_cuda_t *g = ctx_of(st);
   int64_t count = st->k * VA_STATS_W(st->d) + nx;
   double *dacc = va_cuda_stats_device(g, rule, x, nx);
-  if (va_proc.nranks > 1) va_cuda_sync(g); /* the collective reads the buffer from another stream */
-  if (!va_allreduce_sum_f64_device(dacc, count)) {
+  if (!va_allreduce_sum_f64_device(dacc, count, va_cuda_work_stream(g))) {
     va_cuda_fetch_f64(g, dacc, count, acc);
     va_allreduce_sum_f64(acc, count);
     va_cuda_put_f64(g, dacc, acc, count);
   }
   va_cuda_queue_scalars(g, dacc, nx);
   if (upd) va_cuda_update_anchors(g, upd->eta, upd->beta, upd->max_step, st->cosine);
+  va_comm_wait_device();
   va_cuda_take_scalars(g, nx, acc);
 }
 static void gpu_remap(va_state_t *st, const int64_t *newidx, int64_t k_old) {

@@ -1,8 +1,9 @@
 /* comm.c: the loop's allreduces. MPI over MPI_COMM_WORLD on host buffers; with the CUDA backend and
  * NCCL, the same calls stage the host buffer through one device buffer and reduce it with
  * ncclAllReduce on the communicator's own stream (within a node NVLink beats MPI's host copies), and
- * device buffers (the statistics) are reduced in place. Each call times itself into the 'allreduce'
- * phase and counts the bytes it moves. */
+ * device buffers (the statistics) are reduced in place, ordered within the compute stream so that
+ * neither side waits on the host. Each collective times itself into the 'allreduce' phase (the
+ * device-buffer one by its time on the device) and counts the bytes it moves. */
 #include "comm/comm.h"
 
 #include <stdio.h>
@@ -17,6 +18,7 @@
 static va_nccl_t *nccl;
 static void *dev_buf;
 static size_t dev_bytes;
+static int device_pending; /* a device-buffer allreduce not yet waited for (va_comm_wait_device) */
 
 /* Any exit with a communicator alive: finalized when every rank leaves together, aborted when one
  * rank fails (util.h). */
@@ -37,6 +39,7 @@ void va_comm_finalize(void) {
   if (!nccl) return;
   va_nccl_destroy(nccl);
   nccl = NULL;
+  device_pending = 0;
   if (dev_buf) cudaFree(dev_buf);
   dev_buf = NULL;
   dev_bytes = 0;
@@ -69,22 +72,30 @@ static void nccl_allreduce(void *buf, int64_t count, size_t elem, int type, int 
 void va_comm_finalize(void) {}
 #endif
 
-int va_allreduce_sum_f64_device(double *dbuf, int64_t count) {
+int va_allreduce_sum_f64_device(double *dbuf, int64_t count, void *stream) {
   if (va_proc.nranks == 1) return 1; /* nothing to combine */
 #ifdef VECANNEAL_NCCL
   if (nccl) {
-    double t0 = va_now();
-    va_nccl_allreduce(nccl, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM, NULL);
-    va_nccl_wait(nccl);
+    va_nccl_allreduce(nccl, dbuf, count, VA_NCCL_F64, VA_NCCL_SUM, stream);
     va_metrics_add_bytes((double)count * sizeof(double));
-    va_phase_add(VA_PH_ALLREDUCE, va_now() - t0);
+    device_pending = 1;
     return 1;
   }
 #else
   (void)dbuf;
   (void)count;
+  (void)stream;
 #endif
   return 0;
+}
+
+void va_comm_wait_device(void) {
+#ifdef VECANNEAL_NCCL
+  if (!device_pending) return;
+  device_pending = 0;
+  va_nccl_wait(nccl);
+  va_phase_add(VA_PH_ALLREDUCE, va_nccl_last_seconds(nccl));
+#endif
 }
 
 void va_comm_ready(int64_t count) {

@@ -7,10 +7,16 @@
 #include <stdint.h>
 
 void va_allreduce_sum_f64(double *buf, int64_t count);
-/* CUDA backend: the sum over ranks of a device buffer, in place (NCCL), once the work that fills it is
- * complete. Returns 1 when the buffer holds the sum (one rank: at once), 0 without touching it when the
- * job has no NCCL communicator: the caller then sums a host copy with va_allreduce_sum_f64. */
-int va_allreduce_sum_f64_device(double *dbuf, int64_t count);
+/* CUDA backend: the sum over ranks of a device buffer, in place (NCCL), ordered within stream (a
+ * cudaStream_t): it starts once the work queued there is done, and work queued there afterwards sees
+ * the sum; the host does not wait (va_comm_wait_device does). Returns 1 when the buffer will hold the
+ * sum (one rank: at once), 0 without touching it when the job has no NCCL communicator: the caller then
+ * sums a host copy with va_allreduce_sum_f64. */
+int va_allreduce_sum_f64_device(double *dbuf, int64_t count, void *stream);
+/* Waits for the last va_allreduce_sum_f64_device (none pending: returns at once), polling for NCCL's
+ * asynchronous errors so that a peer's failure ends the job, and times it into the 'allreduce' phase by
+ * its time on the device from the moment its input was ready. */
+void va_comm_wait_device(void);
 #ifdef VECANNEAL_NCCL
 struct va_nccl;
 /* From now on the calls below reduce through this NCCL communicator (CUDA backend). */

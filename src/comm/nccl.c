@@ -16,6 +16,8 @@ struct va_nccl {
   ncclComm_t comm;
   cudaStream_t stream;
   cudaEvent_t dep;
+  cudaEvent_t began, ended; /* around the last stream-ordered allreduce (va_nccl_last_seconds) */
+  int timed;                /* began/ended hold such an allreduce */
   int rank, size, device;
   double timeout;
 };
@@ -62,6 +64,8 @@ va_nccl_t *va_nccl_create(MPI_Comm comm, int device) {
   VA_NCCL(NULL, ncclCommInitRank(&c->comm, c->size, id, c->rank));
   VA_NC_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   VA_NC_CUDA(cudaEventCreateWithFlags(&c->dep, cudaEventDisableTiming));
+  VA_NC_CUDA(cudaEventCreate(&c->began));
+  VA_NC_CUDA(cudaEventCreate(&c->ended));
   return c;
 }
 
@@ -112,16 +116,29 @@ static ncclRedOp_t nccl_op(int op) {
   VA_FATAL("unknown NCCL reduction %d", op);
 }
 
-void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *after_stream) {
+void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *stream) {
   if (count <= 0) return;
   size_t elem = 0;
   ncclDataType_t t = nccl_type(type, &elem);
   VA_NC_CUDA(cudaSetDevice(c->device));
-  if (after_stream) {
-    VA_NC_CUDA(cudaEventRecord(c->dep, (cudaStream_t)after_stream));
+  if (stream) {
+    VA_NC_CUDA(cudaEventRecord(c->dep, (cudaStream_t)stream));
     VA_NC_CUDA(cudaStreamWaitEvent(c->stream, c->dep, 0));
+    VA_NC_CUDA(cudaEventRecord(c->began, c->stream)); /* completes when the input is ready */
   }
   VA_NCCL(c->comm, ncclAllReduce(dbuf, dbuf, (size_t)count, t, nccl_op(op), c->comm, c->stream));
+  if (stream) {
+    VA_NC_CUDA(cudaEventRecord(c->ended, c->stream));
+    VA_NC_CUDA(cudaStreamWaitEvent((cudaStream_t)stream, c->ended, 0));
+    c->timed = 1;
+  }
+}
+
+double va_nccl_last_seconds(va_nccl_t *c) {
+  if (!c->timed) return 0;
+  float ms = 0;
+  VA_NC_CUDA(cudaEventElapsedTime(&ms, c->began, c->ended));
+  return ms / 1e3;
 }
 
 static void reduce_wait(va_nccl_t *c, void *dbuf, int64_t count, int type, int op) {
@@ -161,6 +178,8 @@ void va_nccl_destroy(va_nccl_t *c) {
     VA_NCCL(c->comm, ncclCommDestroy(c->comm));
   }
   VA_NC_CUDA(cudaEventDestroy(c->dep));
+  VA_NC_CUDA(cudaEventDestroy(c->began));
+  VA_NC_CUDA(cudaEventDestroy(c->ended));
   VA_NC_CUDA(cudaStreamDestroy(c->stream));
   free(c);
 }

@@ -23,9 +23,13 @@ typedef struct va_nccl va_nccl_t;
  * variable VECANNEAL_NCCL_TIMEOUT (unset or 0: none); past it the wait is fatal. */
 va_nccl_t *va_nccl_create(MPI_Comm comm, int device);
 /* In-place allreduce of count elements of a device buffer, enqueued on the communicator's own stream.
- * after_stream (a cudaStream_t, or NULL): the allreduce waits for the work already queued there, so
- * a kernel that fills buf on that stream needs no host synchronisation first. Returns at once. */
-void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *after_stream);
+ * stream (a cudaStream_t, or NULL): the allreduce is ordered within that stream as if queued on it: it
+ * waits for the work already queued there, and work queued there afterwards waits for it, so neither
+ * side needs a host synchronisation. Returns at once. */
+void va_nccl_allreduce(va_nccl_t *c, void *dbuf, int64_t count, int type, int op, void *stream);
+/* After a wait: seconds the last allreduce ordered within a stream took on the device, from the moment
+ * its input was ready (a peer that is late is waited for inside it); 0 before the first. */
+double va_nccl_last_seconds(va_nccl_t *c);
 /* Waits for everything queued on the communicator's stream, polling for asynchronous NCCL errors. */
 void va_nccl_wait(va_nccl_t *c);
 /* Enqueue + wait, timed into the allreduce phase (metrics.h), bytes counted. */

@@ -150,7 +150,7 @@ void va_cuda_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, double *
 /* This rank's statistics, as va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays
  * of k entries), followed by the nx values x (nx <= d + 3), in a device buffer of k x VA_STATS_W(d) + nx
  * doubles that stays the context's until its next call. Returns it at once, the work queued on the
- * context's stream (va_cuda_sync before another stream, e.g. an allreduce, reads it). After a deferred
+ * context's stream (another stream reads it after va_cuda_sync, or ordered after va_cuda_work_stream). After a deferred
  * assign pass the changed count replaces x[0] (nx >= 1). Streamed rows are summed chunk by chunk, the
  * chunks' sums added in chunk order. */
 double *va_cuda_stats_device(va_cuda_t *ctx, const va_stats_rule_t *rule, const double *x, int64_t nx);
@@ -160,6 +160,8 @@ void va_cuda_fetch_f64(va_cuda_t *ctx, const double *dbuf, int64_t count, double
 void va_cuda_put_f64(va_cuda_t *ctx, double *dbuf, const double *host, int64_t count);
 /* Waits for everything queued on the context. */
 void va_cuda_sync(va_cuda_t *ctx);
+/* The context's stream (a cudaStream_t), for work of other libraries ordered with the context's own. */
+void *va_cuda_work_stream(const va_cuda_t *ctx);
 /* The scalar columns of the statistics in dacc (va_cuda_stats_device's buffer, k x (d + 3) + nx): queue
  * copies weight, count and r sum per anchor and the nx appended values to pinned memory; take waits for
  * them and writes them at their places in host (k x (d + 3) + nx; the d sum columns are left alone).

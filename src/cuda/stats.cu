@@ -684,6 +684,8 @@ extern "C" void va_cuda_sync(va_cuda_t *c) {
   VA_CUDA(cudaStreamSynchronize(c->stream));
 }
 
+extern "C" void *va_cuda_work_stream(const va_cuda_t *c) { return (void *)c->stream; }
+
 /* out[3 j + f] = acc[j W + d + f] (weight, count, r sum), out[3 k + e] = acc[k W + e], then the fp16
  * overflow flag. */
 __global__ void gather_scalars_kernel(const double *__restrict__ acc, int64_t k, int d, int64_t nx,

@@ -1,7 +1,7 @@
 /* test_nccl.c: the NCCL wrapper on one GPU per rank. Run with mpirun -n P; exits 77 ("SKIP: ...") on
  * every rank when the node has fewer GPUs than ranks (or none). Checks a sum of doubles, a sum and a
- * max of floats over device buffers against the values every rank can compute, an allreduce queued
- * after a stream (after_stream), and the async-error poll. */
+ * max of floats over device buffers against the values every rank can compute, an allreduce ordered
+ * within another stream (both ways) and its device time, and the async-error poll. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -58,17 +58,25 @@ int main(int argc, char **argv) {
     printf("rank %d: %lld wrong elements\n", me, (long long)bad);
     fails++;
   }
-  /* queued after another stream: a memset there, then the sum */
+  /* ordered within another stream: the rows copied in there, the sum, then the copy back queued there
+   * too, read with no wait on the communicator's stream */
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   cudaMemsetAsync(dd, 0, (size_t)n * 8, s);
+  cudaMemcpyAsync(dd, hd, (size_t)n * 8, cudaMemcpyHostToDevice, s);
   va_nccl_allreduce(c, dd, n, VA_NCCL_F64, VA_NCCL_SUM, s);
+  cudaMemcpyAsync(gd, dd, (size_t)n * 8, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
   va_nccl_wait(c);
-  cudaMemcpy(gd, dd, (size_t)n * 8, cudaMemcpyDeviceToHost);
   bad = 0;
-  for (int64_t i = 0; i < n; i++) bad += gd[i] != 0;
+  for (int64_t i = 0; i < n; i++) bad += gd[i] != tri * (double)i + 0.25 * P;
   if (bad) {
-    printf("rank %d: after_stream ordering broken (%lld non-zero)\n", me, (long long)bad);
+    printf("rank %d: allreduce ordered within a stream: %lld wrong elements\n", me, (long long)bad);
+    fails++;
+  }
+  double secs = va_nccl_last_seconds(c);
+  if (!(secs > 0 && secs < 60)) {
+    printf("rank %d: the ordered allreduce's device time is %g s\n", me, secs);
     fails++;
   }
   va_nccl_check_async(c);
