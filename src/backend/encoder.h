@@ -34,7 +34,8 @@ va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *p
 int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen);
 /* GPU encoder only, after ready: from now on the vectors stay in device memory, sequence b of the
  * batch submitted with `first` going to row order[first + b] of an n x hidden array, returned (the
- * caller frees it with va_encoder_free_device_rows). NULL for the CPU encoder. */
+ * caller frees it with va_encoder_free_device_rows). NULL, the vectors still coming back to the host,
+ * for the CPU encoder or when the array would take more than half the device's free memory. */
 float *va_encoder_output_to_device(va_encoder_t *e, const int64_t *order, int64_t n);
 /* Queues one batch (ids packed, lens[i] >= 1 each, as va_bert_encode); first: its position in the
  * device output's order. At most two batches outstanding. Out of memory is fatal (exit 5). */

@@ -831,6 +831,9 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
 extern "C" float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t *order, int64_t n) {
   if (g->dev_out) VA_FATAL("CUDA encoder: device output asked for twice");
   VA_CUDA(cudaSetDevice(g->device));
+  size_t free_bytes = 0, total_bytes = 0, bytes = (size_t)(n > 0 ? n : 1) * (g->H * sizeof(float) + sizeof(int64_t));
+  VA_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (bytes > free_bytes / 2) return NULL; /* the rest is for whatever the rows are for next */
   VA_CUDA(cudaMalloc(&g->dev_out, (size_t)(n > 0 ? n : 1) * g->H * sizeof(float)));
   VA_CUDA(cudaMalloc(&g->d_order, (size_t)(n > 0 ? n : 1) * sizeof(int64_t)));
   if (n > 0) VA_CUDA(cudaMemcpy(g->d_order, order, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));

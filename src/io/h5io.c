@@ -917,16 +917,33 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   H5Sclose(fspace);
 }
 
-void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
-                       const void *buf) {
+/* The 16 MiB chunk loop of both block writes: rows from buf, or fetched into a staging buffer. */
+static void write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                        const void *buf, va_h5_fetch_fn fetch, void *ctx) {
   int64_t chunk = (int64_t)((16u << 20) / (row_bytes > 0 ? row_bytes : 1));
   if (chunk < 1) chunk = 1;
+  void *stage = fetch ? va_malloc((size_t)(nrows < chunk ? (nrows > 0 ? nrows : 1) : chunk) * row_bytes,
+                                  "staging buffer for a block of rows")
+                      : NULL;
   int64_t rounds = va_h5_row_rounds(nrows, chunk);
   for (int64_t r = 0; r < rounds; r++) {
     int64_t r0 = r * chunk, nr = nrows - r0 > chunk ? chunk : nrows - r0;
     if (nr < 0) nr = 0;
-    va_h5_write_rows(dset, memtype, row0 + r0, nr, cols, (const char *)buf + (nr > 0 ? r0 : 0) * (int64_t)row_bytes);
+    const void *rows = buf ? (const char *)buf + (nr > 0 ? r0 : 0) * (int64_t)row_bytes : stage;
+    if (fetch && nr > 0) fetch(ctx, r0, nr, stage);
+    va_h5_write_rows(dset, memtype, row0 + r0, nr, cols, rows);
   }
+  free(stage);
+}
+
+void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                       const void *buf) {
+  write_block(dset, memtype, row0, nrows, cols, row_bytes, buf, NULL, NULL);
+}
+
+void va_h5_write_block_fetched(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                               va_h5_fetch_fn fetch, void *ctx) {
+  write_block(dset, memtype, row0, nrows, cols, row_bytes, NULL, fetch, ctx);
 }
 
 int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen) {

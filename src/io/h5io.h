@@ -123,6 +123,11 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
  * 16 MiB chunks (every rank calls H5Dwrite equally often when collective). */
 void va_h5_write_block(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
                        const void *buf);
+/* The same for rows that are not in host memory: fetch(ctx, first, count, buf) puts this rank's rows
+ * [first, first + count) (counted from 0 within its block) into buf before each chunk is written. */
+typedef void (*va_h5_fetch_fn)(void *ctx, int64_t first, int64_t count, void *buf);
+void va_h5_write_block_fetched(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, size_t row_bytes,
+                               va_h5_fetch_fn fetch, void *ctx);
 /* A string attribute (fixed or variable length) into out; 0 when found. */
 int va_h5_attr_read_str(hid_t obj, const char *name, char *out, size_t outlen);
 /* Attribute helpers (scalar, on any object). */

@@ -40,7 +40,9 @@ typedef struct {
   const va_embed_options_t *a;
   int64_t n, row0, n_local;
   int d;
-  const float *emb;
+  const float *emb;  /* the rows in host memory, or */
+  const float *demb; /* in GPU memory (embed_rows fetches them a block at a time) */
+  int on_gpu;        /* demb was used (it is freed before the metrics are written) */
   int64_t tokens, truncated, invalid, empty;
 } embed_out_t;
 
@@ -290,10 +292,18 @@ static void embed_setup(hid_t file, void *ctx) {
   corpus_attributes(file, o->a, o->tokens, o->truncated, o->invalid, o->empty);
 }
 
+static void fetch_device_rows(void *ctx, int64_t first, int64_t count, void *buf) {
+  const embed_out_t *o = ctx;
+  va_encoder_copy_device_rows(buf, o->demb + first * o->d, (size_t)(count * o->d) * sizeof(float));
+}
+
 static void embed_rows(hid_t file, void *ctx) {
   const embed_out_t *o = ctx;
   hid_t ds = VA_H5(H5Dopen2(file, o->a->dataset, H5P_DEFAULT));
-  va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, (size_t)o->d * sizeof(float), o->emb);
+  const size_t row_bytes = (size_t)o->d * sizeof(float);
+  if (o->demb)
+    va_h5_write_block_fetched(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, row_bytes, fetch_device_rows, ctx);
+  else va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, row_bytes, o->emb);
   VA_H5(H5Dclose(ds));
 }
 
@@ -367,6 +377,8 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   double mx[NPH], mn[NPH],
       rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
       fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds}, fwd_mx[4];
+  int ranks_on_gpu = 0;
+  VA_MPI(MPI_Reduce(&o->on_gpu, &ranks_on_gpu, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(fwd, fwd_mx, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -412,6 +424,7 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
     va_json_number(&j, "max", fwd_mx[0]);
     va_json_end(&j);
     va_json_number(&j, "gpu_forward_lines_per_second", fwd_mx[0] > 0 ? (double)o->n / fwd_mx[0] : 0.0);
+    va_json_int(&j, "ranks_with_vectors_in_gpu_memory", ranks_on_gpu); /* written from there (embed_rows) */
   }
   va_json_object(&j, "phases_seconds");
   for (int p = 0; p < NPH; p++) {
@@ -691,16 +704,16 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   float *emb = NULL, *demb = NULL;
   va_encoder_info_t info = {.backend = "none", .precision = "none"};
   if (encode) {
-    /* compress --embed on a GPU, nothing to write: the vectors stay on the device (handed to compress's
-     * CUDA backend, or copied to the host only if that does not take them). */
-    const int on_device = device >= 0 && keep && !write_out;
-    emb = on_device ? NULL : malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float));
+    /* On a GPU the vectors stay in device memory where they fit, so that no batch's vectors pass through
+     * the host: for compress --embed with nothing to write (handed to compress's CUDA backend, or copied
+     * to the host only if that does not take them) and for the vectors file (written from there a block
+     * at a time). */
+    const int device_out = device >= 0 && (keep ? !write_out : write_vectors);
     int64_t *order = malloc((size_t)(n_local ? n_local : 1) * sizeof *order);
     int32_t *bids = malloc((size_t)batch * (size_t)a.max_tokens * sizeof *bids);
     int *blens = malloc((size_t)batch * sizeof *blens);
     float *bout = malloc((size_t)batch * (size_t)d * sizeof(float));
-    if ((!emb && !on_device) || !order || !bids || !blens || !bout)
-      VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+    if (!order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
     for (int64_t i = 0; i < n_local; i++) order[i] = i;
     sort_lens = lens;
     qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
@@ -710,7 +723,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     rc = va_agree(va_encoder_ready(enc, first_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
     if (rc) {
       va_encoder_free(enc);
-      free(emb);
       free(order);
       free(bids);
       free(blens);
@@ -722,7 +734,9 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       va_bert_free(&model);
       return rc;
     }
-    if (on_device) demb = va_encoder_output_to_device(enc, order, n_local);
+    if (device_out) demb = va_encoder_output_to_device(enc, order, n_local);
+    if (!demb && !(emb = malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float))))
+      VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
     va_encoder_describe(enc, &info);
     if (device >= 0)
       va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
@@ -797,7 +811,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   free(ids);
   free(off);
   free(lens);
-  embed_out_t o = {&a, n, row0, n_local, d, emb, glob[0], glob[1], glob[2], glob[3]};
+  embed_out_t o = {&a, n, row0, n_local, d, emb, demb, demb != NULL, glob[0], glob[1], glob[2], glob[3]};
   if (!rc && write_vectors)
     rc = va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows,
                           &o);

@@ -6,8 +6,10 @@
 # transformers' reference), metrics saying backend cuda; the defaults (auto backend and precision, batch
 # 256) picking the GPU; `vecanneal compress` on the GPU output (must pick cosine) and `compress --embed`
 # (the GPU encoder inside compress), and with the CUDA backend too the vectors staying on the GPU (the
-# same index, bit for bit, as compressing the encoder's file); with no device visible, --backend cuda
-# exits 2 on every rank and auto falls back to the CPU. Exits 77 (SKIP) without a CUDA device.
+# same index, bit for bit, as compressing the encoder's file); 25,000 lines written from GPU memory in
+# several blocks per rank, equal row by row to the same vectors brought to the host batch by batch; with
+# no device visible, --backend cuda exits 2 on every rank and auto falls back to the CPU. Exits 77 (SKIP)
+# without a CUDA device.
 # usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR H5TOOL
 set -uo pipefail
 VA="$1" CHECK="$2" PROBE="$3" MPIEXEC="$4" MODEL="$5" DATA="$6" WORK="$7" H5TOOL="$8"
@@ -70,6 +72,16 @@ for a in final_energy total_variance; do
 done
 expect 0 compress_file "${MPI[@]}" "$VA" compress --input auto.h5:/train "${CC[@]}" --out idx_file.h5
 "$H5TOOL" close idx_dev.h5 idx_file.h5 1e-5 || fail "compress --embed on the GPU differs from compressing the encoder's file"
+
+# 25,000 lines (the 100 repeated): embed keeps each rank's vectors in GPU memory and writes them from
+# there in several 16 MiB blocks; they must equal, row by row, those that came back to the host batch by
+# batch (compress --embed --embed-out), the same batches of the same encoder
+for _ in $(seq 250); do cat corpus.txt; done > big.txt
+expect 0 embed_big "${MPI[@]}" "$VA" embed --input big.txt --model "$MODEL" --progress 0 --out big.h5 --metrics m_big.json
+grep -q '"ranks_with_vectors_in_gpu_memory": 2' m_big.json || fail "embed did not keep the vectors in GPU memory"
+expect 0 embed_big_host "${MPI[@]}" "$VA" compress --embed big.txt --embed-model "$MODEL" --embed-out big_host.h5:/train \
+  --anchors 8 --out big_idx.h5 --set max_iter=2
+"$CHECK" big.h5 /train big_host.h5:/train 25000 0 0.9999999 || fail "vectors written from GPU memory differ from the host path's"
 
 # no device visible: --backend cuda refused on every rank, auto on the CPU
 expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda
