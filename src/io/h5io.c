@@ -845,8 +845,9 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
-  /* Every rank reads back what it wrote: a write the MPI-IO layer dropped (Open MPI's OMPIO reports a
-   * full disk on stderr but not to HDF5) reads as zeros here. */
+  /* Through MPI-IO every rank reads back what it wrote: a write the MPI-IO layer dropped (Open MPI's
+   * OMPIO reports a full disk on stderr but not to HDF5) reads as zeros here. HDF5's POSIX driver (serial
+   * HDF5, io = independent) checks every write's result itself, so nothing was recorded to read. */
   char why[1024] = "";
   if (read_back(tmp, why, sizeof why)) {
     snprintf(err, sizeof err, "cannot write the %s '%s': %s (%s)", what, path, why, va_write_failure_reason(tmp));
@@ -875,7 +876,8 @@ void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf) {
   }
   const hssize_t points = H5Sget_select_npoints(fspace);
   if (points > 0 || write_collective) VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
-  if (points > 0) note_written(dset, memtype, 1, 0, NULL, NULL, buf, (size_t)points * H5Tget_size(memtype));
+  if (points > 0 && write_collective)
+    note_written(dset, memtype, 1, 0, NULL, NULL, buf, (size_t)points * H5Tget_size(memtype));
   H5Pclose(dxpl);
   H5Sclose(mspace);
   H5Sclose(fspace);
@@ -910,7 +912,7 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   }
   hid_t dxpl = transfer_plist(write_collective);
   VA_H5(H5Dwrite(dset, memtype, mspace, fspace, dxpl, buf));
-  if (nrows > 0)
+  if (nrows > 0 && write_collective)
     note_written(dset, memtype, 0, rank, off, cnt, buf, (size_t)(nrows * (rank > 1 ? cols : 1)) * H5Tget_size(memtype));
   H5Pclose(dxpl);
   H5Sclose(mspace);

@@ -104,8 +104,9 @@ typedef void (*va_h5_rows_fn)(hid_t file, void *ctx);
 int va_space_check(const char *what, const char *path, double bytes);
 /* Writes path's temporary file (files.h: va_temp_name(path, ".partial"), claimed or not) and renames
  * it to path only when it is complete and reads back: creates the file, runs setup and rows as
- * described, closes, then every rank reads back what it wrote and compares checksums (an MPI-IO layer
- * may drop a write without reporting it). what names the file's role in messages; bytes is the
+ * described, closes, then, when the transfers went through MPI-IO, every rank reads back what it wrote
+ * and compares checksums (an MPI-IO layer may drop a write without reporting it; HDF5's POSIX driver
+ * reports every failed write itself). what names the file's role in messages; bytes is the
  * expected size, checked against the free space first. Returns 0, or VA_EXIT_OUTPUT agreed on every
  * rank (message printed once) when the file cannot be created, lacks room or does not read back. A
  * failure inside a write ends the job with VA_EXIT_OUTPUT and the system's reason (va_h5_scope).
