@@ -28,7 +28,10 @@ nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
 nvidia-smi topo -m 2>/dev/null | head -8
 MODEL=$(realpath "${MODEL:-.gpu-model}") EMBED_REPEAT=${EMBED_REPEAT:-128} EMBED_REPS=${EMBED_REPS:-2}
 TARGET=; [ "${ONLY_EMBED:-0}" = 1 ] && TARGET=vecanneal
-cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" > "$OUT/cmake.log" 2>&1 && make -C "$B" -j"$(nproc)" $TARGET > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; $V fail "the build failed"; exec $V verdict; }
+cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DVA_EMBED_MODEL_DIR="$MODEL" \
+  > "$OUT/cmake.log" 2>&1 &&
+  make -C "$B" -j"$(nproc)" $TARGET > "$OUT/build.log" 2>&1 ||
+  { tail -20 "$OUT/build.log"; $V fail "the build failed"; exec $V verdict; }
 ranks=1; p=2; while [ $p -le "$NGPU" ]; do ranks="$ranks,$p"; p=$((p * 2)); done
 if [ "${ONLY_EMBED:-0}" != 1 ]; then
 (cd "$B" && ctest -L gpu --output-on-failure) > "$OUT/ctest_gpu.log" 2>&1

@@ -150,9 +150,9 @@ void va_cuda_hist(va_cuda_t *ctx, const float *rmax_host, int64_t bins, double *
 /* This rank's statistics, as va_stats_accumulate (rule->rmax, bin_lo/hi, huber_delta are host arrays
  * of k entries), followed by the nx values x (nx <= d + 3), in a device buffer of k x VA_STATS_W(d) + nx
  * doubles that stays the context's until its next call. Returns it at once, the work queued on the
- * context's stream (another stream reads it after va_cuda_sync, or ordered after va_cuda_work_stream). After a deferred
- * assign pass the changed count replaces x[0] (nx >= 1). Streamed rows are summed chunk by chunk, the
- * chunks' sums added in chunk order. */
+ * context's stream (another stream reads it after va_cuda_sync, or ordered after va_cuda_work_stream).
+ * After a deferred assign pass the changed count replaces x[0] (nx >= 1). Streamed rows are summed chunk
+ * by chunk, the chunks' sums added in chunk order. */
 double *va_cuda_stats_device(va_cuda_t *ctx, const va_stats_rule_t *rule, const double *x, int64_t nx);
 /* count doubles from a device buffer of the context (e.g. va_cuda_stats_device's) to the host; waits. */
 void va_cuda_fetch_f64(va_cuda_t *ctx, const double *dbuf, int64_t count, double *host);

@@ -77,11 +77,13 @@ expect 0 compress_file "${MPI[@]}" "$VA" compress --input auto.h5:/train "${CC[@
 # there in several 16 MiB blocks; they must equal, row by row, those that came back to the host batch by
 # batch (compress --embed --embed-out), the same batches of the same encoder
 for _ in $(seq 250); do cat corpus.txt; done > big.txt
-expect 0 embed_big "${MPI[@]}" "$VA" embed --input big.txt --model "$MODEL" --progress 0 --out big.h5 --metrics m_big.json
+expect 0 embed_big "${MPI[@]}" "$VA" embed --input big.txt --model "$MODEL" --progress 0 --out big.h5 \
+  --metrics m_big.json
 grep -q '"ranks_with_vectors_in_gpu_memory": 2' m_big.json || fail "embed did not keep the vectors in GPU memory"
-expect 0 embed_big_host "${MPI[@]}" "$VA" compress --embed big.txt --embed-model "$MODEL" --embed-out big_host.h5:/train \
-  --anchors 8 --out big_idx.h5 --set max_iter=2
-"$CHECK" big.h5 /train big_host.h5:/train 25000 0 0.9999999 || fail "vectors written from GPU memory differ from the host path's"
+expect 0 embed_big_host "${MPI[@]}" "$VA" compress --embed big.txt --embed-model "$MODEL" \
+  --embed-out big_host.h5:/train --anchors 8 --out big_idx.h5 --set max_iter=2
+"$CHECK" big.h5 /train big_host.h5:/train 25000 0 0.9999999 ||
+  fail "vectors written from GPU memory differ from the host path's"
 
 # no device visible: --backend cuda refused on every rank, auto on the CPU
 expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda
