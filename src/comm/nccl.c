@@ -82,9 +82,16 @@ void va_nccl_check_async(va_nccl_t *c) {
   }
 }
 
+/* A wait spins for this long before it sleeps between polls. A sleep costs the timer slack (about 50 us on
+ * Linux) on top of its length, and the wait for an allreduce ordered within the compute stream also covers
+ * the statistics kernels queued before it (about a millisecond at 2M rows a GPU): a wait that began to
+ * sleep within that time would notice the end late in every iteration. A rank owns its core, so spinning
+ * through an iteration costs nothing; a wait on a stuck peer still sleeps after the first 50 ms. */
+#define VA_NCCL_SPIN_SECONDS 0.05
+
 void va_nccl_wait(va_nccl_t *c) {
   double t0 = va_now();
-  for (long spins = 0;; spins++) {
+  for (;;) {
     cudaError_t e = cudaStreamQuery(c->stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) va_fatal_at(__FILE__, __LINE__, "NCCL stream failed: %s", cudaGetErrorString(e));
@@ -92,8 +99,8 @@ void va_nccl_wait(va_nccl_t *c) {
     if (c->timeout > 0 && va_now() - t0 > c->timeout)
       VA_FATAL("NCCL collective still pending after %.0f s (VECANNEAL_NCCL_TIMEOUT): a peer rank is stuck or gone",
                c->timeout);
-    if (spins > 1000) {
-      struct timespec ts = {0, 20000}; /* past the first ~ms, poll every 20 us */
+    if (va_now() - t0 > VA_NCCL_SPIN_SECONDS) {
+      struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     }
   }
