@@ -1,14 +1,18 @@
 /* bert_cuda.cu: the BERT forward pass of bert_cpu.c on a GPU, same packed batch layout (sequences back
- * to back, no padding), same arithmetic order of operations:
+ * to back, no padding), the same operations:
  *   x = LN(word[id] + pos[p] + type0);  per layer: qkv = x Wqkv^T + b;  ctx = softmax(q k^T / sqrt(32)) v
  *   per sequence and head;  x = LN(x + ctx Wo^T + bo);  x = LN(x + GELU(x W1^T + b1) W2^T + b2)
  * then mean pooling and L2 normalisation.
  * Precision: weights and activations (the residual stream x, qkv, ctx, the FFN intermediate) in the
  * model precision, fp16/bf16 as PyTorch's half model holds them (or fp32); cuBLASLt multiplies on tensor
- * cores with fp32 accumulation and adds the bias in its epilogue; LayerNorm (with its residual add),
- * softmax, GELU and pooling compute in fp32 and round once on the way out. (Not done on purpose: keeping
- * the residual stream and the GEMM results feeding it in fp32, slower for accuracy not needed;
- * docs/performance.md.)
+ * cores with fp32 accumulation and, in its epilogue, adds the bias and the residual (x + ...) in fp32 and
+ * rounds once; LayerNorm, softmax and pooling compute in fp32 and round once on the way out. (Not done on
+ * purpose: keeping the residual stream and the GEMM results feeding it in fp32, slower for accuracy not
+ * needed; docs/performance.md.)
+ * GELU: in fp16/bf16 cuBLASLt's epilogue applies it to the FFN product before its one rounding, in the
+ * tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), which differs from the model's erf GELU by at
+ * most 4.7e-4 and saves a pass over the 1536-wide intermediate (docs/embed.md gives both forms' accuracy
+ * against sentence-transformers). fp32 keeps the model's erf GELU (gelu_kernel), the exact mode.
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
  * at most 6% padding; the extra rows hold stale finite data and are never read). cuBLASLt's algorithm is
@@ -124,10 +128,10 @@ __global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *
   ln_store(v, np, lane, H, g, b, eps, x + row * H);
 }
 
-/* x = LN(x + add) over rows [0, nrows) of the given row pointers (the residual add in fp32). */
+/* x = LN(x) in place over rows [0, nrows) (the residual add is done by the GEMM before it, gemm_run). */
 template <typename T>
-__global__ void add_ln_kernel(T *__restrict__ x, const T *__restrict__ add, int64_t nrows, int H,
-                              const float *__restrict__ g, const float *__restrict__ b, float eps) {
+__global__ void ln_kernel(T *__restrict__ x, int64_t nrows, int H, const float *__restrict__ g,
+                          const float *__restrict__ b, float eps) {
   const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
   if (row >= nrows) return;
   const int lane = threadIdx.x & 31, np = H / 64;
@@ -135,15 +139,14 @@ __global__ void add_ln_kernel(T *__restrict__ x, const T *__restrict__ add, int6
 #pragma unroll
   for (int i = 0; i < MAXP; i++)
     if (i < np) {
-      const int j = 2 * (lane + 32 * i);
-      const float2 a = load2(x + row * H + j), c = load2(add + row * H + j);
-      v[2 * i] = a.x + c.x;
-      v[2 * i + 1] = a.y + c.y;
+      const float2 a = load2(x + row * H + 2 * (lane + 32 * i));
+      v[2 * i] = a.x;
+      v[2 * i + 1] = a.y;
     }
   ln_store(v, np, lane, H, g, b, eps, x + row * H);
 }
 
-/* --- GELU (erf), in place, 16 bytes per thread and step ------------------------------------------ */
+/* --- GELU (erf), in place, 16 bytes per thread and step (fp32 precision only; see gemm_init) --------- */
 template <typename T>
 __global__ void gelu_kernel(T *x, int64_t nvec) {
   constexpr int E = 16 / sizeof(T);
@@ -448,7 +451,7 @@ struct va_bert_cuda {
   const float *pos_type, *eln_g, *eln_b;
   layer_dev *layer;
   /* scratch, in the model precision */
-  void *x, *qkv, *ctx, *tmp, *ff;
+  void *x, *qkv, *ctx, *ff;
   int32_t *d_in;
   float *d_out;
   /* two batches in flight */
@@ -489,10 +492,9 @@ size_t put(arena *a, const float *src, size_t n, int as_precision) {
   return at;
 }
 
-void gemm_init(va_bert_cuda *g, gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataType_t out_t) {
+void gemm_init(gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataType_t out_t, cublasLtEpilogue_t ep) {
   VA_CUBLAS(va_blas().cublasLtMatmulDescCreate(&op->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
@@ -528,7 +530,10 @@ cublasLtMatmulAlgo_t gemm_choose(va_bert_cuda *g, gemm_op *op, uint64_t m) {
   return res.algo;
 }
 
-void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows) {
+/* D = X W^T + bias (+ D when accumulate: the residual add, in fp32 before D's one rounding), then the op's
+ * epilogue. */
+void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows,
+              bool accumulate) {
   const uint64_t m = (uint64_t)bucket_rows(rows);
   const int o = algo_octave((int64_t)m);
   if (o >= (int)(sizeof op->cache / sizeof op->cache[0]))
@@ -540,14 +545,14 @@ void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, con
   }
   gemm_set_rows(op, m);
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  const float one = 1.0f, zero = 0.0f;
-  cublasStatus_t st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld,
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  cublasStatus_t st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &beta, D, op->ld, D, op->ld,
                                                &slot->algo, g->ws, g->ws_bytes, g->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     /* The octave's algorithm does not take this row count (refused before any launch): this bucket
      * gets its own choice (a fallback; docs/performance.md). */
     cublasLtMatmulAlgo_t own = gemm_choose(g, op, m);
-    st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &zero, D, op->ld, D, op->ld, &own, g->ws,
+    st = va_blas().cublasLtMatmul(g->lt, op->desc, &one, W, op->la, X, op->lb, &beta, D, op->ld, D, op->ld, &own, g->ws,
                                   g->ws_bytes, g->stream);
   }
   if (st != CUBLAS_STATUS_SUCCESS)
@@ -562,7 +567,8 @@ template <typename T>
 void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
   const int H = g->H, F = g->F;
   const int32_t *ids = g->d_in, *pos = g->d_in + ntok, *seqoff = g->d_in + 2 * ntok;
-  T *x = (T *)g->x, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *tmp = (T *)g->tmp, *ff = (T *)g->ff;
+  T *x = (T *)g->x, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *ff = (T *)g->ff;
+  const int64_t mrows = bucket_rows(ntok); /* the rows every GEMM computes */
   embed_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(
       ids, pos, ntok, H, (const T *)g->word, g->pos_type, g->eln_g, g->eln_b, g->eps, x);
   VA_LAUNCHED();
@@ -570,7 +576,7 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
   const float scale = 1.0f / sqrtf((float)DH);
   for (int l = 0; l < g->layers; l++) {
     const layer_dev *L = &g->layer[l];
-    gemm_run(g, &g->op[OP_QKV], L->wqkv, L->bqkv, x, qkv, ntok);
+    gemm_run(g, &g->op[OP_QKV], L->wqkv, L->bqkv, x, qkv, ntok, false);
     if constexpr (std::is_same<T, float>::value) {
       attention_f32_kernel<<<agrid, ATT_THREADS, attention_f32_smem(maxlen), g->stream>>>(qkv, ctx, seqoff, H, scale);
     } else {
@@ -578,21 +584,24 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
           qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
     }
     VA_LAUNCHED();
-    /* Whole-batch passes. Not done on purpose: slicing this row-local rest of the layer so that tmp and ff
-     * stay in the L2 cache; the GEMMs lose more on short row counts than the elementwise passes gain
+    /* Whole-batch passes. Not done on purpose: slicing this row-local rest of the layer so that ff stays in
+     * the L2 cache; the GEMMs lose more on short row counts than the elementwise passes gain
      * (docs/performance.md). */
-    gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, tmp, ntok);
-    add_ln_kernel<T>
-        <<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln1_g, L->ln1_b, g->eps);
+    /* LayerNorm over the GEMM's padded rows too: their residual sums stay finite from layer to layer. */
+    gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, x, ntok, true);
+    ln_kernel<T>
+        <<<blocks_for(mrows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, mrows, H, L->ln1_g, L->ln1_b, g->eps);
     VA_LAUNCHED();
-    gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, x, ff, ntok);
-    const int64_t nvec = ntok * F / (16 / (int64_t)sizeof(T));
-    const int64_t gb = (nvec + 255) / 256, gmax = (int64_t)g->prop.multiProcessorCount * 8;
-    gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
-    VA_LAUNCHED();
-    gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, tmp, ntok);
-    add_ln_kernel<T>
-        <<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, tmp, ntok, H, L->ln2_g, L->ln2_b, g->eps);
+    gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, x, ff, ntok, false);
+    if constexpr (std::is_same<T, float>::value) {
+      const int64_t nvec = ntok * F / 4;
+      const int64_t gb = (nvec + 255) / 256, gmax = (int64_t)g->prop.multiProcessorCount * 8;
+      gelu_kernel<T><<<(unsigned)(gb < gmax ? gb : gmax), 256, 0, g->stream>>>(ff, nvec);
+      VA_LAUNCHED();
+    }
+    gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, x, ntok, true);
+    ln_kernel<T>
+        <<<blocks_for(mrows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, mrows, H, L->ln2_g, L->ln2_b, g->eps);
     VA_LAUNCHED();
   }
   pool_kernel<T><<<(unsigned)nseq, H / 2, 0, g->stream>>>(x, seqoff, H, g->d_out);
@@ -756,10 +765,13 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
     VA_CUDA(cudaEventCreateWithFlags(&g->ev_done[s], cudaEventDisableTiming));
   }
   const cudaDataType_t lp = elem_type(precision);
-  gemm_init(g, &g->op[OP_QKV], 3 * H, H, lp, lp);
-  gemm_init(g, &g->op[OP_O], H, H, lp, lp);
-  gemm_init(g, &g->op[OP_FF1], F, H, lp, lp);
-  gemm_init(g, &g->op[OP_FF2], H, F, lp, lp);
+  /* GELU: in 16-bit precisions cuBLASLt's epilogue (its tanh form), in fp32 the model's erf (gelu_kernel); see
+   * the file comment. */
+  const cublasLtEpilogue_t ff1_ep = precision == VA_BERT_FP32 ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+  gemm_init(&g->op[OP_QKV], 3 * H, H, lp, lp, CUBLASLT_EPILOGUE_BIAS);
+  gemm_init(&g->op[OP_O], H, H, lp, lp, CUBLASLT_EPILOGUE_BIAS);
+  gemm_init(&g->op[OP_FF1], F, H, lp, lp, ff1_ep);
+  gemm_init(&g->op[OP_FF2], H, F, lp, lp, CUBLASLT_EPILOGUE_BIAS);
   va_bert_cuda_reserve(g, max_batch_tokens);
   return g;
 }
@@ -771,9 +783,9 @@ extern "C" void va_bert_cuda_reserve(va_bert_cuda_t *g, int64_t max_batch_tokens
   VA_CUDA(cudaStreamSynchronize(g->stream)); /* nothing in flight uses the old scratch */
   /* Scratch, zeroed once so that the padding rows a GEMM reads before anything wrote them are finite. */
   const size_t es = elem_size(g->precision), rows = (size_t)cap, H = (size_t)g->H, F = (size_t)g->F;
-  void **bufs[] = {&g->x, &g->qkv, &g->ctx, &g->tmp, &g->ff};
-  const size_t bytes[] = {rows * H * es, rows * 3 * H * es, rows * H * es, rows * H * es, rows * F * es};
-  for (int i = 0; i < 5; i++) {
+  void **bufs[] = {&g->x, &g->qkv, &g->ctx, &g->ff};
+  const size_t bytes[] = {rows * H * es, rows * 3 * H * es, rows * H * es, rows * F * es};
+  for (int i = 0; i < 4; i++) {
     VA_CUDA(cudaFree(*bufs[i]));
     VA_CUDA(cudaMalloc(bufs[i], bytes[i]));
     VA_CUDA(cudaMemset(*bufs[i], 0, bytes[i]));
@@ -817,7 +829,6 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   VA_CUDA(cudaFree(g->x));
   VA_CUDA(cudaFree(g->qkv));
   VA_CUDA(cudaFree(g->ctx));
-  VA_CUDA(cudaFree(g->tmp));
   VA_CUDA(cudaFree(g->ff));
   VA_CUDA(cudaFree(g->weights));
   VA_CUDA(cudaFree(g->ws));
