@@ -192,10 +192,12 @@ __global__ void pool_kernel(const T *__restrict__ x, const int32_t *__restrict__
 }
 
 /* --- attention, fp16/bf16: tensor cores (mma.sync m16n8k16, fp32 accumulation) --------------------- */
-/* One block per (sequence, head): the sequence's K (row-major, rows padded to 40 elements: conflict-free
- * fragment loads) and V transposed (Vt[d][key], row stride keys + 8) go to shared memory, zero beyond
- * the sequence's n keys; each warp takes 16 query rows at a time and walks the keys 32 at a time with an
- * online softmax (exp2 with the scale folded in). Keys >= n get -inf, so padding never gets weight. */
+/* One block per (sequence, head): the sequence's K and V go to shared memory row-major (rows padded to 40
+ * elements, 80 bytes: the eight rows an ldmatrix reads fall in distinct banks), zero beyond the sequence's
+ * n keys. Each warp takes 16 query rows at a time and walks the keys 32 at a time with an online softmax:
+ * K's fragments by ldmatrix, V's by ldmatrix.trans, the scores kept unscaled (the max is taken on them)
+ * and the scale folded into the exponent, p = 2^(s c - m c) with c = log2(e) / sqrt(32). Keys >= n (only
+ * in the last chunk) get -inf, so padding never gets weight. */
 __device__ __forceinline__ uint32_t ld32(const void *p) { return *reinterpret_cast<const uint32_t *>(p); }
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float a, float b);
@@ -227,10 +229,29 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-constexpr int KROW = DH + 8; /* K row stride in shared memory (elements) */
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void *p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void *p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+/* 2^x on the special-function unit (relative error about 2^-22; 2^-inf = 0). */
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+constexpr int KROW = DH + 8; /* K and V row stride in shared memory (elements) */
 size_t attention_mma_smem(int maxlen, size_t esize) {
   const size_t lk = (size_t)((maxlen + 31) & ~31);
-  return (lk * KROW + (size_t)DH * (lk + 8)) * esize;
+  return 2 * lk * KROW * esize;
 }
 
 template <typename T>
@@ -241,9 +262,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t off = seqoff[s];
   const int n = (int)(seqoff[s + 1] - off);
-  const int lk = (n + 31) & ~31, vstride = lk + 8;
+  const int lk = (n + 31) & ~31;
   T *Ks = reinterpret_cast<T *>(smem);
-  T *Vt = Ks + lk * KROW;
+  T *Vs = Ks + lk * KROW;
   const int64_t ld = 3 * (int64_t)H;
   const T *base = qkv + off * ld + h * DH;
   for (int idx = threadIdx.x; idx < lk * (DH / 8); idx += blockDim.x) {
@@ -254,13 +275,17 @@ __global__ void __launch_bounds__(ATT_THREADS)
       vv = *reinterpret_cast<const uint4 *>(base + r * ld + 2 * H + c);
     }
     *reinterpret_cast<uint4 *>(Ks + r * KROW + c) = kv;
-    const T *ve = reinterpret_cast<const T *>(&vv);
-#pragma unroll
-    for (int i = 0; i < 8; i++) Vt[(c + i) * vstride + r] = ve[i];
+    *reinterpret_cast<uint4 *>(Vs + r * KROW + c) = vv;
   }
   __syncthreads();
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  /* ldmatrix row addresses: lane L names row L % 8 of matrix L / 8. K, per 8 keys: the four 8-column
+   * blocks of the head (fragments b0, b1 of dims 0-15, then of 16-31). V, per 16 keys and 16 dims: keys
+   * 0-7 and 8-15 of dims 0-7, then of dims 8-15 (b0, b1 of two 8-dim output blocks). */
+  const int lr = lane & 7, lm = lane >> 3;
+  const T *k_lane = Ks + lr * KROW + 8 * lm;
+  const T *v_lane = Vs + (8 * (lm & 1) + lr) * KROW + 8 * (lm >> 1);
   for (int r0 = warp * 16; r0 < n; r0 += 16 * (ATT_THREADS / 32)) {
     const int ra = r0 + g, rb = r0 + g + 8;
     uint32_t qa[2][4];
@@ -280,19 +305,23 @@ __global__ void __launch_bounds__(ATT_THREADS)
       float sc[4][4];
 #pragma unroll
       for (int j = 0; j < 4; j++) {
+        uint32_t kb[4];
+        ldsm_x4(kb, k_lane + (kc + 8 * j) * KROW);
         sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
-        const T *kr = Ks + (kc + 8 * j + g) * KROW + 2 * t;
+        mma16816<T>(sc[j], qa[0], kb[0], kb[1]);
+        mma16816<T>(sc[j], qa[1], kb[2], kb[3]);
+      }
+      if (kc + 32 > n) {
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++) mma16816<T>(sc[j], qa[kk], ld32(kr + kk * 16), ld32(kr + kk * 16 + 8));
+        for (int j = 0; j < 4; j++) {
+          const int key = kc + 8 * j + 2 * t;
+          if (key >= n) sc[j][0] = sc[j][2] = -INFINITY;
+          if (key + 1 >= n) sc[j][1] = sc[j][3] = -INFINITY;
+        }
       }
       float mx_a = -INFINITY, mx_b = -INFINITY;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const int key = kc + 8 * j + 2 * t;
-        sc[j][0] = key < n ? sc[j][0] * scale_log2 : -INFINITY;
-        sc[j][1] = key + 1 < n ? sc[j][1] * scale_log2 : -INFINITY;
-        sc[j][2] = key < n ? sc[j][2] * scale_log2 : -INFINITY;
-        sc[j][3] = key + 1 < n ? sc[j][3] * scale_log2 : -INFINITY;
         mx_a = fmaxf(mx_a, fmaxf(sc[j][0], sc[j][1]));
         mx_b = fmaxf(mx_b, fmaxf(sc[j][2], sc[j][3]));
       }
@@ -302,16 +331,17 @@ __global__ void __launch_bounds__(ATT_THREADS)
       mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
       mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
       const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-      const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b); /* 0 on the first chunk */
-      m_a = mn_a;
+      const float al_a = exp2_approx((m_a - mn_a) * scale_log2), al_b = exp2_approx((m_b - mn_b) * scale_log2);
+      m_a = mn_a; /* al is 0 on the first chunk (m = -inf) */
       m_b = mn_b;
+      const float ms_a = m_a * scale_log2, ms_b = m_b * scale_log2;
       float rs_a = 0.f, rs_b = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        sc[j][0] = exp2f(sc[j][0] - m_a);
-        sc[j][1] = exp2f(sc[j][1] - m_a);
-        sc[j][2] = exp2f(sc[j][2] - m_b);
-        sc[j][3] = exp2f(sc[j][3] - m_b);
+        sc[j][0] = exp2_approx(fmaf(sc[j][0], scale_log2, -ms_a));
+        sc[j][1] = exp2_approx(fmaf(sc[j][1], scale_log2, -ms_a));
+        sc[j][2] = exp2_approx(fmaf(sc[j][2], scale_log2, -ms_b));
+        sc[j][3] = exp2_approx(fmaf(sc[j][3], scale_log2, -ms_b));
         rs_a += sc[j][0] + sc[j][1];
         rs_b += sc[j][2] + sc[j][3];
         o[j][0] *= al_a;
@@ -328,9 +358,11 @@ __global__ void __launch_bounds__(ATT_THREADS)
                                 pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
                                 pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const T *vr = Vt + (8 * j + g) * vstride + kc + 16 * kk + 2 * t;
-          mma16816<T>(o[j], pa, ld32(vr), ld32(vr + 8));
+        for (int jj = 0; jj < 2; jj++) {
+          uint32_t vb[4];
+          ldsm_x4_trans(vb, v_lane + (kc + 16 * kk) * KROW + 16 * jj);
+          mma16816<T>(o[2 * jj], pa, vb[0], vb[1]);
+          mma16816<T>(o[2 * jj + 1], pa, vb[2], vb[3]);
         }
       }
     }
