@@ -9,10 +9,11 @@ words) and one precision (default fp16), batch 256:
   2. profile  the same with one timed pass under `ncu --clock-control none` (each kernel alone, the clocks
               left as they are); the timed pass is the second half of the launches, from the first batch's
               embedding kernel on (the first half is the warm-up pass)
-  3. report   per group of kernels: the matrix products (cuBLASLt), attention, LayerNorm (with the residual
-              add and the embedding), GELU, pooling: us of the pass, share, DRAM and SM throughput (time-
-              weighted), and for the products and attention their FLOPs over their time against the dense
-              fp16 peak given by --peak-tflops (989.4: the H200's and H100 SXM's dense fp16/bf16 tensor rate)
+  3. report   per group of kernels: the matrix products (cuBLASLt, with their epilogues: bias, residual
+              add, GELU in fp16/bf16), attention, LayerNorm (and the embedding's), GELU (fp32 only),
+              pooling: us of the pass, share, DRAM and SM throughput (time-weighted), and for the
+              products and attention their FLOPs over their time against the dense fp16 peak given by
+              --peak-tflops (989.4: the H200's and H100 SXM's dense fp16/bf16 tensor rate)
 FLOPs counted: per token and layer 2 x 384 x (1152 + 384 + 2 x 1536) for the products, 4 x L x 384 for
 attention's two products (L the line's tokens).
 Checks (bench/verify.py): the plain runs and ncu exit 0, the timed pass found (an even number of embedding
@@ -36,9 +37,10 @@ GROUPS = ("products", "attention", "layernorm", "gelu", "pooling", "other")
 
 
 def group_of(name):
-    """The kernel's group, from its name (ours by name; cuBLASLt's kernels are the rest of the products)."""
-    for key, g in (("attention", "attention"), ("add_ln", "layernorm"), ("embed_ln", "layernorm"),
-                   ("gelu", "gelu"), ("pool", "pooling"), ("scatter_rows", "pooling")):
+    """The kernel's group, from its name (ours by name; cuBLASLt's kernels, those with a GELU epilogue
+    included, are the rest of the products)."""
+    for key, g in (("attention_", "attention"), ("ln_kernel", "layernorm"), ("gelu_kernel", "gelu"),
+                   ("pool_kernel", "pooling"), ("scatter_rows", "pooling")):
         if key in name:
             return g
     if any(k in name for k in ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "Kernel2")):
