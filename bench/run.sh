@@ -61,6 +61,9 @@
 #                phase by phase: the read against dd's rate of the file, the loop's strong efficiency, the
 #                allreduce per iteration (gpu_index_time.sh). Checks: both indexes usable, 2 GPUs against 1
 #                with the cuda rank rule
+#   mpi-start    any machine: what mpirun -n NP costs around an empty MPI program, with and without hwloc's GPU
+#                discovery and the network transports (mpi_start.sh [NP] [REPS]). Checks: every launch exits 0
+#                and reports NP ranks
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 family=${1:-}
@@ -83,6 +86,7 @@ case $family in
   gpu-loop-ncu) exec python3 "$HERE/gpu_loop_ncu.py" "$@" ;;
   embed-gpu-ncu) exec python3 "$HERE/embed_gpu_ncu.py" "$@" ;;
   gpu-index-time) exec bash "$HERE/gpu_index_time.sh" "$@" ;;
+  mpi-start) exec bash "$HERE/mpi_start.sh" "$@" ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
     [ -z "$family" ] && exit 0
