@@ -9,6 +9,9 @@
 # records the command's wall time from launch to exit, its phases (max over ranks: load_model, read,
 # tokenize, encode, write) and the launcher's share (wall time less the job's own total: mpirun's
 # start, MPI's start and exit). ONLY_EMBED=1 builds vecanneal alone and runs only the embed part.
+# LAUNCH (default "defaults"): a comma list of how embed's mpirun starts: "defaults" (Open MPI's), "tuned"
+# (the README's one-node settings: HWLOC_COMPONENTS without GPU discovery in mpirun's environment, --mca pml
+# ob1 --mca btl self,vader; bench/mpi_start.sh); every GPU count runs under each, alternating per run.
 # Output under $OUT: embed_scaling.csv (one row per run), embed_summary.txt (medians, ratios to 1 GPU).
 #   bench/gpu_multi.sh [strong_n=8000000] [rows_per_gpu=2000000] [iterations=20]
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): run.py's (every
@@ -47,36 +50,50 @@ fi
 W=/tmp/embed-scaling; mkdir -p "$W"; rm -f "$W"/e*.h5
 zcat tests/data/embed_corpus.txt.gz > "$W/c1.txt"
 for _ in $(seq "$EMBED_REPEAT"); do cat "$W/c1.txt"; done > "$W/corpus.txt"
-echo "gpus,lines,encode_lines_per_s,gpu_forward_lines_per_s,setup_wait_s,wall_s,lines_per_s_whole,load_model_s,read_s,\
-tokenize_s,encode_s,write_s,job_s,launcher_s,ranks_with_vectors_in_gpu_memory" > "$OUT/embed_scaling.csv"
+LAUNCH=${LAUNCH:-defaults}
+launch_opts() { # launch -> PRE (mpirun's own environment) and OPT (its options)
+  case $1 in
+    defaults) PRE=() OPT=() ;;
+    tuned) PRE=(HWLOC_COMPONENTS=-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero) OPT=(--mca pml ob1 --mca btl self,vader) ;;
+    *) return 1 ;;
+  esac
+}
+echo "launch,gpus,lines,encode_lines_per_s,gpu_forward_lines_per_s,setup_wait_s,wall_s,lines_per_s_whole,\
+load_model_s,read_s,tokenize_s,encode_s,write_s,job_s,launcher_s,ranks_with_vectors_in_gpu_memory" \
+  > "$OUT/embed_scaling.csv"
 for p in ${ranks//,/ }; do
-  for rep in $(seq "$EMBED_REPS"); do
+  for rep in $(seq "$EMBED_REPS"); do for l in ${LAUNCH//,/ }; do
+    launch_opts "$l" || { $V fail "LAUNCH: unknown launch '$l' (defaults, tuned)"; break 2; }
     s=$(date +%s.%N)
-    mpirun -n "$p" --bind-to none -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda --model "$MODEL" --weights fp16 --input "$W/corpus.txt" \
-      --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" --progress 0 > "$W/embed$p.log" 2>&1 \
-      || { tail -5 "$W/embed$p.log"; $V fail "embed on $p GPU(s), run $rep: the run failed"; break; }
+    env "${PRE[@]}" mpirun -n "$p" --bind-to none "${OPT[@]}" -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda \
+      --model "$MODEL" --weights fp16 --input "$W/corpus.txt" --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" \
+      --progress 0 > "$W/embed$p.log" 2>&1 \
+      || { tail -5 "$W/embed$p.log"; $V fail "embed on $p GPU(s), $l launch, run $rep: the run failed"; break 2; }
     e=$(date +%s.%N)
-    python3 - "$W/e$p.json" "$p" "$s" "$e" >> "$OUT/embed_scaling.csv" <<'PY'
+    python3 - "$W/e$p.json" "$p" "$s" "$e" "$l" >> "$OUT/embed_scaling.csv" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1])); wall = float(sys.argv[4]) - float(sys.argv[3])
 ph = {k: v["max"] for k, v in m["phases_seconds"].items()}
-print(f"{sys.argv[2]},{m['lines']},{m['encode_lines_per_second']:.0f},{m['gpu_forward_lines_per_second']:.0f},"
+print(f"{sys.argv[5]},{sys.argv[2]},{m['lines']},{m['encode_lines_per_second']:.0f},"
+      f"{m['gpu_forward_lines_per_second']:.0f},"
       f"{m['gpu_setup_wait_seconds_max']:.3f},{wall:.2f},{m['lines'] / wall:.0f},"
       + ",".join(f"{ph[k]:.3f}" for k in ("load_model", "read", "tokenize", "encode", "write", "total"))
       + f",{wall - ph['total']:.3f},{m.get('ranks_with_vectors_in_gpu_memory', 0)}")
 PY
-  done
+  done; done
   [ "$p" = 1 ] || $V cosine "$W/e$p.h5:/train" "$W/e1.h5:/train" batching --label "embed, $p GPUs against 1"
 done
 python3 - "$OUT/embed_scaling.csv" <<'PY' | tee "$OUT/embed_summary.txt"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-med = lambda p, k: statistics.median(float(r[k]) for r in rows if r["gpus"] == p)
+med = lambda l, p, k: statistics.median(float(r[k]) for r in rows if r["launch"] == l and r["gpus"] == p)
 cols = ("wall_s", "launcher_s", "load_model_s", "read_s", "tokenize_s", "encode_s", "write_s", "job_s")
-print("gpus  " + "  ".join(cols) + "  (medians, s)  whole / job / encode against 1 GPU")
-for p in sorted({r["gpus"] for r in rows}, key=int):
-    ratio = "/".join(f"{med('1', k) / med(p, k):.2f}x" for k in ("wall_s", "job_s", "encode_s")) if "1" != p else ""
-    print(f"{p:>4}  " + "  ".join(f"{med(p, k):.2f}" for k in cols) + "  " + ratio)
+print("launch    gpus  " + "  ".join(cols) + "  (medians, s)  whole / job / encode against 1 GPU, same launch")
+for l in dict.fromkeys(r["launch"] for r in rows):
+    for p in sorted({r["gpus"] for r in rows if r["launch"] == l}, key=int):
+        ratio = ("/".join(f"{med(l, '1', k) / med(l, p, k):.2f}x" for k in ("wall_s", "job_s", "encode_s"))
+                 if p != "1" else "")
+        print(f"{l:8s}  {p:>4}  " + "  ".join(f"{med(l, p, k):.2f}" for k in cols) + "  " + ratio)
 PY
 cat "$OUT/embed_scaling.csv" "$VERIFY_LOG"
 $V verdict
