@@ -58,14 +58,17 @@ launch_opts() { # launch -> PRE (mpirun's own environment) and OPT (its options)
     *) return 1 ;;
   esac
 }
+for l in ${LAUNCH//,/ }; do
+  launch_opts "$l" || { $V fail "LAUNCH: unknown launch '$l' (defaults, tuned)"; exec $V verdict; }
+done
 echo "launch,gpus,lines,encode_lines_per_s,gpu_forward_lines_per_s,setup_wait_s,wall_s,lines_per_s_whole,\
 load_model_s,read_s,tokenize_s,encode_s,write_s,job_s,launcher_s,ranks_with_vectors_in_gpu_memory" \
   > "$OUT/embed_scaling.csv"
 for p in ${ranks//,/ }; do
   for rep in $(seq "$EMBED_REPS"); do for l in ${LAUNCH//,/ }; do
-    launch_opts "$l" || { $V fail "LAUNCH: unknown launch '$l' (defaults, tuned)"; break 2; }
+    launch_opts "$l"
     s=$(date +%s.%N)
-    env "${PRE[@]}" mpirun -n "$p" --bind-to none "${OPT[@]}" -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda \
+    env -u HWLOC_COMPONENTS "${PRE[@]}" mpirun -n "$p" --bind-to none "${OPT[@]}" -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda \
       --model "$MODEL" --weights fp16 --input "$W/corpus.txt" --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" \
       --progress 0 > "$W/embed$p.log" 2>&1 \
       || { tail -5 "$W/embed$p.log"; $V fail "embed on $p GPU(s), $l launch, run $rep: the run failed"; break 2; }

@@ -5,10 +5,11 @@
 # rounds, the variants interleaved within a round:
 #   singleton          the program started without mpirun (Open MPI's defaults)
 #   mpirun             mpirun -n NP --bind-to none (Open MPI's defaults)
-#   mpirun, -x hwloc   the same, HWLOC_COMPONENTS forwarded to the ranks only (-x NAME=VALUE)
-#   mpirun, hwloc      HWLOC_COMPONENTS=$NO_GPU_DISCOVERY in mpirun's own environment (and forwarded)
-#   mpirun, transport  mpirun with --mca pml ob1 --mca btl self,vader (one node: no network transport probed)
-#   mpirun, both       hwloc and transport together
+#   mpirun-x-hwloc     the same, HWLOC_COMPONENTS forwarded to the ranks only (-x NAME=VALUE)
+#   mpirun-hwloc       HWLOC_COMPONENTS=$NO_GPU_DISCOVERY in mpirun's own environment (and forwarded)
+#   mpirun-transport   mpirun with --mca pml ob1 --mca btl self,vader (one node: no network transport probed)
+#   mpirun-both        hwloc and transport together
+# Every launch starts with HWLOC_COMPONENTS unset unless the variant sets it.
 # NO_GPU_DISCOVERY is the list vecanneal's singleton start sets (src/cli/main.c): hwloc skips its OpenCL,
 # OpenGL, CUDA, NVML, ROCm SMI and Level Zero backends, so neither mpirun's daemon nor a rank starts a GPU
 # driver to list devices. The transport settings suit one node only: across nodes the ranks need a network

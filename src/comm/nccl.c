@@ -1,10 +1,11 @@
-/* nccl_comm.c: NCCL communicator from an MPI-broadcast unique id, checked allreduces on its own stream,
- * and waits that poll for asynchronous errors (see nccl_comm.h). */
+/* nccl.c: NCCL communicator from an MPI-broadcast unique id, checked allreduces on its own stream,
+ * and waits that poll for asynchronous errors (see nccl.h). */
 #define _GNU_SOURCE
 #include "comm/nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,11 +83,12 @@ void va_nccl_check_async(va_nccl_t *c) {
   }
 }
 
-/* A wait spins for this long before it sleeps between polls. A sleep costs the timer slack (about 50 us on
- * Linux) on top of its length, and the wait for an allreduce ordered within the compute stream also covers
- * the statistics kernels queued before it (about a millisecond at 2M rows a GPU): a wait that began to
- * sleep within that time would notice the end late in every iteration. A rank owns its core, so spinning
- * through an iteration costs nothing; a wait on a stuck peer still sleeps after the first 50 ms. */
+/* A wait polls without sleeping for this long, then sleeps 20 us between polls. A sleep costs the timer slack
+ * (about 50 us on Linux) on top of its length, and the wait for an allreduce ordered within the compute
+ * stream also covers the statistics kernels queued before it (about a millisecond at 2M rows a GPU): a wait
+ * that began to sleep within that time would notice the end late in every iteration. Each poll yields the
+ * core, so a thread that shares it (NCCL's proxy thread on a rank bound to one core) still runs; a wait on a
+ * stuck peer sleeps after the first 50 ms. */
 #define VA_NCCL_SPIN_SECONDS 0.05
 
 void va_nccl_wait(va_nccl_t *c) {
@@ -102,6 +104,8 @@ void va_nccl_wait(va_nccl_t *c) {
     if (va_now() - t0 > VA_NCCL_SPIN_SECONDS) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
+    } else {
+      sched_yield();
     }
   }
 }

@@ -15,7 +15,7 @@
  * against sentence-transformers). fp32 keeps the model's erf GELU (gelu_kernel), the exact mode.
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
- * at most 6% padding; the extra rows hold stale finite data and are never read). cuBLASLt's algorithm is
+ * at most 6% padding; the extra rows hold stale finite data that never reaches a real row). cuBLASLt's algorithm is
  * chosen once per octave of buckets, at the octave's top: a heuristic query per bucket (about 64 buckets
  * x 4 layers on a length-sorted corpus) and the lazy load of each distinct kernel those queries name
  * cost more than the per-octave choice, which gives the same embeddings bit for bit on the benchmark
@@ -146,7 +146,7 @@ __global__ void ln_kernel(T *__restrict__ x, int64_t nrows, int H, const float *
   ln_store(v, np, lane, H, g, b, eps, x + row * H);
 }
 
-/* --- GELU (erf), in place, 16 bytes per thread and step (fp32 precision only; see gemm_init) --------- */
+/* --- GELU (erf), in place, 16 bytes per thread and step (fp32 precision only: file comment) ---------- */
 template <typename T>
 __global__ void gelu_kernel(T *x, int64_t nvec) {
   constexpr int E = 16 / sizeof(T);
