@@ -41,8 +41,10 @@ if [ "${ONLY_EMBED:-0}" != 1 ]; then
 grep -E "Test +#|tests passed|tests failed|GPUs|differs|worst" "$OUT/ctest_gpu.log" | head -30
 python3 bench/scaling/run.py --vecanneal "$PWD/$B/vecanneal" --backend cuda --precision fp16 --ranks "$ranks" \
   --n "${1:-8000000}" --rows-per-rank "${2:-2000000}" --d 128 --k 1024 --iterations "${3:-20}" --repeats 1 --threads 4 \
-  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --data-dir /tmp/scaling-data --work-dir /tmp/scaling-work \
-  --out "$OUT/scaling" --tag "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')x$NGPU" > "$OUT/scaling.log" 2>&1 \
+  --clusters 2000 --spread 0.5 --dtype float16 --no-calibrate --no-plots --data-dir /tmp/scaling-data \
+  --work-dir /tmp/scaling-work --out "$OUT/scaling" \
+  --tag "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')x$NGPU" \
+  > "$OUT/scaling.log" 2>&1 \
   || $V fail "bench/scaling/run.py exited non-zero (see $OUT/scaling.log)"
 tail -25 "$OUT/scaling/REPORT.md" 2>/dev/null || tail -30 "$OUT/scaling.log"
 fi
@@ -68,9 +70,9 @@ for p in ${ranks//,/ }; do
   for rep in $(seq "$EMBED_REPS"); do for l in ${LAUNCH//,/ }; do
     launch_opts "$l"
     s=$(date +%s.%N)
-    env -u HWLOC_COMPONENTS "${PRE[@]}" mpirun -n "$p" --bind-to none "${OPT[@]}" -x NCCL_NVLS_ENABLE "$B/vecanneal" embed --backend cuda \
-      --model "$MODEL" --weights fp16 --input "$W/corpus.txt" --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" \
-      --progress 0 > "$W/embed$p.log" 2>&1 \
+    env -u HWLOC_COMPONENTS "${PRE[@]}" mpirun -n "$p" --bind-to none "${OPT[@]}" -x NCCL_NVLS_ENABLE \
+      "$B/vecanneal" embed --backend cuda --model "$MODEL" --weights fp16 --input "$W/corpus.txt" \
+      --out "$W/e$p.h5:/train" --metrics "$W/e$p.json" --progress 0 > "$W/embed$p.log" 2>&1 \
       || { tail -5 "$W/embed$p.log"; $V fail "embed on $p GPU(s), $l launch, run $rep: the run failed"; break 2; }
     e=$(date +%s.%N)
     python3 - "$W/e$p.json" "$p" "$s" "$e" "$l" >> "$OUT/embed_scaling.csv" <<'PY'

@@ -98,10 +98,11 @@ void va_nccl_wait(va_nccl_t *c) {
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) va_fatal_at(__FILE__, __LINE__, "NCCL stream failed: %s", cudaGetErrorString(e));
     va_nccl_check_async(c);
-    if (c->timeout > 0 && va_now() - t0 > c->timeout)
+    const double waited = va_now() - t0;
+    if (c->timeout > 0 && waited > c->timeout)
       VA_FATAL("NCCL collective still pending after %.0f s (VECANNEAL_NCCL_TIMEOUT): a peer rank is stuck or gone",
                c->timeout);
-    if (va_now() - t0 > VA_NCCL_SPIN_SECONDS) {
+    if (waited > VA_NCCL_SPIN_SECONDS) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     } else {
