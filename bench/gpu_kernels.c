@@ -213,9 +213,9 @@ int main(int argc, char **argv) {
       va_cuda_set_gemm_rows(ctx, 0);
     }
     /* configurations (cuda_assign.cu): 1 rows in shared memory; 2 rows in registers (d <= 128); 3 the same
-     * on wgmma (sm_90) */
-    static const char *cfg16[] = {"", "smem 128x64", "reg 128x64 2/SM", "wgmma"};
-    static const char *cfg32[] = {"", "smem 128x64", "reg 128x32 2/SM", "wgmma"};
+     * on wgmma (sm_90); 4 rows and anchors through the TMA, wgmma (sm_90) */
+    static const char *cfg16[] = {"", "smem 128x64", "reg 128x64 2/SM", "wgmma", "tma"};
+    static const char *cfg32[] = {"", "smem 128x64", "reg 128x32 2/SM", "wgmma", "tma"};
     const char *const *cfgname = prec == 1 ? cfg32 : cfg16;
     const int cfg_auto = va_cuda_set_fused_config(ctx, 0);
     if (prec > 0) printf("  automatic fused configuration %s: %d (%s)\n", pname[prec], cfg_auto, cfgname[cfg_auto]);

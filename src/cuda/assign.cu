@@ -5,8 +5,9 @@
  *         multiplies on the tensor cores (mma.sync: tf32 m16n8k8, or fp16/bf16 m16n8k16; fp32
  *         accumulate), keeping the running argmin in registers (the distances are never written); the
  *         rows sit either in shared memory (configuration 1, any d whose tiles fit) or, for d up to 128,
- *         as mma fragments in registers (2); on Hopper (sm_90) a kernel on wgmma (3: cuda_assign_wgmma.cu,
- *         rows of 32 to 768 elements at 16 bits, 32 to 384 at tf32). It writes a[] and counts the
+ *         as mma fragments in registers (2); on Hopper (sm_90) kernels on wgmma (cuda_assign_wgmma.cu: 3,
+ *         rows of 32 to 736 elements at 16 bits, 32 to 352 at tf32; 4, any row, both operands loaded by
+ *         the TMA, the one for longer rows). It writes a[] and counts the
  *         changed rows; then r_rows_kernel recomputes r for the winners in double from the rows as
  *         stored (a memory-bound pass).
  * Both rank by s * (x . a) - bias with s = 2, bias = ||a||^2 (l2) or s = 1, bias = 0 (cosine), i.e. the
@@ -693,9 +694,11 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
  *   2: rows in registers (d up to 128): 128 rows x 64 anchors (fp16/bf16) or 32 (tf32), 4 warps, two
  *      blocks per SM (MT 2; KSMAX 8 16-bit, 16 tf32).
  *   3: wgmma (sm_90 only; cuda_assign_wgmma.cu says which row lengths take which form): rows held in
- *      shared memory or registers, anchors in tiles of 128 or 64, or (rows of 640 to 1536 bytes: tf32 d
- *      160-384, 16-bit 416-768) rows in shared memory and the anchors in 128-byte pieces of 64-anchor
- *      tiles. */
+ *      shared memory or registers, anchors in tiles of 128 or 64, or (rows of 640 to 1472 bytes: tf32 d
+ *      160-352, 16-bit 416-736) rows in shared memory and the anchors in 128-byte pieces of 64-anchor
+ *      tiles.
+ *   4: TMA (sm_90 only, any d): rows and anchors both stream through shared memory in 128-byte columns,
+ *      128 rows x 256 anchors a block; the automatic choice where none of the others fits. */
 #define RX16 2, 8, 8, 4, 4, 2
 #define RX32 2, 4, 16, 4, 4, 2
 
@@ -716,6 +719,10 @@ static bool fused_fits(const va_cuda_t *c, int cfg) {
     const size_t sm = va_wgmma_smem(c->precision, c->dp);
     return c->prop.major == 9 && c->prop.minor == 0 && sm > 0 && sm <= lim;
   }
+  case 4: {
+    const size_t sm = va_tma_smem(c->precision, c->dp);
+    return c->prop.major == 9 && c->prop.minor == 0 && sm > 0 && sm <= lim;
+  }
   }
   return false;
 }
@@ -724,8 +731,9 @@ int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
   /* fastest first (docs/performance.md): wgmma where it applies, then the rows in registers (d up to 128),
-   * beyond that the rows in shared memory */
-  static const int order[] = {3, 2, 1};
+   * beyond that the rows in shared memory; the TMA kernel for the rows none of those takes (on sm_90: 16-bit
+   * rows longer than 768 elements, tf32 longer than 384) */
+  static const int order[] = {3, 2, 1, 4};
   for (int q = 0; q < (int)(sizeof order / sizeof order[0]); q++)
     if (fused_fits(c, order[q])) return order[q];
   return 0;
@@ -772,6 +780,10 @@ static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X,
   case 3:
     VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k,
                             c->assign + v->row0, c->counter, c->prop.multiProcessorCount, c->stream));
+    break;
+  case 4:
+    VA_CUDA(va_tma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, c->assign + v->row0,
+                          c->counter, c->stream));
     break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }

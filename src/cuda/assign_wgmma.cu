@@ -7,9 +7,12 @@
  * smallest value with its first column per row stays in registers: ties to the lowest anchor. What
  * wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16 (32-bit: 8)
  * elements of d, reading the anchors straight from shared memory, asynchronously; so each warpgroup
- * keeps two accumulator sets and scans one while the tensor cores fill the other. Two kernels:
- * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring) and pieced_wgmma_kernel
- * (rows of 640 to 1536 bytes: anchor tiles in 128-byte pieces). */
+ * keeps two accumulator sets and scans one while the tensor cores fill the other. Three kernels:
+ * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring), pieced_wgmma_kernel (rows of
+ * 640 to 1472 bytes: anchor tiles in 128-byte pieces) and tma_wgmma_kernel (longer rows: rows and anchors
+ * both stream through shared memory, loaded by the tensor memory accelerator). */
+#include <cuda.h>         /* CUtensorMap and its enums (the TMA's tensor descriptors) */
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled: the driver's encoder, reached through the runtime */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -103,7 +106,7 @@ struct WgR;
 VA_WGR(__half, "m64n64k16.f32.f16.f16")
 VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
 #undef VA_WGR
-/* Rows of 640 to 1536 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
+/* Rows of 640 to 1472 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
  * of d, adesc: the rows in the anchors' layout) * B (the step's 64 anchors, bdesc); scale-a -1 negates
  * the rows (exact); 16-bit: neither operand transposed (both K-major); tf32 takes no transpose operand. */
 template <typename T>
@@ -122,6 +125,34 @@ VA_WGP(float, "m64n64k8.f32.tf32.tf32", "")
 VA_WGP(__half, "m64n64k16.f32.f16.f16", ", 0, 0")
 VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
 #undef VA_WGP
+/* Both operands in shared memory as the tensor memory accelerator (TMA) wrote them (tma_wgmma_kernel):
+ * D (64 x 256) += -A (64 x one 32-byte step of d, adesc) * B (the step's 256 anchors, bdesc); scale-a -1
+ * negates the rows (exact). */
+#define VA_D128                                                                                                        \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "                   \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "                    \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "                    \
+  "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "                    \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, "                    \
+  "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, "                      \
+  "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+template <typename T>
+struct WgT;
+#define VA_WGT(TYPE, SHAPE, TRANS)                                                                                     \
+  template <>                                                                                                          \
+  struct WgT<TYPE> {                                                                                                   \
+    static __device__ __forceinline__ void run(float (&d)[128], uint64_t adesc, uint64_t bdesc, int acc_in) {          \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                       \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D128 ", %128, %129, p, -1, 1" TRANS ";\n}\n"           \
+                   : VA_F32(d, 0), VA_F32(d, 32), VA_F32(d, 64), VA_F32(d, 96)                                         \
+                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
+    }                                                                                                                  \
+  };
+VA_WGT(float, "m64n256k8.f32.tf32.tf32", "")
+VA_WGT(__half, "m64n256k16.f32.f16.f16", ", 0, 0")
+VA_WGT(__nv_bfloat16, "m64n256k16.f32.bf16.bf16", ", 0, 0")
+#undef VA_WGT
+#undef VA_D128
 #undef VA_D64
 #undef VA_D32
 #undef VA_F32
@@ -445,8 +476,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
   write_rows<RB>(best, bidx, wrow0, row0, n, old_a, assign, counter);
 }
 
-/* Rows of 640 to 1536 bytes (tf32: 160 to 384 elements; fp16/bf16: 416 to 768). Neither the rows'
- * fragments (tf32 d 384: 192 registers a thread for one 64-row block) nor a ring of whole anchor tiles
+/* Rows of 640 to 1472 bytes (tf32: 160 to 352 elements; fp16/bf16: 416 to 736). Neither the rows'
+ * fragments (tf32 d 352: 176 registers a thread for one 64-row block) nor a ring of whole anchor tiles
  * beside rows held in shared memory fit, so the block's rows sit in shared memory (NWG 64-row blocks,
  * laid out as in SS above, loaded once) and the anchors arrive in pieces: a ring stage holds one
  * 128-byte piece (4 steps of d, one swizzle span) of a 64-anchor tile, 8 KB. Every warpgroup multiplies
@@ -456,8 +487,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
  * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
  * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
  * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
- * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). At tf32 d 384 the kernel is
- * latency-bound, not bound by the anchors' traffic (ncu profile: docs/performance.md). */
+ * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). The kernel is latency-bound, not bound
+ * by the anchors' traffic (ncu profile at tf32 d 384: docs/performance.md). */
 template <typename T, int KS, int NWG, int STAGES>
 __global__ void __launch_bounds__(NWG * 128, 1)
     pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
@@ -570,6 +601,124 @@ __global__ void __launch_bounds__(NWG * 128, 1)
   write_rows<1>(best, bidx, wrow0, row0, n, old_a, assign, counter);
 }
 
+/* mbarriers (shared-memory transaction barriers) and the TMA's tiled 2-D load, for tma_wgmma_kernel.
+ * bar: a shared-memory address; a waiter names the parity of the phase it waits for. */
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* one arrival that also announces `bytes` of TMA writes the phase waits for */
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred done;\nWAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra WAIT;\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+/* the box at element (c0 along a row, row c1) of the tensor `map` into shared memory at dst (1024-aligned),
+ * completing `bytes` of bar's transaction count; elements outside the tensor arrive as zeros */
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint32_t bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+               "[%4];\n" ::"r"(dst),
+               "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+
+/* Rows of any length, made for those of 1536 bytes or more (16-bit d >= 768, tf32 d >= 384), where
+ * neither a row block nor whole anchor tiles stay in shared memory beside each other: both operands
+ * stream through it in 128-byte columns of d,
+ * as a GEMM's do, and the scan runs on each finished 128 x 256 tile of products instead of writing it.
+ * Block (one per SM): 128 rows; warps 0-7 are two consumer warpgroups of 64 rows each, warps 8-11 the
+ * producer warpgroup, one thread of which issues the TMA loads (the warpgroup hands its registers to the
+ * consumers: 232 each hold a 64 x 256 set of products and its scan). Work: for each 256-anchor tile, for each 128-byte
+ * column kt of d, one ring stage holding the rows' column (128 x 128 bytes) and the anchors' (256 x 128),
+ * both written by the TMA in the 128-byte swizzled layout the descriptors above read (row j at j 128,
+ * its 16-byte chunk c at c ^ (j % 8)); columns past d and rows past n or k arrive as zeros (anchors past
+ * k carry hb = +inf). Stage s has two barriers: full (the producer's expected bytes landed) and empty
+ * (each consumer warp arrived once its products from the stage retired). A consumer keeps one column's
+ * products in flight while issuing the next's (wgmma.wait_group 1), then after a tile's last column
+ * scans its 64 x 256 set in 64-column slices (scan_tile, ties to the earlier anchor) into the running
+ * best. Rows are reused 256 times per anchor byte fetched, anchors 128 times per row byte: the anchors
+ * and the block's rows stay in L2 across a tile sweep. */
+constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = 256, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
+template <typename T>
+__global__ void __launch_bounds__(384, 1)
+    tma_wgmma_kernel(const __grid_constant__ CUtensorMap rows_map, const __grid_constant__ CUtensorMap anchors_map,
+                     const float *__restrict__ hb, int64_t n, int kcols, int ntiles, uint32_t *__restrict__ assign,
+                     unsigned long long *counter) {
+  constexpr int BKE = 128 / (int)sizeof(T); /* elements in a 128-byte column */
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
+  const uint32_t s_full = s_base + (uint32_t)(TMA_STAGES * TMA_STAGE_B), s_empty = s_full + 8 * TMA_STAGES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
+  const int64_t row0 = (int64_t)blockIdx.x * TMA_BM;
+  if (tid == 0) {
+    for (int s = 0; s < TMA_STAGES; s++) {
+      mbar_init(s_full + 8 * s, 1);
+      mbar_init(s_empty + 8 * s, 8); /* one arrival per consumer warp */
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_proxy_async();
+  }
+  __syncthreads();
+  const int steps = ntiles * kcols;
+
+  if (warp >= 8) { /* the producer warpgroup gives registers to the consumers (168 each at launch) */
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (warp == 8 && lane == 0)
+      for (int it = 0; it < steps; it++) {
+        const int s = it % TMA_STAGES, nt = it / kcols, kt = it - nt * kcols;
+        const uint32_t st = s_base + (uint32_t)(s * TMA_STAGE_B), full = s_full + 8 * s;
+        mbar_wait(s_empty + 8 * s, ((it / TMA_STAGES) & 1) ^ 1); /* a fresh barrier passes parity 1 at once */
+        mbar_expect_tx(full, TMA_STAGE_B);
+        tma_load_2d(st, &rows_map, kt * BKE, (int)row0, full);
+        tma_load_2d(st + TMA_BM * 128, &anchors_map, kt * BKE, nt * TMA_BN, full);
+      }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory"); /* 128 x 40 + 256 x 232 <= 65536 */
+  const int wg = warp >> 2;
+  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  float acc[128];
+  float best[1][2] = {{INFINITY, INFINITY}};
+  int bidx[1][2] = {{0, 0}};
+  int it = 0;
+  for (int nt = 0; nt < ntiles; nt++) {
+    for (int kt = 0; kt < kcols; kt++, it++) {
+      const int s = it % TMA_STAGES;
+      const uint32_t st = s_base + (uint32_t)(s * TMA_STAGE_B);
+      mbar_wait(s_full + 8 * s, (it / TMA_STAGES) & 1);
+      fence_regs(acc);
+      wg_fence();
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const uint64_t adesc = desc_hi | ((st + (uint32_t)(wg * 64 * 128 + q * 32)) >> 4);
+        const uint64_t bdesc = desc_hi | ((st + (uint32_t)(TMA_BM * 128 + q * 32)) >> 4);
+        WgT<T>::run(acc, adesc, bdesc, kt > 0 || q > 0);
+      }
+      wg_commit();
+      wg_wait<1>(); /* the previous column's products retired: its stage may be refilled */
+      if (kt > 0 && lane == 0) mbar_arrive(s_empty + 8 * ((it - 1) % TMA_STAGES));
+    }
+    wg_wait<0>();
+    if (lane == 0) mbar_arrive(s_empty + 8 * ((it - 1) % TMA_STAGES));
+    fence_regs(acc);
+    static_for<4>([&](auto J) {
+      constexpr int j = decltype(J)::value;
+      scan_tile<64>(*reinterpret_cast<const float(*)[32]>(acc + 32 * j), hb + (size_t)nt * TMA_BN + 64 * j, nt * 4 + j,
+                    tq, best[0], bidx[0]);
+    });
+  }
+  /* the rows' previous a[]: read by the thread that then overwrites it */
+  write_rows<1>(best, bidx, wg * 64 + (warp & 3) * 16, row0, n, assign + row0, assign, counter);
+}
+
 /* Per element type and row length: anchors per tile, ring stages, warpgroups, rows in shared memory, row
  * blocks per warpgroup. tf32: 64-anchor tiles keep the two accumulator sets and the rows' 128 fragment
  * registers under 255. 16-bit rows up to 128 elements: in shared memory, three warpgroups. Longer 16-bit
@@ -579,8 +728,10 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 /* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes. fused_wgmma_kernel:
  * 16-bit rows of 32 to 384 elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's
  * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
- * rows of 640 to 1536 bytes, 16-bit rows of 416 to 768 elements, tf32 rows of 160 to 384 (whole pieces). */
-constexpr int KS_MAX = 48; /* 1536-byte rows */
+ * rows of 640 to 1472 bytes, 16-bit rows of 416 to 736 elements, tf32 rows of 160 to 352 (whole pieces).
+ * From 1536 bytes on tma_wgmma_kernel takes the rows: at 16-bit d 768 it is 1.47x faster than the pieced
+ * kernel (docs/performance.md). */
+constexpr int KS_MAX = 46; /* 1472-byte rows */
 constexpr bool ks_pieced(size_t es, int ks) {
   return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0);
 }
@@ -638,11 +789,56 @@ bool with_ks(int64_t dp, F &&f) {
   return found;
 }
 
+/* tma_wgmma_kernel's shared memory: the ring, its barriers, alignment */
+constexpr size_t TMA_SMEM = (size_t)TMA_STAGES * TMA_STAGE_B + 16 * TMA_STAGES + 1024;
+
 template <typename T>
 size_t smem_of(int64_t dp) {
   size_t bytes = 0;
   with_ks<T>(dp, [&](auto KS) { bytes = CfgOf<T, decltype(KS)::value>::template smem<decltype(KS)::value>(); });
   return bytes;
+}
+
+/* The 2-D tensor map of `rows` rows of dp elements at base, read in boxes of box_rows rows x 128 bytes,
+ * 128-byte swizzled, zeros outside. The driver's encoder comes through the runtime's entry-point query,
+ * so the program needs no link to libcuda. */
+template <typename T>
+cudaError_t tensor_map(CUtensorMap *map, const void *base, int64_t rows, int64_t dp, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult found;
+    void *fn = NULL;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    if (e != cudaSuccess) return e;
+    if (found != cudaDriverEntryPointSuccess || !fn) return cudaErrorSymbolNotFound;
+    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+  }
+  const CUtensorMapDataType type = sizeof(T) == 4                   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                    : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const cuuint64_t dims[2] = {(cuuint64_t)dp, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)dp * sizeof(T)};
+  const cuuint32_t box[2] = {128 / (cuuint32_t)sizeof(T), (cuuint32_t)box_rows}, unit[2] = {1, 1};
+  const CUresult r =
+      encode(map, type, 2, const_cast<void *>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t launch_tma(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k,
+                       uint32_t *assign, unsigned long long *counter, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  CUtensorMap rows_map, anchors_map;
+  cudaError_t e = tensor_map<T>(&rows_map, X, n, dp, TMA_BM);
+  if (e == cudaSuccess) e = tensor_map<T>(&anchors_map, A, k, dp, TMA_BN);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(tma_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM);
+  if (e != cudaSuccess) return e;
+  const int kcols = (int)((dp * (int64_t)sizeof(T) + 127) / 128);
+  const int ntiles = (int)((k + TMA_BN - 1) / TMA_BN); /* anchors past k (to the 256-anchor padding): hb = +inf */
+  const unsigned blocks = (unsigned)((n + TMA_BM - 1) / TMA_BM);
+  tma_wgmma_kernel<T><<<blocks, 384, TMA_SMEM, stream>>>(rows_map, anchors_map, hb, n, kcols, ntiles, assign, counter);
+  return cudaGetLastError();
 }
 
 template <typename T, int KS>
@@ -689,6 +885,22 @@ cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const f
   case VA_CUDA_TF32: return launch<float>(X, A, hb, n, dp, k, assign, counter, sms, stream);
   case VA_CUDA_FP16: return launch<__half>(X, A, hb, n, dp, k, assign, counter, sms, stream);
   case VA_CUDA_BF16: return launch<__nv_bfloat16>(X, A, hb, n, dp, k, assign, counter, sms, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+size_t va_tma_smem(int precision, int64_t dp) {
+  const bool known = precision == VA_CUDA_TF32 || precision == VA_CUDA_FP16 || precision == VA_CUDA_BF16;
+  return known && dp > 0 && dp % 32 == 0 ? TMA_SMEM : 0;
+}
+
+cudaError_t va_tma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
+                          int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream) {
+  if (!va_tma_smem(precision, dp)) return cudaErrorInvalidValue;
+  switch (precision) {
+  case VA_CUDA_TF32: return launch_tma<float>(X, A, hb, n, dp, k, assign, counter, stream);
+  case VA_CUDA_FP16: return launch_tma<__half>(X, A, hb, n, dp, k, assign, counter, stream);
+  case VA_CUDA_BF16: return launch_tma<__nv_bfloat16>(X, A, hb, n, dp, k, assign, counter, stream);
   }
   return cudaErrorInvalidValue;
 }

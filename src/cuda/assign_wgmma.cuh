@@ -8,12 +8,17 @@
 #include <stdint.h>
 
 /* Dynamic shared memory of the kernel for rows of dp elements in `precision` (VA_CUDA_TF32, _FP16,
- * _BF16), or 0 when no instance takes that row length (padded rows of 32 to 768 elements at 16 bits; 32, 64,
- * 128 and 160 to 384 at tf32). */
+ * _BF16), or 0 when no instance takes that row length (padded rows of 32 to 736 elements at 16 bits; 32, 64,
+ * 128 and 160 to 352 at tf32). */
 size_t va_wgmma_smem(int precision, int64_t dp);
 /* a[] and the changed count for rows [0, n) of X (n x dp, the rows past n up to a multiple of 256
  * readable), anchors A (k x dp, storage padded to 256 anchors), half biases hb (+inf past k); sms: the
  * device's multiprocessors (how far ahead a block prefetches rows). */
 cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
                             int64_t k, uint32_t *assign, unsigned long long *counter, int sms, cudaStream_t stream);
+/* The same two for the kernel whose rows and anchors both stream through shared memory (the TMA's loads):
+ * any padded row length (a multiple of 32 elements), made for those the kernel above does not take. */
+size_t va_tma_smem(int precision, int64_t dp);
+cudaError_t va_tma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
+                          int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream);
 #endif

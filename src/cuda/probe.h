@@ -20,11 +20,12 @@ extern "C" {
 void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
 void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
- * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 768
- * elements at 16 bits, 32, 64, 128 and 160 to 384 at tf32; the fastest where it applies,
- * docs/performance.md). Returns the configuration now in force (0: that one does not apply to this
- * context's shape and device). */
-#define VA_CUDA_FUSED_CONFIGS 3
+ * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 736
+ * elements at 16 bits, 32, 64, 128 and 160 to 352 at tf32; the fastest where it applies,
+ * docs/performance.md), 4 = wgmma with rows and anchors loaded by the TMA (sm_90 only, any d; the
+ * automatic choice for rows longer than 3 takes). Returns the configuration now in force (0: that one
+ * does not apply to this context's shape and device). */
+#define VA_CUDA_FUSED_CONFIGS 4
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
 void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);

@@ -162,9 +162,11 @@ static void check_assign(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, c
 /* The statistics as the backend gets them on one rank: computed on the device, then fetched. */
 /* The side pass over listed rows (unsorted, a repeat, the last row; n / 4 of them, the most it takes)
  * against the full pass just run (ga, gr): each listed row's anchor and distance bit for bit, the
- * rows' own a[] and r[] left as they were; a list of more than n / 4 rows declined. */
-static void check_assign_listed(va_cuda_t *ctx, int64_t n, int cosine, const uint32_t *ga, const float *gr,
-                                const char *tag) {
+ * rows' own a[] and r[] left as they were; a list of more than n / 4 rows declined. On the GEMM path
+ * (gemm) cuBLAS may take another algorithm for another row count, so there a listed row may name
+ * another anchor at a near-tie: the two distances within two passes' rounding bound (check_assign). */
+static void check_assign_listed(va_cuda_t *ctx, const float *X, int64_t n, int64_t d, const float *A, int64_t k,
+                                int cosine, int prec, int gemm, const uint32_t *ga, const float *gr, const char *tag) {
   const int64_t m = n / 4;
   if (m < 2) return;
   int64_t *rows = malloc((size_t)(m + 1) * 8);
@@ -175,9 +177,22 @@ static void check_assign_listed(va_cuda_t *ctx, int64_t n, int cosine, const uin
   rows[m - 1] = n - 1;
   CHECK(va_cuda_assign_listed(ctx, cosine, rows, m, la, lr) == 1, "%s: listed pass of %lld rows declined", tag,
         (long long)m);
-  int64_t bad = 0;
-  for (int64_t q = 0; q < m; q++) bad += la[q] != ga[rows[q]] || memcmp(&lr[q], &gr[rows[q]], 4) != 0;
-  CHECK(bad == 0, "%s: %lld of %lld listed rows differ from the full pass", tag, (long long)bad, (long long)m);
+  double amax = 0;
+  for (int64_t j = 0; j < k; j++) amax = fmax(amax, norm2(A + j * d, d));
+  int64_t bad = 0, ties = 0;
+  for (int64_t q = 0; q < m; q++) {
+    const int64_t i = rows[q];
+    if (la[q] == ga[i]) {
+      bad += memcmp(&lr[q], &gr[i], 4) != 0;
+      continue;
+    }
+    const int tie = gemm && fabs((double)lr[q] - (double)gr[i]) <= 2 * tie_c[prec] * norm2(X + i * d, d) * amax;
+    ties += tie;
+    bad += !tie;
+  }
+  CHECK(bad == 0, "%s: %lld of %lld listed rows differ from the full pass (%lld near-ties allowed)", tag,
+        (long long)bad, (long long)m, (long long)ties);
+  if (ties) printf("  %s: %lld listed rows name another anchor at a near-tie\n", tag, (long long)ties);
   va_cuda_download(ctx, after, rafter);
   CHECK(memcmp(after, ga, (size_t)n * 4) == 0 && memcmp(rafter, gr, (size_t)n * 4) == 0,
         "%s: the listed pass changed the rows' own a[] or r[]", tag);
@@ -591,7 +606,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
           snprintf(tag, sizeof tag, "%s %s fused cfg %d", pname[prec], cosine ? "cosine" : "l2", v);
         }
         check_assign(ctx, Xs, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
-        check_assign_listed(ctx, n, cosine, ga, gr, tag);
+        check_assign_listed(ctx, Xs, n, d, A, k, cosine, prec, v == 0, ga, gr, tag);
         /* DIRECT computes the CPU fused kernel's values (cuda_assign.cu): its decisions are the CPU's */
         if (v == -1 && va_assign_fused_available()) {
           int64_t differ = 0;
@@ -1239,10 +1254,12 @@ int main(int argc, char **argv) {
   run_case(5003, 64, 50, 50);    /* one anchor tile */
   run_case(3001, 300, 130,
            130); /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), GEMM only for tf32 */
-  run_case(4001, 384, 70, 70); /* the embedder's width: 16-bit rows in registers, tf32 rows in pieces (2 warpgroups) */
+  run_case(4001, 384, 70, 70);     /* the embedder's width: 16-bit rows in registers, tf32 rows through the TMA */
   run_case(3001, 200, 130, 130);   /* d padded to 224: tf32 rows in pieces with 3 warpgroups, groups of 2 and 1 tiles */
   run_case(2003, 400, 1000, 1000); /* d padded to 416: 16-bit rows in pieces, the last half used; 4 groups of 4 tiles */
-  run_case(2003, 700, 300, 300);   /* d padded to 704: 16-bit rows in pieces, 2 warpgroups; tf32 on the GEMM path */
+  run_case(2003, 700, 300, 300);   /* d padded to 704: 16-bit rows in pieces, 2 warpgroups; tf32 through the TMA */
+  run_case(2003, 1000, 600, 600);  /* d padded to 1024: rows, anchors through the TMA; 3 anchor tiles, the last short */
+  run_case(1001, 2090, 300, 300);  /* d padded to 2112: 16-bit rows end in half a 128-byte column (zeros past d) */
   stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
   stream_case(20011, 77, 37, 2560);    /* padded d, 8 chunks */
   stream_case(3001, 300, 130, 4096);   /* one chunk, which stays on the device after the first pass */
