@@ -70,24 +70,6 @@ struct WgTf32 {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc_in));
   }
 };
-/* fp16 / bf16, rows in shared memory: D (64 x 128) += -A (64 x 16, descriptor adesc: the rows in the
- * anchors' layout) * B (the step's 128 anchors, bdesc); scale-a -1 negates the rows (exact), neither
- * operand transposed (both K-major). */
-template <typename T>
-struct WgS;
-#define VA_WGS(TYPE, SHAPE)                                                                                            \
-  template <>                                                                                                          \
-  struct WgS<TYPE> {                                                                                                   \
-    static __device__ __forceinline__ void run(float (&d)[64], uint64_t adesc, uint64_t bdesc, int acc_in) {           \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                        \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D64 ", %64, %65, p, -1, 1, 0, 0;\n}\n"                 \
-                   : VA_F32(d, 0), VA_F32(d, 32)                                                                       \
-                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
-    }                                                                                                                  \
-  };
-VA_WGS(__half, "m64n128k16.f32.f16.f16")
-VA_WGS(__nv_bfloat16, "m64n128k16.f32.bf16.bf16")
-#undef VA_WGS
 /* fp16 / bf16, rows longer than 128 elements in registers: D (64 x 64) += A (64 x 16: one 32-byte step
  * of d, as mma.sync's m16n8k16 A fragment per warp, negated when loaded) * B (the step's 64 anchors,
  * bdesc, K-major). */
@@ -106,28 +88,11 @@ struct WgR;
 VA_WGR(__half, "m64n64k16.f32.f16.f16")
 VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
 #undef VA_WGR
-/* Rows of 640 to 1472 bytes, both operands in shared memory: D (64 x 64) += -A (64 x one 32-byte step
- * of d, adesc: the rows in the anchors' layout) * B (the step's 64 anchors, bdesc); scale-a -1 negates
- * the rows (exact); 16-bit: neither operand transposed (both K-major); tf32 takes no transpose operand. */
-template <typename T>
-struct WgP;
-#define VA_WGP(TYPE, SHAPE, TRANS)                                                                                     \
-  template <>                                                                                                          \
-  struct WgP<TYPE> {                                                                                                   \
-    static __device__ __forceinline__ void run(float (&d)[32], uint64_t adesc, uint64_t bdesc, int acc_in) {           \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                        \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D32 ", %32, %33, p, -1, 1" TRANS ";\n}\n"              \
-                   : VA_F32(d, 0)                                                                                      \
-                   : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
-    }                                                                                                                  \
-  };
-VA_WGP(float, "m64n64k8.f32.tf32.tf32", "")
-VA_WGP(__half, "m64n64k16.f32.f16.f16", ", 0, 0")
-VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
-#undef VA_WGP
-/* Both operands in shared memory as the tensor memory accelerator (TMA) wrote them (tma_wgmma_kernel):
- * D (64 x 256) += -A (64 x one 32-byte step of d, adesc) * B (the step's 256 anchors, bdesc); scale-a -1
- * negates the rows (exact). */
+/* Both operands in shared memory: D (64 x N) += -A (64 x one 32-byte step of d, descriptor adesc: the rows
+ * in the anchors' layout) * B (the step's N anchors, bdesc), K-major, 128-byte swizzled; scale-a -1 negates
+ * the rows (exact); 16-bit: neither operand transposed, tf32 takes no transpose operand. N 128: 16-bit rows
+ * of up to 128 elements held in shared memory (fused_wgmma_kernel); 64: rows in pieces
+ * (pieced_wgmma_kernel); 256: rows and anchors loaded by the TMA (tma_wgmma_kernel). */
 #define VA_D128                                                                                                        \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "                   \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "                    \
@@ -136,22 +101,32 @@ VA_WGP(__nv_bfloat16, "m64n64k16.f32.bf16.bf16", ", 0, 0")
   "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, "                    \
   "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, "                      \
   "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-template <typename T>
-struct WgT;
-#define VA_WGT(TYPE, SHAPE, TRANS)                                                                                     \
+template <typename T, int N>
+struct WgSS;
+/* DLIST: the accumulators' operand list; A, B, P: the operand numbers of adesc, bdesc and acc_in */
+#define VA_WGSS(TYPE, N, SHAPE, TRANS, DLIST, A, B, P, ...)                                                            \
   template <>                                                                                                          \
-  struct WgT<TYPE> {                                                                                                   \
-    static __device__ __forceinline__ void run(float (&d)[128], uint64_t adesc, uint64_t bdesc, int acc_in) {          \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                       \
-                   "wgmma.mma_async.sync.aligned." SHAPE " " VA_D128 ", %128, %129, p, -1, 1" TRANS ";\n}\n"           \
-                   : VA_F32(d, 0), VA_F32(d, 32), VA_F32(d, 64), VA_F32(d, 96)                                         \
+  struct WgSS<TYPE, N> {                                                                                               \
+    static __device__ __forceinline__ void run(float (&d)[N / 2], uint64_t adesc, uint64_t bdesc, int acc_in) {        \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                                      \
+                   "wgmma.mma_async.sync.aligned." SHAPE " " DLIST ", " A ", " B ", p, -1, 1" TRANS ";\n}\n"           \
+                   : __VA_ARGS__                                                                                       \
                    : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
     }                                                                                                                  \
   };
-VA_WGT(float, "m64n256k8.f32.tf32.tf32", "")
-VA_WGT(__half, "m64n256k16.f32.f16.f16", ", 0, 0")
-VA_WGT(__nv_bfloat16, "m64n256k16.f32.bf16.bf16", ", 0, 0")
-#undef VA_WGT
+VA_WGSS(float, 64, "m64n64k8.f32.tf32.tf32", "", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
+VA_WGSS(__half, 64, "m64n64k16.f32.f16.f16", ", 0, 0", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
+VA_WGSS(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", 0, 0", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
+VA_WGSS(__half, 128, "m64n128k16.f32.f16.f16", ", 0, 0", VA_D64, "%64", "%65", "%66", VA_F32(d, 0), VA_F32(d, 32))
+VA_WGSS(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", 0, 0", VA_D64, "%64", "%65", "%66", VA_F32(d, 0),
+        VA_F32(d, 32))
+VA_WGSS(float, 256, "m64n256k8.f32.tf32.tf32", "", VA_D128, "%128", "%129", "%130", VA_F32(d, 0), VA_F32(d, 32),
+        VA_F32(d, 64), VA_F32(d, 96))
+VA_WGSS(__half, 256, "m64n256k16.f32.f16.f16", ", 0, 0", VA_D128, "%128", "%129", "%130", VA_F32(d, 0), VA_F32(d, 32),
+        VA_F32(d, 64), VA_F32(d, 96))
+VA_WGSS(__nv_bfloat16, 256, "m64n256k16.f32.bf16.bf16", ", 0, 0", VA_D128, "%128", "%129", "%130", VA_F32(d, 0),
+        VA_F32(d, 32), VA_F32(d, 64), VA_F32(d, 96))
+#undef VA_WGSS
 #undef VA_D128
 #undef VA_D64
 #undef VA_D32
@@ -429,7 +404,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
         asm volatile("add.u64 %0, %1, %2;\n"
                      : "=l"(adesc)
                      : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
-        WgS<T>::run(acc[set], adesc, bdesc, ks > 0);
+        WgSS<T, BN>::run(acc[set], adesc, bdesc, ks > 0);
       } else if constexpr (sizeof(T) == 4) WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
       else WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
     }
@@ -563,7 +538,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
       asm volatile("add.u64 %0, %1, %2;\n"
                    : "=l"(adesc)
                    : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
-      WgP<T>::run(acc[set], adesc, bdesc, ks > 0);
+      WgSS<T, BN>::run(acc[set], adesc, bdesc, ks > 0);
     }
     wg_commit();
   };
@@ -700,7 +675,7 @@ __global__ void __launch_bounds__(384, 1)
       for (int q = 0; q < 4; q++) {
         const uint64_t adesc = desc_hi | ((st + (uint32_t)(wg * 64 * 128 + q * 32)) >> 4);
         const uint64_t bdesc = desc_hi | ((st + (uint32_t)(TMA_BM * 128 + q * 32)) >> 4);
-        WgT<T>::run(acc, adesc, bdesc, kt > 0 || q > 0);
+        WgSS<T, TMA_BN>::run(acc, adesc, bdesc, kt > 0 || q > 0);
       }
       wg_commit();
       wg_wait<1>(); /* the previous column's products retired: its stage may be refilled */

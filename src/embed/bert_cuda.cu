@@ -229,17 +229,19 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* ldmatrix .x4: four 8 x 8 16-bit matrices from shared memory, lane l giving the address p of row l % 8 of
+ * matrix l / 8; TRANS: each matrix transposed on the way. */
+template <bool TRANS>
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void *p) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void *p) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+  if constexpr (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
 }
 /* 2^x on the special-function unit (relative error about 2^-22; 2^-inf = 0). */
 __device__ __forceinline__ float exp2_approx(float x) {
@@ -306,7 +308,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         uint32_t kb[4];
-        ldsm_x4(kb, k_lane + (kc + 8 * j) * KROW);
+        ldsm_x4<false>(kb, k_lane + (kc + 8 * j) * KROW);
         sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
         mma16816<T>(sc[j], qa[0], kb[0], kb[1]);
         mma16816<T>(sc[j], qa[1], kb[2], kb[3]);
@@ -360,7 +362,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
         for (int jj = 0; jj < 2; jj++) {
           uint32_t vb[4];
-          ldsm_x4_trans(vb, v_lane + (kc + 16 * kk) * KROW + 16 * jj);
+          ldsm_x4<true>(vb, v_lane + (kc + 16 * kk) * KROW + 16 * jj);
           mma16816<T>(o[2 * jj], pa, vb[0], vb[1]);
           mma16816<T>(o[2 * jj + 1], pa, vb[2], vb[3]);
         }
