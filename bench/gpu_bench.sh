@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu_bench.sh: on one GPU (H100/H200), from the repository root, with the peer wheels in .whl/peers
 # (h5py, flash-kmeans, tqdm: see bench/README.md): vecanneal vs PyTorch Lloyd and flash-kmeans at
-# 1M x 128 x 1024 and 8M x 128 x 1024 (and with LARGE_K=1 at k 65536, 1M and 4M x 128 and x 768), the
-# prototype's large case end to end, and the CPU/GPU crossover that sets gpu_min_work. Output under $OUT.
+# 1M x 128 x 1024 and 8M x 128 x 1024 (with LARGE_K=1 at k 65536, 1M and 4M x 128 and x 768; with WIDE=1
+# 1M x 768, 1024 and 1536 at k 4096), the prototype's large case end to end, and the CPU/GPU crossover
+# that sets gpu_min_work. Output under $OUT.
 # Checks (bench/verify.py; the last line says passed or FAILED, exit 1 on a failure): the large case's
 # index on the GPU equals the CPU backend's (identical assignments, anchors to 0, as the gpu_backend
 # test); every crossover run finishes with a usable index; in gpu_peers.py every vecanneal run's index
@@ -44,7 +45,8 @@ for n in 5000 20000 80000 320000; do
   echo "$line"
 done
 fi
-# 3. peers at 1M and 8M rows x 128 x 1024 (BASE=0 leaves 1M out, BIG=0 8M), and at k 65536 (LARGE_K=1).
+# 3. peers at 1M and 8M rows x 128 x 1024 (BASE=0 leaves 1M out, BIG=0 8M), at k 65536 (LARGE_K=1) and at
+# embedding widths (WIDE=1).
 rows() { # N D: the path of generated rows N x D under $OUT, generated on the first use
   local f="$OUT/g$1x$2.h5"
   [ -f "$f" ] || mpirun -n 16 "$BIN" gen --out "$f" --n "$1" --d "$2" --clusters 2000 --spread 0.5 > /dev/null ||
@@ -68,6 +70,14 @@ if [ "${LARGE_K:-0}" = 1 ]; then
       peers "$((n / 1000000))Mx$d-k65536" --data "$(rows "$n" "$d")" --k 65536 --iters 10 --precisions fp16,bf16 \
         --reps "${LARGE_K_REPS:-3}" --peers "${LARGE_K_PEERS:-torch-fp16,flash}"
     done
+  done
+fi
+if [ "${WIDE:-0}" = 1 ]; then
+  # Embedding-sized rows: WIDE_ROWS (default 1M) x WIDE_DIMS (768, 1024, 1536) at k WIDE_K (4096), 10 Lloyd
+  # steps, WIDE_REPS runs of each method (2), against flash-kmeans (the configuration 4 kernel's rows).
+  for d in ${WIDE_DIMS:-768 1024 1536}; do
+    peers "wide-d$d" --data "$(rows "${WIDE_ROWS:-1000000}" "$d")" --k "${WIDE_K:-4096}" --iters 10 \
+      --precisions fp16,bf16 --reps "${WIDE_REPS:-2}" --peers flash
   done
 fi
 if [ "${BIG:-1}" = 1 ]; then
