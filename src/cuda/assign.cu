@@ -732,7 +732,7 @@ int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
   /* fastest first (docs/performance.md): wgmma where it applies, then the rows in registers (d up to 128),
    * beyond that the rows in shared memory; the TMA kernel for the rows none of those takes (on sm_90: 16-bit
-   * rows longer than 768 elements, tf32 longer than 384) */
+   * rows of 768 elements or more, tf32 of 384 or more) */
   static const int order[] = {3, 2, 1, 4};
   for (int q = 0; q < (int)(sizeof order / sizeof order[0]); q++)
     if (fused_fits(c, order[q])) return order[q];

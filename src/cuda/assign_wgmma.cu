@@ -618,8 +618,8 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
  * (each consumer warp arrived once its products from the stage retired). A consumer keeps one column's
  * products in flight while issuing the next's (wgmma.wait_group 1), then after a tile's last column
  * scans its 64 x 256 set in 64-column slices (scan_tile, ties to the earlier anchor) into the running
- * best. Rows are reused 256 times per anchor byte fetched, anchors 128 times per row byte: the anchors
- * and the block's rows stay in L2 across a tile sweep. */
+ * best. Each anchor byte fetched serves 128 rows and each row byte 256 anchors; the anchors and the
+ * block's rows stay in L2 across a tile sweep. */
 constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = 256, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
 template <typename T>
 __global__ void __launch_bounds__(384, 1)
@@ -777,17 +777,23 @@ size_t smem_of(int64_t dp) {
 /* The 2-D tensor map of `rows` rows of dp elements at base, read in boxes of box_rows rows x 128 bytes,
  * 128-byte swizzled, zeros outside. The driver's encoder comes through the runtime's entry-point query,
  * so the program needs no link to libcuda. */
-template <typename T>
-cudaError_t tensor_map(CUtensorMap *map, const void *base, int64_t rows, int64_t dp, int box_rows) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode;
-  if (!encode) {
+/* the driver's encoder, looked up once (a function-local static: initialised once, whichever thread comes
+ * first); NULL where the driver has none */
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     cudaDriverEntryPointQueryResult found;
     void *fn = NULL;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (e != cudaSuccess) return e;
-    if (found != cudaDriverEntryPointSuccess || !fn) return cudaErrorSymbolNotFound;
-    encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-  }
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? (PFN_cuTensorMapEncodeTiled_v12000)fn : nullptr;
+  }();
+  return encode;
+}
+
+template <typename T>
+cudaError_t tensor_map(CUtensorMap *map, const void *base, int64_t rows, int64_t dp, int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!encode) return cudaErrorSymbolNotFound;
   const CUtensorMapDataType type = sizeof(T) == 4                   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                                     : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
