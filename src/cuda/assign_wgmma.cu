@@ -621,8 +621,9 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
  * best. Each anchor byte fetched serves 128 rows and each row byte 256 anchors; the anchors and the
  * block's rows stay in L2 across a tile sweep. */
 constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = 256, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
+constexpr int TMA_THREADS = 3 * 128; /* two consumer warpgroups, one producer */
 template <typename T>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TMA_THREADS, 1)
     tma_wgmma_kernel(const __grid_constant__ CUtensorMap rows_map, const __grid_constant__ CUtensorMap anchors_map,
                      const float *__restrict__ hb, int64_t n, int kcols, int ntiles, uint32_t *__restrict__ assign,
                      unsigned long long *counter) {
@@ -818,7 +819,8 @@ cudaError_t launch_tma(const void *X, const void *A, const float *hb, int64_t n,
   const int kcols = (int)((dp * (int64_t)sizeof(T) + 127) / 128);
   const int ntiles = (int)((k + TMA_BN - 1) / TMA_BN); /* anchors past k (to the 256-anchor padding): hb = +inf */
   const unsigned blocks = (unsigned)((n + TMA_BM - 1) / TMA_BM);
-  tma_wgmma_kernel<T><<<blocks, 384, TMA_SMEM, stream>>>(rows_map, anchors_map, hb, n, kcols, ntiles, assign, counter);
+  tma_wgmma_kernel<T>
+      <<<blocks, TMA_THREADS, TMA_SMEM, stream>>>(rows_map, anchors_map, hb, n, kcols, ntiles, assign, counter);
   return cudaGetLastError();
 }
 

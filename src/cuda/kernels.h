@@ -109,8 +109,9 @@ void va_cuda_set_anchors(va_cuda_t *ctx, const float *A, const float *anorm, int
  * from the previous pass (the first pass: all rows). */
 int64_t va_cuda_assign(va_cuda_t *ctx, int cosine);
 /* A side pass over listed rows only (local indices, any order, repeats allowed), against the anchors
- * in place: a[q], r[q] of row local_rows[q], the bits a full pass gives that row; the rows' own a[],
- * r[] and the pending changed count are not touched. Gathers the rows on the device, so it declines
+ * in place: a[q], r[q] of row local_rows[q], the bits a full pass gives that row (on the GEMM path,
+ * where cuBLAS may take another algorithm for another row count, up to a near-tie's other anchor); the
+ * rows' own a[], r[] and the pending changed count are not touched. Gathers the rows on the device, so it declines
  * (returns 0, nothing done) with rows streamed from the host or more than n / 4 rows listed: the
  * caller then runs a full pass. 1 when done. */
 int va_cuda_assign_listed(va_cuda_t *ctx, int cosine, const int64_t *local_rows, int64_t m, uint32_t *a, float *r);
