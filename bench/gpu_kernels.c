@@ -77,9 +77,10 @@ static int64_t ties_beyond(const float *X, const float *A, int64_t n, int64_t d,
  * sampled rows whose anchor is not the CPU's; *rows: rows sampled. */
 static int64_t cpu_beyond(const float *X, const float *A, int64_t n, int64_t d, int64_t k, int prec, double amax,
                           const uint32_t *a, int64_t step, int64_t *differ, int64_t *rows, double *worst) {
-  int64_t beyond = 0;
-  *differ = *rows = 0;
-  *worst = 0;
+  int64_t beyond = 0, ndiffer = 0, sampled = 0;
+  double wmax = 0;
+  /* rows are independent: one thread each (the search is n / step x k x d multiply-adds) */
+#pragma omp parallel for schedule(dynamic, 8) reduction(+ : beyond, ndiffer, sampled) reduction(max : wmax)
   for (int64_t i = 0; i < n; i += step) {
     const float *x = X + i * d;
     float best = INFINITY;
@@ -91,18 +92,21 @@ static int64_t cpu_beyond(const float *X, const float *A, int64_t n, int64_t d, 
         bj = (uint32_t)j;
       }
     }
-    (*rows)++;
+    sampled++;
     if (a[i] == bj) continue;
-    (*differ)++;
+    ndiffer++;
     if (a[i] >= (uint32_t)k) {
       beyond++;
       continue;
     }
     double gap = (double)va_row_distance(x, A + (int64_t)a[i] * d, d, 0) - (double)best,
            bound = tie_bound(prec, 1, x, d, amax);
-    if (gap / bound > *worst) *worst = gap / bound;
+    if (gap / bound > wmax) wmax = gap / bound;
     beyond += !(gap <= bound);
   }
+  *differ = ndiffer;
+  *rows = sampled;
+  *worst = wmax;
   return beyond;
 }
 

@@ -693,12 +693,11 @@ static void launch_r(va_cuda_t *c, const va_cuda_rows_t *v, int cosine) {
  *      fit (up to 192 tf32 / 416 16-bit at 227 KB).
  *   2: rows in registers (d up to 128): 128 rows x 64 anchors (fp16/bf16) or 32 (tf32), 4 warps, two
  *      blocks per SM (MT 2; KSMAX 8 16-bit, 16 tf32).
- *   3: wgmma (sm_90 only; cuda_assign_wgmma.cu says which row lengths take which form): rows held in
- *      shared memory or registers, anchors in tiles of 128 or 64, or (rows of 640 to 1472 bytes: tf32 d
- *      160-352, 16-bit 416-736) rows in shared memory and the anchors in 128-byte pieces of 64-anchor
- *      tiles.
+ *   3: wgmma (sm_90 only; rows up to 768 bytes: 16-bit d up to 384, tf32 d 32, 64 and 128;
+ *      cuda_assign_wgmma.cu says which row lengths take which form): rows held in shared memory or
+ *      registers, anchors in tiles of 128 or 64.
  *   4: TMA (sm_90 only, any d): rows and anchors both stream through shared memory in 128-byte columns,
- *      128 rows x 256 anchors a block; the automatic choice where none of the others fits. */
+ *      128 rows x 256 anchors a block; on sm_90 the automatic choice for every row 3 does not take. */
 #define RX16 2, 8, 8, 4, 4, 2
 #define RX32 2, 4, 16, 4, 4, 2
 
@@ -730,10 +729,10 @@ static bool fused_fits(const va_cuda_t *c, int cfg) {
 int va_cuda_fused_config(const va_cuda_t *c) {
   if (c->precision == VA_CUDA_FP32 || c->prop.major < 8) return 0;
   if (c->fused_force) return fused_fits(c, c->fused_force) ? c->fused_force : 0;
-  /* fastest first (docs/performance.md): wgmma where it applies, then the rows in registers (d up to 128),
-   * beyond that the rows in shared memory; the TMA kernel for the rows none of those takes (on sm_90: 16-bit
-   * rows of 768 elements or more, tf32 of 384 or more) */
-  static const int order[] = {3, 2, 1, 4};
+  /* fastest first (docs/performance.md): on sm_90 wgmma where it applies, else the TMA kernel (faster than
+   * 1 and 2 at every d either takes); before sm_90 the rows in registers (d up to 128), beyond that the
+   * rows in shared memory */
+  static const int order[] = {3, 4, 2, 1};
   for (int q = 0; q < (int)(sizeof order / sizeof order[0]); q++)
     if (fused_fits(c, order[q])) return order[q];
   return 0;

@@ -7,10 +7,10 @@
  * smallest value with its first column per row stays in registers: ties to the lowest anchor. What
  * wgmma changes: a warpgroup multiplies 64 rows by a whole tile in one instruction per 16 (32-bit: 8)
  * elements of d, reading the anchors straight from shared memory, asynchronously; so each warpgroup
- * keeps two accumulator sets and scans one while the tensor cores fill the other. Three kernels:
- * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring), pieced_wgmma_kernel (rows of
- * 640 to 1472 bytes: anchor tiles in 128-byte pieces) and tma_wgmma_kernel (longer rows: rows and anchors
- * both stream through shared memory, loaded by the tensor memory accelerator). */
+ * keeps two accumulator sets and scans one while the tensor cores fill the other. Two kernels:
+ * fused_wgmma_kernel (rows up to 768 bytes: anchor tiles whole in the ring) and tma_wgmma_kernel (rows of
+ * any length: rows and anchors both stream through shared memory, loaded by the tensor memory
+ * accelerator). */
 #include <cuda.h>         /* CUtensorMap and its enums (the TMA's tensor descriptors) */
 #include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled: the driver's encoder, reached through the runtime */
 #include <cuda_bf16.h>
@@ -91,8 +91,8 @@ VA_WGR(__nv_bfloat16, "m64n64k16.f32.bf16.bf16")
 /* Both operands in shared memory: D (64 x N) += -A (64 x one 32-byte step of d, descriptor adesc: the rows
  * in the anchors' layout) * B (the step's N anchors, bdesc), K-major, 128-byte swizzled; scale-a -1 negates
  * the rows (exact); 16-bit: neither operand transposed, tf32 takes no transpose operand. N 128: 16-bit rows
- * of up to 128 elements held in shared memory (fused_wgmma_kernel); 64: rows in pieces
- * (pieced_wgmma_kernel); 256: rows and anchors loaded by the TMA (tma_wgmma_kernel). */
+ * of up to 128 elements held in shared memory (fused_wgmma_kernel); 256: rows and anchors loaded by the TMA
+ * (tma_wgmma_kernel). */
 #define VA_D128                                                                                                        \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "                   \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "                    \
@@ -114,9 +114,6 @@ struct WgSS;
                    : "l"(adesc), "l"(bdesc), "r"(acc_in));                                                             \
     }                                                                                                                  \
   };
-VA_WGSS(float, 64, "m64n64k8.f32.tf32.tf32", "", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
-VA_WGSS(__half, 64, "m64n64k16.f32.f16.f16", ", 0, 0", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
-VA_WGSS(__nv_bfloat16, 64, "m64n64k16.f32.bf16.bf16", ", 0, 0", VA_D32, "%32", "%33", "%34", VA_F32(d, 0))
 VA_WGSS(__half, 128, "m64n128k16.f32.f16.f16", ", 0, 0", VA_D64, "%64", "%65", "%66", VA_F32(d, 0), VA_F32(d, 32))
 VA_WGSS(__nv_bfloat16, 128, "m64n128k16.f32.bf16.bf16", ", 0, 0", VA_D64, "%64", "%65", "%66", VA_F32(d, 0),
         VA_F32(d, 32))
@@ -451,131 +448,6 @@ __global__ void __launch_bounds__(NWG * 128, 1)
   write_rows<RB>(best, bidx, wrow0, row0, n, old_a, assign, counter);
 }
 
-/* Rows of 640 to 1472 bytes (tf32: 160 to 352 elements; fp16/bf16: 416 to 736). Neither the rows'
- * fragments (tf32 d 352: 176 registers a thread for one 64-row block) nor a ring of whole anchor tiles
- * beside rows held in shared memory fit, so the block's rows sit in shared memory (NWG 64-row blocks,
- * laid out as in SS above, loaded once) and the anchors arrive in pieces: a ring stage holds one
- * 128-byte piece (4 steps of d, one swizzle span) of a 64-anchor tile, 8 KB. Every warpgroup multiplies
- * its 64 rows by each piece (both operands from shared memory), a tile's pieces accumulating into one
- * set; the sets alternate from tile to tile, and tile t's set is scanned (scan_tile) while tile t + 1's
- * first piece is multiplied; a tile's biases come with its first piece into one of 4 slots of their
- * own (the ring holds no tile whole), read at the scan and refilled 4 tiles on. After each
- * piece a warpgroup waits for all but that piece's products (wgmma.wait_group 1), so at the barrier
- * before piece s every warpgroup is done with piece s - 2, whose stage then takes piece s + STAGES - 2.
- * Rows reused per anchor byte fetched: 128 or 192 (NWG 2 or 3). The kernel is latency-bound, not bound
- * by the anchors' traffic (ncu profile at tf32 d 384: docs/performance.md). */
-template <typename T, int KS, int NWG, int STAGES>
-__global__ void __launch_bounds__(NWG * 128, 1)
-    pieced_wgmma_kernel(const T *__restrict__ X, const T *__restrict__ A, const float *__restrict__ hb, int64_t n,
-                        int ntiles, uint32_t *__restrict__ assign, unsigned long long *counter, int ahead) {
-  constexpr int BN = 64, NTH = NWG * 128, BM = NWG * 64, LEAD = STAGES - 2;
-  /* a row: ROWB bytes in global memory, NP 128-byte pieces in shared memory (the last one half used
-   * when KS % 4 == 2) */
-  constexpr int ROWB = KS * 32, NP = (KS + 3) / 4, SROWB = NP * 128, CPR = ROWB / 16, PIECE_B = BN * 128;
-  constexpr int GROUP = 4; /* tiles per group: a group ends with every product retired (see group() above) */
-  /* a bias slot is refilled (with piece 0 of tile t + 4, loaded at piece (t + 4) NP - LEAD) after every
-   * thread scanned tile t (at piece (t + 1) NP) */
-  static_assert(KS % 2 == 0 && STAGES >= 3 && 3 * NP > LEAD, "pieces");
-  extern __shared__ unsigned char smem_raw[];
-  const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
-  const unsigned char *smem = smem_raw + (s_base - s_raw);
-  const uint32_t s_rows = s_base + (uint32_t)(STAGES * PIECE_B), s_old = s_rows + (uint32_t)(BM * SROWB);
-  const uint32_t s_bias = s_old + (uint32_t)(BM * 4); /* 4 tiles' half biases */
-  const uint32_t *old_a = (const uint32_t *)(smem + (s_old - s_base));
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
-  const int64_t row0 = (int64_t)blockIdx.x * BM, readable = (n + 255) / 256 * 256;
-  const int wrow0 = (warp >> 2) * 64 + (warp & 3) * 16;
-
-  /* with the first piece: the block's rows, their previous a[], and the next block's rows into L2, as
-   * in the SS kernel */
-  load_rows_shared<BM, KS, NTH>(s_rows, X, row0, readable);
-  if (tid < BM && row0 + tid < n) cp_async4(s_old + 4 * tid, assign + row0 + tid);
-  prefetch_next_rows<BM, ROWB, NTH>(X, row0, readable, ahead);
-  /* piece s = (tile s / NP, piece s % NP) into its stage: chunk c of anchor j at c ^ (j % 8) */
-  const int npieces = ntiles * NP;
-  auto load_piece = [&](int s) {
-    const int t = s / NP, p = s - t * NP;
-    const int lg = (CPR % 8 != 0 && p == NP - 1) ? 2 : 3; /* log2 of the piece's 16-byte chunks per anchor */
-    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
-    const unsigned char *src = (const unsigned char *)A + (size_t)t * (BN * ROWB) + p * 128;
-#pragma unroll
-    for (int q = 0; q < (BN * 8 + NTH - 1) / NTH; q++) {
-      const int e = q * NTH + tid, j = e >> lg, c = e & ((1 << lg) - 1);
-      if (e < (BN << lg)) cp_async16(st + (uint32_t)(j * 128 + ((c ^ (j & 7)) << 4)), src + (size_t)j * ROWB + c * 16);
-    }
-    if (p == 0 && tid < BN / 4)
-      cp_async16(s_bias + (uint32_t)((t & 3) * (BN * 4) + tid * 16), hb + (size_t)t * BN + tid * 4);
-  };
-#pragma unroll
-  for (int s = 0; s < LEAD; s++) {
-    if (s < npieces) load_piece(s);
-    cp_async_commit();
-  }
-
-  float acc[2][BN / 2];
-  float best[1][2] = {{INFINITY, INFINITY}};
-  int bidx[1][2] = {{0, 0}};
-  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
-  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * (64 * SROWB))) >> 4);
-
-  /* piece P (compile-time) of tile t into set J: once it has landed in every thread's view (one
-   * cp.async group per piece), the stage of piece s - 2 takes piece s + LEAD; then the products */
-  auto piece = [&](auto J, auto P, int t) {
-    constexpr int set = decltype(J)::value, p = decltype(P)::value;
-    const int s = t * NP + p;
-    cp_async_wait<LEAD - 1>();
-    fence_proxy_async();
-    __syncthreads();
-    if (s + LEAD < npieces) load_piece(s + LEAD);
-    cp_async_commit();
-    const uint32_t st = s_base + (uint32_t)(s % STAGES) * PIECE_B;
-    fence_regs(acc[set]);
-    wg_fence();
-#pragma unroll
-    for (int ks = 4 * p; ks < (4 * p + 4 < KS ? 4 * p + 4 : KS); ks++) {
-      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks & 3) * 32)) >> 4);
-      uint64_t adesc; /* formed at each use from one base, as in the SS kernel */
-      asm volatile("add.u64 %0, %1, %2;\n"
-                   : "=l"(adesc)
-                   : "l"(adesc0), "l"((uint64_t)((p * (64 * 128) + (ks & 3) * 32) >> 4)));
-      WgSS<T, BN>::run(acc[set], adesc, bdesc, ks > 0);
-    }
-    wg_commit();
-  };
-  auto retire = [&](auto J, int t) {
-    fence_regs(acc[decltype(J)::value]);
-    scan_tile<BN>(acc[decltype(J)::value], (const float *)(smem + (s_bias - s_base) + (t & 3) * (BN * 4)), t, tq,
-                  best[0], bidx[0]);
-  };
-  /* one tile's pieces into set J; the previous tile's set (J ^ 1) scanned after the first of them */
-  auto tile = [&](auto J, auto SCAN_PREV, int t) {
-    static_for<NP>([&](auto P) {
-      piece(J, P, t);
-      wg_wait<1>();
-      if constexpr (decltype(P)::value == 0 && decltype(SCAN_PREV)::value)
-        retire(std::integral_constant<int, decltype(J)::value ^ 1>{}, t - 1);
-    });
-  };
-  auto group = [&](auto G, int t0) {
-    constexpr int ng = decltype(G)::value;
-    static_for<ng>([&](auto I) {
-      constexpr int i = decltype(I)::value;
-      tile(std::integral_constant<int, i & 1>{}, std::integral_constant<bool, (i > 0)>{}, t0 + i);
-    });
-    wg_wait<0>();
-    retire(std::integral_constant<int, (ng - 1) & 1>{}, t0 + ng - 1);
-  };
-  int t = 0;
-  for (; t + GROUP <= ntiles; t += GROUP) group(std::integral_constant<int, GROUP>{}, t);
-  if (t + 2 <= ntiles) {
-    group(std::integral_constant<int, 2>{}, t);
-    t += 2;
-  }
-  if (t < ntiles) group(std::integral_constant<int, 1>{}, t);
-
-  write_rows<1>(best, bidx, wrow0, row0, n, old_a, assign, counter);
-}
-
 /* mbarriers (shared-memory transaction barriers) and the TMA's tiled 2-D load, for tma_wgmma_kernel.
  * bar: a shared-memory address; a waiter names the parity of the phase it waits for. */
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -604,22 +476,20 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
                : "memory");
 }
 
-/* Rows of any length, made for those of 1536 bytes or more (16-bit d >= 768, tf32 d >= 384), where
- * neither a row block nor whole anchor tiles stay in shared memory beside each other: both operands
- * stream through it in 128-byte columns of d,
- * as a GEMM's do, and the scan runs on each finished 128 x 256 tile of products instead of writing it.
- * Block (one per SM): 128 rows; warps 0-7 are two consumer warpgroups of 64 rows each, warps 8-11 the
- * producer warpgroup, one thread of which issues the TMA loads (the warpgroup hands its registers to the
- * consumers: 232 each hold a 64 x 256 set of products and its scan). Work: for each 256-anchor tile, for each 128-byte
- * column kt of d, one ring stage holding the rows' column (128 x 128 bytes) and the anchors' (256 x 128),
- * both written by the TMA in the 128-byte swizzled layout the descriptors above read (row j at j 128,
- * its 16-byte chunk c at c ^ (j % 8)); columns past d and rows past n or k arrive as zeros (anchors past
- * k carry hb = +inf). Stage s has two barriers: full (the producer's expected bytes landed) and empty
- * (each consumer warp arrived once its products from the stage retired). A consumer keeps one column's
- * products in flight while issuing the next's (wgmma.wait_group 1), then after a tile's last column
- * scans its 64 x 256 set in 64-column slices (scan_tile, ties to the earlier anchor) into the running
- * best. Each anchor byte fetched serves 128 rows and each row byte 256 anchors; the anchors and the
- * block's rows stay in L2 across a tile sweep. */
+/* Rows of any length, made for those longer than 768 bytes (16-bit d > 384, tf32 d > 128, and tf32 d 96),
+ * where a row block and whole anchor tiles no longer fit in shared memory beside each other: both
+ * operands stream through it in 128-byte columns of d, as a GEMM's do, and the scan runs on each finished 128 x 256
+ * tile of products instead of writing it. Block (one per SM): 128 rows; warps 0-7 are two consumer warpgroups of 64
+ * rows each, warps 8-11 the producer warpgroup, one thread of which issues the TMA loads (the warpgroup hands its
+ * registers to the consumers: 232 each hold a 64 x 256 set of products and its scan). Work: for each 256-anchor tile,
+ * for each 128-byte column kt of d, one ring stage holding the rows' column (128 x 128 bytes) and the anchors' (256 x
+ * 128), both written by the TMA in the 128-byte swizzled layout the descriptors above read (row j at j 128, its 16-byte
+ * chunk c at c ^ (j % 8)); columns past d and rows past n or k arrive as zeros (anchors past k carry hb = +inf). Stage
+ * s has two barriers: full (the producer's expected bytes landed) and empty (each consumer warp arrived once its
+ * products from the stage retired). A consumer keeps one column's products in flight while issuing the next's
+ * (wgmma.wait_group 1), then after a tile's last column scans its 64 x 256 set in 64-column slices (scan_tile, ties to
+ * the earlier anchor) into the running best. Each anchor byte fetched serves 128 rows and each row byte 256 anchors;
+ * the anchors and the block's rows stay in L2 across a tile sweep. */
 constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = 256, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
 constexpr int TMA_THREADS = 3 * 128; /* two consumer warpgroups, one producer */
 template <typename T>
@@ -700,19 +570,15 @@ __global__ void __launch_bounds__(TMA_THREADS, 1)
  * registers under 255. 16-bit rows up to 128 elements: in shared memory, three warpgroups. Longer 16-bit
  * rows (WIDE): neither 384 such rows nor the ring of 128-anchor tiles fit in shared memory, so each
  * warpgroup holds one 64-row block's fragments in registers (dp / 4 a thread, 96 at d 384) and the
- * anchors come in 64-anchor tiles, 4 stages. Longer rows still: pieced_wgmma_kernel (PCfg). */
-/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes. fused_wgmma_kernel:
- * 16-bit rows of 32 to 384 elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's
- * copies over two swizzle columns); WIDE: the 16-bit rows longer than 128 elements. pieced_wgmma_kernel:
- * rows of 640 to 1472 bytes, 16-bit rows of 416 to 736 elements, tf32 rows of 160 to 352 (whole pieces).
- * From 1536 bytes on tma_wgmma_kernel takes the rows: at 16-bit d 768 it is 1.47x faster than the pieced
- * kernel (docs/performance.md). */
-constexpr int KS_MAX = 46; /* 1472-byte rows */
-constexpr bool ks_pieced(size_t es, int ks) {
-  return ks <= KS_MAX && (es == 2 ? ks >= 26 && ks % 2 == 0 : ks >= 20 && ks % 4 == 0);
-}
+ * anchors come in 64-anchor tiles, 4 stages. */
+/* KS 32-byte steps (a row of 32 KS / sizeof(T) elements) that an instance takes: 16-bit rows of 32 to 384
+ * elements, tf32 rows of 32, 64 or 128 (a tf32 row of 96 would split a thread's copies over two swizzle
+ * columns); WIDE: the 16-bit rows longer than 128 elements. Other rows go to tma_wgmma_kernel, which is
+ * faster than a kernel that held the rows in shared memory and streamed the anchors in 128-byte pieces at
+ * every width that one took (640 to 1472 bytes; docs/performance.md). */
+constexpr int KS_MAX = 24; /* 768-byte rows */
 constexpr bool ks_ok(size_t es, int ks) {
-  return ks_pieced(es, ks) || (es == 2 ? ks >= 2 && ks <= 24 && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16);
+  return es == 2 ? ks >= 2 && ks <= KS_MAX && ks % 2 == 0 : ks == 4 || ks == 8 || ks == 16;
 }
 constexpr bool ks_wide(size_t es, int ks) { return es == 2 && ks > 8; }
 template <typename T, bool WIDE = false>
@@ -726,26 +592,8 @@ struct Cfg {
     return (size_t)STAGES * (BN * SROWB + 1024) + ROWS * SROWB + BM * 4 + 1024;
   }
 };
-/* pieced_wgmma_kernel: the most rows (three warpgroups where four stages fit beside them, else two),
- * then as many 8 KB stages as fit, up to 6, in sm_90's 227 KB of shared memory per block (not 8: with
- * the bias slots, the three-warpgroup instances spill 96-188 bytes in their 168 registers at 8 stages) */
-template <int KS>
-struct PCfg {
-  static constexpr size_t SMEM_MAX = 232448, SROWB = (KS + 3) / 4 * 128;
-  /* stages, rows and their previous a[], 4 tiles' biases, alignment */
-  static constexpr size_t bytes(int nwg, int stages) {
-    return (size_t)stages * 8192 + (size_t)nwg * 64 * (SROWB + 4) + 1024 + 1024;
-  }
-  static constexpr int BN = 64, RB = 1, NWG = bytes(3, 4) <= SMEM_MAX ? 3 : 2;
-  static constexpr int STAGES = (SMEM_MAX - bytes(NWG, 0)) / 8192 < 6 ? (int)((SMEM_MAX - bytes(NWG, 0)) / 8192) : 6;
-  static_assert(STAGES >= 4, "pieced stages");
-  template <int>
-  static constexpr size_t smem() {
-    return bytes(NWG, STAGES);
-  }
-};
 template <typename T, int KS>
-using CfgOf = std::conditional_t<ks_pieced(sizeof(T), KS), PCfg<KS>, Cfg<T, ks_wide(sizeof(T), KS)>>;
+using CfgOf = Cfg<T, ks_wide(sizeof(T), KS)>;
 
 /* f(KS) (a std::integral_constant) for the instance that takes rows of dp elements; false where none
  * does (the mma.sync kernels, or the GEMM path, take them) */
@@ -828,12 +676,9 @@ template <typename T, int KS>
 cudaError_t launch_ks(const void *X, const void *A, const float *hb, int64_t n, int64_t k, uint32_t *assign,
                       unsigned long long *counter, int sms, cudaStream_t stream) {
   using C = CfgOf<T, KS>;
-  constexpr bool PIECED = ks_pieced(sizeof(T), KS);
   constexpr int BM = C::NWG * 64 * C::RB;
   const size_t smem = C::template smem<KS>();
-  void (*kern)(const T *, const T *, const float *, int64_t, int, uint32_t *, unsigned long long *, int);
-  if constexpr (PIECED) kern = pieced_wgmma_kernel<T, KS, C::NWG, C::STAGES>;
-  else kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
+  auto kern = fused_wgmma_kernel<T, C::BN, KS, C::STAGES, C::NWG, C::SS, C::RB>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return e;
   const int ntiles = (int)((k + C::BN - 1) / C::BN); /* anchors past k (to the 256-anchor padding) carry hb = +inf */

@@ -1257,17 +1257,17 @@ int main(int argc, char **argv) {
   cosine_case(20011, 77, 4096, 0, VA_CUDA_BF16);
   farthest_init_case(5003, 77, 64, 1, 4);
   run_case(40009, 128, 1000, 16); /* k grows past k_cap; every fused configuration (3: sm_90) */
-  run_case(20011, 77, 37,
-           37); /* odd d (padding to 96: the wgmma kernel's 1.5-piece rows at 16 bits), k below one tile */
+  /* odd d (padding to 96: the wgmma kernel's 1.5-piece rows at 16 bits, tf32 through the TMA), k below one tile */
+  run_case(20011, 77, 37, 37);
   run_case(9001, 20, 200, 200);  /* d padded to 32: the wgmma kernel's quarter-piece rows */
   run_case(30011, 64, 300, 300); /* the wgmma kernel's half-row instances; odd tile counts */
   run_case(5003, 64, 50, 50);    /* one anchor tile */
   run_case(3001, 300, 130,
-           130); /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), tf32 rows in pieces */
+           130); /* large d: wgmma with rows in registers and 128x64 mma.sync tiles (16-bit), tf32 through the TMA */
   run_case(4001, 384, 70, 70);     /* the embedder's width: 16-bit rows in registers, tf32 rows through the TMA */
-  run_case(3001, 200, 130, 130);   /* d padded to 224: tf32 rows in pieces with 3 warpgroups, groups of 2 and 1 tiles */
-  run_case(2003, 400, 1000, 1000); /* d padded to 416: 16-bit rows in pieces, the last half used; 4 groups of 4 tiles */
-  run_case(2003, 700, 300, 300);   /* d padded to 704: 16-bit rows in pieces, 2 warpgroups; tf32 through the TMA */
+  run_case(3001, 200, 130, 130);   /* d padded to 224: tf32 through the TMA in 7 columns; 16-bit rows in registers */
+  run_case(2003, 400, 1000, 1000); /* d padded to 416: 16-bit through the TMA, the last column half used; 4 tiles */
+  run_case(2003, 700, 300, 300);   /* d padded to 704: 11 (16-bit) and 22 (tf32) columns through the TMA */
   run_case(2003, 1000, 600, 600);  /* d padded to 1024: rows, anchors through the TMA; 3 anchor tiles, the last short */
   run_case(1001, 2090, 300, 300);  /* d padded to 2112: 16-bit rows end in half a 128-byte column (zeros past d) */
   stream_case(40009, 128, 1000, 4096); /* 10 chunks, the last one short */
