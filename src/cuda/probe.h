@@ -20,10 +20,10 @@ extern "C" {
 void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
 void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
- * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 736
- * elements at 16 bits, 32, 64, 128 and 160 to 352 at tf32; the fastest where it applies,
- * docs/performance.md), 4 = wgmma with rows and anchors loaded by the TMA (sm_90 only, any d; the
- * automatic choice for rows longer than 3 takes). Returns the configuration now in force (0: that one
+ * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 384
+ * elements at 16 bits, 32, 64 and 128 at tf32; the fastest where it applies, docs/performance.md),
+ * 4 = wgmma with rows and anchors loaded by the TMA (sm_90 only, any d; on sm_90 the automatic choice for
+ * every row 3 does not take). Returns the configuration now in force (0: that one
  * does not apply to this context's shape and device). */
 #define VA_CUDA_FUSED_CONFIGS 4
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
