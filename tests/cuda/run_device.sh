@@ -2,13 +2,12 @@
 # run_device.sh: on a GPU machine, from the repository root: configure a build with the CUDA backend,
 # build the CUDA tests and the kernel benchmark, run the CUDA tests and the benchmark.
 # Logs go to $OUT (or ./out-device), at most 7 files: build.log, ctest.log, detail.txt, bench.txt,
-# bench_before.txt, ncu.txt, summary.txt. Until the top-level CMakeLists.txt includes cmake/cuda.cmake
-# itself, this inserts that include into the (throw-away) copy it runs in.
+# bench_before.txt, ncu.txt, summary.txt.
 #   [BEFORE_REV=rev] [VA_NCU=1|fp16] tests/cuda/run_device.sh [bench args: n d k reps]
 # BEFORE_REV: also build that revision's benchmark (a git worktree, built alongside this tree's) and run
 # it after this tree's on the same machine, then print both automatic fused passes side by side.
-# VA_NCU: Nsight Compute of the automatic fused kernels (1: tf32 and fp16, fp16: fp16 only), last, and
-# only while the call has time left (NCU_BEFORE_S, default 300 s since the start).
+# VA_NCU: Nsight Compute of the automatic fused kernels at the bench's shape (1: tf32, fp16 and bf16; fp16:
+# fp16 only), last, and only while the call has time left (NCU_BEFORE_S, default 300 s since the start).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -16,16 +15,11 @@ OUT=${OUT:-$PWD/out-device}
 mkdir -p "$OUT"
 B=${BUILD_DIR:-build-cuda}
 t0=$(date +%s)
-include_cuda() {
-  grep -q 'cmake/cuda.cmake' CMakeLists.txt ||
-    sed -i 's|^include(cmake/core.cmake)$|&\nif(VECANNEAL_HAVE_CUDA)\n  include(cmake/cuda.cmake)\nendif()|' CMakeLists.txt
-}
 build() { # dir targets... (test_nccl too where the configuration has it: NCCL found)
   local dir=$1; shift
   cmake -S . -B "$dir" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
     make -C "$dir" -j"$(nproc)" "$@" $(grep -q test_nccl "$dir/Makefile" && echo test_nccl)
 }
-include_cuda
 {
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv
   nvcc --version | tail -1
@@ -34,13 +28,13 @@ before_pid=
 if [ -n "${BEFORE_REV:-}" ]; then
   rm -rf /tmp/va-before
   git worktree add --detach /tmp/va-before "$BEFORE_REV" >/dev/null 2>&1 &&
-    (cd /tmp/va-before && include_cuda && build build gpu_kernels_bench) >/tmp/va-before.log 2>&1 &
+    (cd /tmp/va-before && build build gpu_kernels_bench) >/tmp/va-before.log 2>&1 &
   before_pid=$!
 fi
 build "$B" test_cuda_kernels gpu_kernels_bench >>"$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -40; tail -20 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 grep -E "spill|warning|C75[0-9][0-9]" "$OUT/build.log" | sort -u | head -10
-obj=$(find "$B" -name 'cuda_assign*.cu.o' | tr '\n' ' ')
+obj=$(find "$B" -name 'assign*.cu.o' | tr '\n' ' ')
 if command -v cuobjdump >/dev/null && [ -n "$obj" ]; then
   echo "SASS of $obj(instruction counts):"
   for o in $obj; do cuobjdump --dump-sass "$o"; done | grep -oE "HGMMA\.[0-9x]+\.[0-9A-Z.]+|HMMA\.[0-9A-Z.]+|LDSM[.A-Z0-9]*|LDGSTS[.A-Z0-9]*|\bLDL\b|\bSTL\b" | sort | uniq -c
@@ -94,13 +88,14 @@ PY
 if [ "${VA_NCU:-0}" != 0 ] && [ $(( $(date +%s) - t0 )) -lt "${NCU_BEFORE_S:-300}" ]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$NCU" ]; then
-    # ncu mode runs two fused passes per precision, tf32 then fp16: profile each one's second
-    for p in tf32:1 fp16:3; do
-      [ "${VA_NCU}" = fp16 ] && [ "${p%%:*}" = tf32 ] && continue
+    # ncu mode runs two fused passes per precision, tf32, fp16, bf16: profile each one's second (the
+    # argmin kernels are fused_* and *_wgmma_kernel; the r kernel matches neither)
+    for p in tf32:1 fp16:3 bf16:5; do
+      [ "${VA_NCU}" = fp16 ] && [ "${p%%:*}" != fp16 ] && continue
       echo "== ncu ${p%%:*}" >>"$OUT/ncu.txt"
-      timeout 100 "$NCU" --clock-control none -k regex:fused_ --launch-skip "${p##*:}" --launch-count 1 \
+      timeout 100 "$NCU" --clock-control none -k 'regex:fused_|wgmma_kernel' --launch-skip "${p##*:}" --launch-count 1 \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
-        "$B/gpu_kernels_bench" 1000000 128 1024 1 ncu >>"$OUT/ncu.txt" 2>&1
+        "$B/gpu_kernels_bench" "${1:-1000000}" "${2:-128}" "${3:-1024}" 1 ncu >>"$OUT/ncu.txt" 2>&1
     done
     grep -E "^== ncu|fused_|Compute \(SM\) Throughput|Memory Throughput|Duration|Achieved Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Registers Per|Shared Memory Config" "$OUT/ncu.txt" | head -30 | cut -c1-150
   fi
