@@ -9,7 +9,8 @@
  * The last line is the verdict either way, as every benchmark family ends (bench/README.md):
  * "verification: passed (N checks)" or "verification: FAILED (M of N checks: ...)"; the "ncu" mode
  * (a profiler run) checks nothing and says so. Exits 77 without a device. Output: one line per
- * measurement, a table at the end. */
+ * measurement, with the SM clock and board power read through NVML right after its repetitions (the
+ * clock under the power limit moves the tensor-core figures between runs), and a table at the end. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +22,17 @@
 #include "cuda/probe.h"
 #include "cpu/stats.h"
 #include "util/util.h"
-#include "bench_data.h"
+#include "bench_data.h" /* bench_clustered_data */
+#include "gpu_clock.h"  /* gpu_clock_open, gpu_clock_read */
 
 typedef struct {
   char what[96];
   double ms, min_ms, tflops;
+  unsigned sm_mhz; /* the SM clock right after the timed repetitions; 0: not read */
 } row_t;
 static row_t table[96];
 static int nrows;
+static gpu_clock_t gpu_clock; /* empty until the first context names its device */
 
 /* The products' rounding bound c_p per precision (fp32, tf32, fp16, bf16; docs/cuda.md): an assign
  * pass's anchor for row x is within c_p ||x|| max_j ||A_j|| of the exact nearest distance. */
@@ -116,8 +120,11 @@ static void report(const char *what, double ms, double min_ms, double flops) {
   r->ms = ms;
   r->min_ms = min_ms;
   r->tflops = flops > 0 && ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+  double watts = 0;
+  r->sm_mhz = 0;
   printf("%-44s median %8.3f ms  min %8.3f ms", what, ms, min_ms);
   if (flops > 0) printf("  %7.1f TFLOP/s", r->tflops);
+  if (ms > 0 && gpu_clock_read(&gpu_clock, &r->sm_mhz, &watts)) printf("  SM %u MHz, %.0f W", r->sm_mhz, watts);
   printf("\n");
   fflush(stdout);
 }
@@ -160,6 +167,9 @@ int main(int argc, char **argv) {
     }
     if (prec == 0) {
       va_cuda_describe(ctx, desc, sizeof desc);
+      char bus[32];
+      va_cuda_pci_bus_id(ctx, bus, sizeof bus);
+      gpu_clock = gpu_clock_open(bus);
       printf("device: %s\nshape: n %lld d %lld k %lld, %d timed reps after warm-up\n", desc, (long long)n, (long long)d,
              (long long)k, reps);
       for (int p = 1; p < 4; p++)
@@ -319,9 +329,10 @@ int main(int argc, char **argv) {
     va_cuda_destroy(ctx);
   }
   printf("\n== summary: n %lld d %lld k %lld on %s ==\n", (long long)n, (long long)d, (long long)k, desc);
-  printf("%-44s %10s %10s %9s\n", "kernel", "median ms", "min ms", "TFLOP/s");
+  printf("%-44s %10s %10s %9s %7s\n", "kernel", "median ms", "min ms", "TFLOP/s", "SM MHz");
   for (int i = 0; i < nrows; i++)
-    printf("%-44s %10.3f %10.3f %9.1f\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops);
+    printf("%-44s %10.3f %10.3f %9.1f %7u\n", table[i].what, table[i].ms, table[i].min_ms, table[i].tflops,
+           table[i].sm_mhz);
   if (ncu_mode) printf("verification: not run (ncu mode checks nothing)\n");
   else if (failed)
     printf("verification: FAILED (%d of %d checks: assignments beyond the near-tie bound)\n", failed, checks);

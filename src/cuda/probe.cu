@@ -3,6 +3,7 @@
  * same host code, kernels and launch configurations as a job's pass. The only kernels here are those no
  * job runs: the poisoning of a[] and r[] and the mma.sync ceiling. */
 #include <algorithm>
+#include <cstdio> /* snprintf */
 #include <vector>
 
 #include "cuda/internal.cuh"
@@ -24,6 +25,11 @@ extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
 }
 
 extern "C" void va_cuda_set_gemm_rows(va_cuda_t *c, int64_t rows) { c->gemm_rows = rows; }
+
+extern "C" void va_cuda_pci_bus_id(const va_cuda_t *c, char *buf, size_t len) {
+  snprintf(buf, len, "%08x:%02x:%02x.0", (unsigned)c->prop.pciDomainID, (unsigned)c->prop.pciBusID,
+           (unsigned)c->prop.pciDeviceID);
+}
 
 /* --- state for tests -------------------------------------------------------------------------------- */
 __global__ void poison_kernel(uint32_t *a, float *r, int64_t n) {

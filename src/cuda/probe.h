@@ -29,6 +29,8 @@ void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
 void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
+/* The context's device as "domain:bus:device.0" (NVML's PCI bus id form), for a benchmark's clock reader. */
+void va_cuda_pci_bus_id(const va_cuda_t *ctx, char *buf, size_t len);
 
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
