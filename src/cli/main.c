@@ -70,6 +70,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vecanneal: MPI_Init failed\n");
     return VA_EXIT_INTERNAL;
   }
+  /* for tests: a failure after this line is vecanneal's own, one before it the loader's or MPI_Init's */
+  if (getenv("VECANNEAL_TRACE_START")) fprintf(stderr, "vecanneal: MPI started\n");
   /* Errors come back to us (we print them with context and abort ourselves). */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   va_proc_init();

@@ -329,14 +329,12 @@ memory)
     echo "  cgroup $v: $(grep -o 'vecanneal: error: .\{0,200\}' cg.log)"
   done
   for mb in $(seq 130 15 900); do
-    (ulimit -v $((mb * 1024)); timeout 60 mpirun -n 1 "$BIN" "${COMPRESS[@]}" --input data.h5:/train --anchors 16 --out idx.h5 \
-      --set max_iter=3 > mem.log 2>&1)
+    (ulimit -v $((mb * 1024)); VECANNEAL_TRACE_START=1 timeout 60 mpirun -n 1 -x VECANNEAL_TRACE_START "$BIN" "${COMPRESS[@]}" \
+      --input data.h5:/train --anchors 16 --out idx.h5 --set max_iter=3 > mem.log 2>&1)
     rc=$?
-    # Before vecanneal's first instruction: the loader, mpirun itself (no rank reported), or Open MPI's
-    # own start-up inside the rank (orte_init, MPI_Init).
-    if [ $rc -ne 0 ] && [ $rc -ne 5 ] && ! grep -q "^vecanneal: \(error\|fatal\)" mem.log &&
-       { grep -qi "orte_init\|opal_init\|ompi_mpi_init\|MPI_INIT\|dynamic memory\|error while loading\|failed to map" mem.log ||
-         ! grep -q "mpirun noticed that process rank\|Exit code:" mem.log; }; then
+    # Before vecanneal's first instruction after MPI_Init (no "MPI started" line): the loader, mpirun
+    # itself, or Open MPI's own start-up inside the rank, which can crash without a backtrace.
+    if [ $rc -ne 0 ] && [ $rc -ne 5 ] && ! grep -q "^vecanneal: MPI started" mem.log; then
       rc=mpi
     fi
     case $rc in
