@@ -57,7 +57,8 @@ static void check_start_room(void) {
            "its libraries map: raise the limit",
            room.source, room.limit_bytes / 1048576.0, va_proc.rank, va_proc.host, room.bytes / 1048576.0,
            least / 1048576.0);
-  VA_AGREE_OR_EXIT(room.bytes >= 0 && room.bytes < least ? VA_EXIT_RESOURCE : 0, err);
+  const int code = va_agree(room.bytes >= 0 && room.bytes < least ? VA_EXIT_RESOURCE : 0, err);
+  if (code) va_exit_all_at_start(code);
 }
 
 int main(int argc, char **argv) {

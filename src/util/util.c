@@ -277,14 +277,24 @@ int va_agree(int code, const char *msg) {
   return worst;
 }
 
-void va_exit_all(int code) {
+static void finalize_all(int code) {
   remove_pending();
   run_exit_hook(0);
   /* Tests check that every rank leaves with the agreed code. */
   if (getenv("VECANNEAL_TRACE_EXIT")) fprintf(stderr, "vecanneal: rank %d exits with code %d\n", va_proc.rank, code);
   fflush(stdout);
   MPI_Finalize();
+}
+
+void va_exit_all(int code) {
+  finalize_all(code);
   exit(code);
+}
+
+void va_exit_all_at_start(int code) {
+  finalize_all(code);
+  fflush(NULL);
+  _exit(code);
 }
 
 /* Rank 0's lines come from the main thread and the heartbeat thread (heartbeat.h): one at a time. */
