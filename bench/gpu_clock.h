@@ -6,8 +6,8 @@
 #ifndef VA_BENCH_GPU_CLOCK_H
 #define VA_BENCH_GPU_CLOCK_H
 
-#include <dlfcn.h> /* dlopen, dlsym */
-#include <stddef.h>
+#include <dlfcn.h>  /* dlopen, dlsym, dlclose */
+#include <stddef.h> /* NULL */
 
 /* The few NVML entry points used, with NVML's ABI: return 0 on success; a device is an opaque handle. */
 typedef int (*nvml_init_fn)(void);
@@ -32,7 +32,10 @@ static inline gpu_clock_t gpu_clock_open(const char *pci_bus_id) {
   nvml_by_pci_fn by_pci = (nvml_by_pci_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
   g.clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
   g.power = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetPowerUsage");
-  if (!init || !by_pci || !g.clock || !g.power || init() != 0 || by_pci(pci_bus_id, &g.device) != 0) g.device = NULL;
+  if (!init || !by_pci || !g.clock || !g.power || init() != 0 || by_pci(pci_bus_id, &g.device) != 0) {
+    g.device = NULL;
+    dlclose(lib); /* kept open, for the reader's calls, only when the device was found */
+  }
   return g;
 }
 

@@ -329,8 +329,8 @@ memory)
     echo "  cgroup $v: $(grep -o 'vecanneal: error: .\{0,200\}' cg.log)"
   done
   for mb in $(seq 130 15 900); do
-    (ulimit -v $((mb * 1024)); VECANNEAL_TRACE_START=1 timeout 60 mpirun -n 1 -x VECANNEAL_TRACE_START "$BIN" "${COMPRESS[@]}" \
-      --input data.h5:/train --anchors 16 --out idx.h5 --set max_iter=3 > mem.log 2>&1)
+    (ulimit -v $((mb * 1024)); VECANNEAL_TRACE_START=1 timeout 60 mpirun -n 1 -x VECANNEAL_TRACE_START "$BIN" \
+      "${COMPRESS[@]}" --input data.h5:/train --anchors 16 --out idx.h5 --set max_iter=3 > mem.log 2>&1)
     rc=$?
     # Before vecanneal's first instruction after MPI_Init (no "MPI started" line): the loader, mpirun
     # itself, or Open MPI's own start-up inside the rank, which can crash without a backtrace.
