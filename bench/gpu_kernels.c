@@ -1,5 +1,5 @@
 /* gpu_kernels.c: device times of the CUDA kernels (CUDA events, median of many after warm-up).
- *   gpu_kernels [n d k reps]      defaults 1000000 128 1024 30
+ *   gpu_kernels [n d k reps [ncu|tma]]      defaults 1000000 128 1024 30
  * For each product precision: the GEMM path (cuBLAS products + argmin), the cuBLAS products alone,
  * and the fused tensor-core kernel, in ms and TFLOP/s (2 n k d flops per pass); then the statistics
  * reductions (sorted vs atomic), farthest + histogram, and the host->device upload rate.
@@ -76,6 +76,73 @@ static int64_t ties_beyond(const float *X, const float *A, int64_t n, int64_t d,
   return beyond;
 }
 
+/* Configuration 4 (the TMA kernel) with its anchor tiles split over 1, 2, 3, 4 and 6 blocks per row block
+ * (docs/cuda.md; fewer where k has fewer 256-anchor tiles) and the automatic count. Each count's anchors are
+ * checked twice: against the GEMM path's a_gemm (near-ties only) and, split, against the unsplit pass's bit
+ * for bit (every product is the same sum in the same order; only which block finds a row's best changes).
+ * Then the argmin kernel alone is timed in TMA_ROUNDS rounds that take the counts in turn, so that the
+ * board's clock, which falls as it nears its power limit, weighs on every count alike: the median of the
+ * rounds' medians, the least minimum. Leaves the context on the automatic count. */
+enum { TMA_ROUNDS = 3 };
+static void report(const char *what, double ms, double min_ms, double flops);
+static void tma_slices(va_cuda_t *ctx, const char *pname, const float *X, const float *A, int64_t n, int64_t d,
+                       int64_t k, int prec, double amax, const uint32_t *a_gemm, uint32_t *a_fused, int reps,
+                       double flops, int *checks, int *failed) {
+  static const int counts[] = {1, 2, 3, 4, 6};
+  enum { NC = sizeof counts / sizeof counts[0] };
+  uint32_t *a_one = malloc((size_t)n * 4);
+  const int automatic = va_cuda_set_tma_splits(ctx, 0);
+  int runs[NC] = {0};
+  for (int q = 0; q < NC; q++) {
+    if (va_cuda_set_tma_splits(ctx, counts[q]) != counts[q]) continue;
+    runs[q] = 1;
+    va_cuda_assign(ctx, 0);
+    va_cuda_download(ctx, q == 0 ? a_one : a_fused, NULL);
+    const uint32_t *a = q == 0 ? a_one : a_fused;
+    double worst;
+    const int64_t beyond = ties_beyond(X, A, n, d, k, prec, amax, a, a_gemm, &worst);
+    int64_t unlike = 0;
+    for (int64_t i = 0; q > 0 && i < n; i++) unlike += a[i] != a_one[i];
+    *checks += 1 + (q > 0);
+    if (beyond) {
+      ++*failed;
+      printf("FAILED: tma %s, %d slices vs gemm: %lld differing rows beyond the near-tie bound (worst %.3g)\n", pname,
+             counts[q], (long long)beyond, worst);
+    }
+    if (unlike) {
+      ++*failed;
+      printf("FAILED: tma %s, %d slices: %lld rows' anchors differ from the unsplit pass's\n", pname, counts[q],
+             (long long)unlike);
+    }
+  }
+  double med[NC][TMA_ROUNDS], least[NC];
+  for (int r = 0; r < TMA_ROUNDS; r++)
+    for (int q = 0; q < NC; q++) {
+      if (!runs[q]) continue;
+      va_cuda_set_tma_splits(ctx, counts[q]);
+      double mn;
+      med[q][r] = va_cuda_bench_assign(ctx, 0, 1, reps, 2, &mn);
+      least[q] = r == 0 || mn < least[q] ? mn : least[q];
+    }
+  for (int q = 0; q < NC; q++) {
+    if (!runs[q]) continue;
+    double m[TMA_ROUNDS];
+    memcpy(m, med[q], sizeof m);
+    for (int i = 1; i < TMA_ROUNDS; i++) /* insertion sort of the rounds' medians */
+      for (int j = i; j > 0 && m[j] < m[j - 1]; j--) {
+        const double t = m[j];
+        m[j] = m[j - 1];
+        m[j - 1] = t;
+      }
+    char what[96];
+    snprintf(what, sizeof what, "  argmin alone %s tma, %d slice%s%s", pname, counts[q], counts[q] > 1 ? "s" : "",
+             counts[q] == automatic ? " (auto)" : "");
+    report(what, m[TMA_ROUNDS / 2], least[q], flops);
+  }
+  va_cuda_set_tma_splits(ctx, 0);
+  free(a_one);
+}
+
 /* The same for one l2 pass's anchors a[] against the exact nearest anchor on the CPU (va_row_distance,
  * ties to the lowest anchor), on every step-th row (the whole search costs n k d on the host). *differ:
  * sampled rows whose anchor is not the CPU's; *rows: rows sampled. */
@@ -136,8 +203,9 @@ int main(int argc, char **argv) {
           k = argc > 3 ? atoll(argv[3]) : 1024;
   int reps = argc > 4 ? atoi(argv[4]) : 30;
   /* "ncu": two fused passes (the automatic kernel) per precision, tf32, fp16, bf16, and nothing else, for a
-   * profiler run: the argmin kernel's launches 1, 3 and 5 (from 0) are each precision's second */
-  int ncu_mode = argc > 5 && strcmp(argv[5], "ncu") == 0;
+   * profiler run: the argmin kernel's launches 1, 3 and 5 (from 0) are each precision's second.
+   * "tma": per precision the GEMM path's pass (the reference) and tma_slices alone. */
+  int ncu_mode = argc > 5 && strcmp(argv[5], "ncu") == 0, tma_mode = argc > 5 && strcmp(argv[5], "tma") == 0;
   if (va_cuda_device_count() == 0) {
     printf("SKIP: no CUDA device\n");
     MPI_Finalize();
@@ -152,7 +220,7 @@ int main(int argc, char **argv) {
   char desc[256], what[96];
   static const char *pname[] = {"fp32", "tf32", "fp16", "bf16"};
   uint32_t *a_gemm = malloc((size_t)n * 4), *a_fused = malloc((size_t)n * 4);
-  for (int prec = ncu_mode ? 1 : 0; prec < 4; prec++) {
+  for (int prec = ncu_mode || tma_mode ? 1 : 0; prec < 4; prec++) {
     va_cuda_t *ctx = va_cuda_create(0, n, d, k, prec);
     if (ncu_mode) {
       int64_t chunk1 = 1 << 16;
@@ -165,14 +233,14 @@ int main(int argc, char **argv) {
       va_cuda_destroy(ctx);
       continue;
     }
-    if (prec == 0) {
+    if (prec == 0 || (tma_mode && prec == 1)) {
       va_cuda_describe(ctx, desc, sizeof desc);
       char bus[32];
       va_cuda_pci_bus_id(ctx, bus, sizeof bus);
       gpu_clock = gpu_clock_open(bus);
       printf("device: %s\nshape: n %lld d %lld k %lld, %d timed reps after warm-up\n", desc, (long long)n, (long long)d,
              (long long)k, reps);
-      for (int p = 1; p < 4; p++)
+      for (int p = 1; p < 4 && !tma_mode; p++)
         for (int bps = 1; bps <= 2; bps++) {
           char w2[96];
           double tf = va_cuda_bench_mma_peak(ctx, p, bps);
@@ -206,6 +274,14 @@ int main(int argc, char **argv) {
         printf("FAILED: gemm %s vs CPU: %lld sampled rows beyond the near-tie bound (worst gap/bound %.3g)\n",
                pname[prec], (long long)beyond, worst);
       }
+    }
+    if (tma_mode) {
+      if (va_cuda_set_fused_config(ctx, 4) == 4) {
+        va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_FUSED);
+        tma_slices(ctx, pname[prec], X, A, n, d, k, prec, amax, a_gemm, a_fused, reps, flops, &checks, &failed);
+      } else printf("  tma %s: configuration 4 does not apply here\n", pname[prec]);
+      va_cuda_destroy(ctx);
+      continue;
     }
     snprintf(what, sizeof what, "assign %s gemm (cuBLAS + argmin)", pname[prec]);
     double ms = va_cuda_bench_assign(ctx, 0, 3, reps, 0, &mn);
@@ -256,6 +332,8 @@ int main(int argc, char **argv) {
       snprintf(what, sizeof what, "  argmin kernel alone %s %s", pname[prec], cfgname[cfg]);
       ms = va_cuda_bench_assign(ctx, 0, 3, reps, 2, &mn); /* 2: the fused argmin kernel, without r */
       report(what, ms, mn, flops);
+      if (cfg == 4)
+        tma_slices(ctx, pname[prec], X, A, n, d, k, prec, amax, a_gemm, a_fused, reps, flops, &checks, &failed);
       if (cfg == 1) {
         snprintf(what, sizeof what, "  r kernel alone %s", pname[prec]);
         ms = va_cuda_bench_assign(ctx, 0, 3, reps, 3, &mn); /* 3: r for the rows' anchors, alone */

@@ -738,6 +738,39 @@ int va_cuda_fused_config(const va_cuda_t *c) {
   return 0;
 }
 
+/* Anchor slices of the TMA kernel for a launch over n rows: each block reads its 128 rows once per 256-anchor
+ * tile, from L2 while the row blocks of all SMs fit there beside the anchors, else from DRAM again for every tile.
+ * s blocks per row block, each scanning 1 / s of the tiles, cut the rows live at once to 1 / s: the smallest power
+ * of two up to 4 that brings them under three quarters of the L2, at most one slice per tile. Measured on one
+ * NVIDIA H200 (docs/performance.md, "Anchor slices"): 16-bit d 1536 and 3072 and tf32 d 768 to 3072 gain 2-7%,
+ * 16-bit d 768 and 1024 (their rows fit) lose 4-6% split; 3 slices were slower than 2 and 4 at tf32, 6 never
+ * faster than 4. */
+int va_cuda_tma_splits(const va_cuda_t *c, int64_t n) {
+  const int64_t tiles = (c->k + VA_TMA_TILE_ANCHORS - 1) / VA_TMA_TILE_ANCHORS;
+  int64_t s = c->tma_splits_force;
+  if (s <= 0) {
+    const int64_t blocks = (n + 127) / 128, sms = c->prop.multiProcessorCount;
+    const int64_t es = c->precision == VA_CUDA_TF32 ? 4 : 2, budget = (int64_t)c->prop.l2CacheSize / 4 * 3;
+    const int64_t live = (blocks < sms ? blocks : sms) * 128 * c->dp * es;
+    for (s = 1; budget > 0 && s < 4 && live > s * budget; s *= 2) {}
+  }
+  if (s > tiles) s = tiles;
+  return s < 1 ? 1 : (int)s;
+}
+
+static void tma_argmin(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
+  const int splits = va_cuda_tma_splits(c, v->n);
+  if (splits > 1 && !c->tma_merged) {
+    const int64_t blocks = (c->view_rows + 127) / 128;
+    dalloc(&c->tma_merged, (size_t)c->view_rows * 8, "the TMA kernel's merge keys");
+    dalloc(&c->tma_tickets, (size_t)blocks * 4, "the TMA kernel's tickets");
+    VA_CUDA(cudaMemsetAsync(c->tma_merged, 0xff, (size_t)c->view_rows * 8, c->stream));
+    VA_CUDA(cudaMemsetAsync(c->tma_tickets, 0, (size_t)blocks * 4, c->stream));
+  }
+  VA_CUDA(va_tma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, splits,
+                        c->assign + v->row0, c->counter, c->tma_merged, c->tma_tickets, c->stream));
+}
+
 template <typename T, int BM, int BN, int WM, int WN>
 static void launch_fused(va_cuda_t *c, const va_cuda_rows_t *v, const void *X, const void *A, int cosine) {
   size_t smem = fused_smem<BM, BN, WN>(c->dp, sizeof(T));
@@ -780,10 +813,7 @@ static void fused_dispatch(va_cuda_t *c, const va_cuda_rows_t *v, const void *X,
     VA_CUDA(va_wgmma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k,
                             c->assign + v->row0, c->counter, c->prop.multiProcessorCount, c->stream));
     break;
-  case 4:
-    VA_CUDA(va_tma_argmin(c->precision, X, A, cosine ? c->bias_cos : c->bias_l2, v->n, c->dp, c->k, c->assign + v->row0,
-                          c->counter, c->stream));
-    break;
+  case 4: tma_argmin(c, v, X, A, cosine); break;
   default: VA_FATAL("no fused kernel configuration for this shape");
   }
 }

@@ -476,6 +476,57 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
                : "memory");
 }
 
+/* the TMA kernel's ring stages, rows a block, anchors a tile, bytes a stage (rows' and anchors' 128-byte columns) */
+constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = VA_TMA_TILE_ANCHORS, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
+/* The answer of one of a row block's `splits` blocks (splits > 1), each of which scanned a slice of the anchor tiles.
+ * A row's best goes to merged[] as one 64-bit key by atomicMin: the value's bits in an order-preserving form above
+ * the anchor, so the smaller value wins and equal values go to the earlier anchor, as the scan decides, whatever
+ * order the blocks finish in. The last block of the row block to finish (its ticket) writes a[], counts the changed
+ * rows and leaves merged[] (all ones) and the ticket (zero) as the next pass expects them. Called by the 256
+ * consumer threads alone (the producer warpgroup has left): they meet at named barrier 1. */
+__device__ __forceinline__ unsigned long long merge_key(float v, int i) {
+  if (v == 0.0f) v = 0.0f; /* -0 and +0 are equal to the scan: one key */
+  const unsigned u = __float_as_uint(v), o = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return ((unsigned long long)o << 32) | (unsigned)i;
+}
+__device__ __forceinline__ void merge_rows(const float (&best)[1][2], const int (&bidx)[1][2], int wrow0, int64_t row0,
+                                           int64_t n, int splits, uint32_t *assign, unsigned long long *counter,
+                                           unsigned long long *merged, unsigned *ticket) {
+  __shared__ unsigned last;
+  const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float bv = best[0][h];
+    int bi = bidx[0][h];
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov < bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    const int64_t row = row0 + wrow0 + h * 8 + g;
+    if (tq == 0 && row < n) atomicMin(merged + row, merge_key(bv, bi));
+  }
+  __threadfence(); /* this block's keys before its ticket */
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  if (tid == 0) last = atomicAdd(ticket, 1u) == (unsigned)splits - 1;
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  if (!last) return;
+  __threadfence(); /* the other blocks' keys, published before their tickets */
+  unsigned changed = 0;
+  if (tid < TMA_BM && row0 + tid < n) {
+    const uint32_t a = (uint32_t)atomicExch(merged + row0 + tid, ~0ull);
+    changed = assign[row0 + tid] != a;
+    assign[row0 + tid] = a;
+  }
+  if (tid == 0) *ticket = 0;
+  changed = __reduce_add_sync(0xffffffffu, changed);
+  if (lane == 0 && changed) atomicAdd(counter, (unsigned long long)changed);
+}
+
 /* Rows of any length, made for those longer than 768 bytes (16-bit d > 384, tf32 d > 128, and tf32 d 96),
  * where a row block and whole anchor tiles no longer fit in shared memory beside each other: both
  * operands stream through it in 128-byte columns of d, as a GEMM's do, and the scan runs on each finished 128 x 256
@@ -490,21 +541,25 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
  * (wgmma.wait_group 1), then after a tile's last column scans its 64 x 256 set in 64-column slices (scan_tile, ties to
  * the earlier anchor) into the running best. Each anchor byte fetched serves 128 rows and each row byte 256 anchors;
  * the anchors stay in L2 across a tile sweep, and the blocks' rows while all SMs' row blocks fit beside them (16-bit
- * d 1024: 95% L2 hits; 16-bit d 3072 and tf32 d 1024 do not fit a 50 MB L2 and read their rows again from DRAM for
- * each anchor tile: docs/performance.md). */
-constexpr int TMA_STAGES = 4, TMA_BM = 128, TMA_BN = 256, TMA_STAGE_B = (TMA_BM + TMA_BN) * 128;
+ * d 1024: 95% L2 hits). Where they do not (16-bit d 3072, tf32 d 1024), `splits` blocks share one row block, each
+ * scanning a contiguous slice of the anchor tiles: launched side by side, they read the same rows at about the same
+ * time, so the rows live in L2 at once shrink by that factor, and merge_rows combines their answers. */
 constexpr int TMA_THREADS = 3 * 128; /* two consumer warpgroups, one producer */
 template <typename T>
 __global__ void __launch_bounds__(TMA_THREADS, 1)
     tma_wgmma_kernel(const __grid_constant__ CUtensorMap rows_map, const __grid_constant__ CUtensorMap anchors_map,
-                     const float *__restrict__ hb, int64_t n, int kcols, int ntiles, uint32_t *__restrict__ assign,
-                     unsigned long long *counter) {
+                     const float *__restrict__ hb, int64_t n, int kcols, int ntiles, int splits,
+                     uint32_t *__restrict__ assign, unsigned long long *counter, unsigned long long *merged,
+                     unsigned *tickets) {
   constexpr int BKE = 128 / (int)sizeof(T); /* elements in a 128-byte column */
   extern __shared__ unsigned char smem_raw[];
   const uint32_t s_raw = (uint32_t)__cvta_generic_to_shared(smem_raw), s_base = (s_raw + 1023u) & ~1023u;
   const uint32_t s_full = s_base + (uint32_t)(TMA_STAGES * TMA_STAGE_B), s_empty = s_full + 8 * TMA_STAGES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, tq = lane & 3;
-  const int64_t row0 = (int64_t)blockIdx.x * TMA_BM;
+  /* this block's rows and its slice [nt0, nt1) of the anchor tiles (all of them when splits is 1) */
+  const int64_t rblock = blockIdx.x / splits, row0 = rblock * TMA_BM;
+  const int part = (int)(blockIdx.x - rblock * splits);
+  const int nt0 = (int)((int64_t)ntiles * part / splits), nt1 = (int)((int64_t)ntiles * (part + 1) / splits);
   if (tid == 0) {
     for (int s = 0; s < TMA_STAGES; s++) {
       mbar_init(s_full + 8 * s, 1);
@@ -514,13 +569,13 @@ __global__ void __launch_bounds__(TMA_THREADS, 1)
     fence_proxy_async();
   }
   __syncthreads();
-  const int steps = ntiles * kcols;
+  const int steps = (nt1 - nt0) * kcols;
 
   if (warp >= 8) { /* the producer warpgroup gives registers to the consumers (168 each at launch) */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (warp == 8 && lane == 0)
       for (int it = 0; it < steps; it++) {
-        const int s = it % TMA_STAGES, nt = it / kcols, kt = it - nt * kcols;
+        const int s = it % TMA_STAGES, nq = it / kcols, kt = it - nq * kcols, nt = nt0 + nq;
         const uint32_t st = s_base + (uint32_t)(s * TMA_STAGE_B), full = s_full + 8 * s;
         mbar_wait(s_empty + 8 * s, ((it / TMA_STAGES) & 1) ^ 1); /* a fresh barrier passes parity 1 at once */
         mbar_expect_tx(full, TMA_STAGE_B);
@@ -537,7 +592,7 @@ __global__ void __launch_bounds__(TMA_THREADS, 1)
   float best[1][2] = {{INFINITY, INFINITY}};
   int bidx[1][2] = {{0, 0}};
   int it = 0;
-  for (int nt = 0; nt < ntiles; nt++) {
+  for (int nt = nt0; nt < nt1; nt++) {
     for (int kt = 0; kt < kcols; kt++, it++) {
       const int s = it % TMA_STAGES;
       const uint32_t st = s_base + (uint32_t)(s * TMA_STAGE_B);
@@ -562,6 +617,10 @@ __global__ void __launch_bounds__(TMA_THREADS, 1)
       scan_tile<64>(*reinterpret_cast<const float(*)[32]>(acc + 32 * j), hb + (size_t)nt * TMA_BN + 64 * j, nt * 4 + j,
                     tq, best[0], bidx[0]);
     });
+  }
+  if (splits > 1) {
+    merge_rows(best, bidx, wg * 64 + (warp & 3) * 16, row0, n, splits, assign, counter, merged, tickets + rblock);
+    return;
   }
   /* the rows' previous a[]: read by the thread that then overwrites it */
   write_rows<1>(best, bidx, wg * 64 + (warp & 3) * 16, row0, n, assign + row0, assign, counter);
@@ -657,8 +716,9 @@ cudaError_t tensor_map(CUtensorMap *map, const void *base, int64_t rows, int64_t
 }
 
 template <typename T>
-cudaError_t launch_tma(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k,
-                       uint32_t *assign, unsigned long long *counter, cudaStream_t stream) {
+cudaError_t launch_tma(const void *X, const void *A, const float *hb, int64_t n, int64_t dp, int64_t k, int splits,
+                       uint32_t *assign, unsigned long long *counter, unsigned long long *merged, unsigned *tickets,
+                       cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   CUtensorMap rows_map, anchors_map;
   cudaError_t e = tensor_map<T>(&rows_map, X, n, dp, TMA_BM);
@@ -668,9 +728,11 @@ cudaError_t launch_tma(const void *X, const void *A, const float *hb, int64_t n,
   if (e != cudaSuccess) return e;
   const int kcols = (int)((dp * (int64_t)sizeof(T) + 127) / 128);
   const int ntiles = (int)((k + TMA_BN - 1) / TMA_BN); /* anchors past k (to the 256-anchor padding): hb = +inf */
-  const unsigned blocks = (unsigned)((n + TMA_BM - 1) / TMA_BM);
-  tma_wgmma_kernel<T>
-      <<<blocks, TMA_THREADS, TMA_SMEM, stream>>>(rows_map, anchors_map, hb, n, kcols, ntiles, assign, counter);
+  if (splits < 1 || splits > ntiles || (splits > 1 && (!merged || !tickets))) return cudaErrorInvalidValue;
+  /* a row block's blocks next to each other: the scheduler starts them together */
+  const unsigned blocks = (unsigned)((n + TMA_BM - 1) / TMA_BM * splits);
+  tma_wgmma_kernel<T><<<blocks, TMA_THREADS, TMA_SMEM, stream>>>(rows_map, anchors_map, hb, n, kcols, ntiles, splits,
+                                                                 assign, counter, merged, tickets);
   return cudaGetLastError();
 }
 
@@ -725,12 +787,14 @@ size_t va_tma_smem(int precision, int64_t dp) {
 }
 
 cudaError_t va_tma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
-                          int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream) {
+                          int64_t k, int splits, uint32_t *assign, unsigned long long *counter,
+                          unsigned long long *merged, unsigned *tickets, cudaStream_t stream) {
   if (!va_tma_smem(precision, dp)) return cudaErrorInvalidValue;
   switch (precision) {
-  case VA_CUDA_TF32: return launch_tma<float>(X, A, hb, n, dp, k, assign, counter, stream);
-  case VA_CUDA_FP16: return launch_tma<__half>(X, A, hb, n, dp, k, assign, counter, stream);
-  case VA_CUDA_BF16: return launch_tma<__nv_bfloat16>(X, A, hb, n, dp, k, assign, counter, stream);
+  case VA_CUDA_TF32: return launch_tma<float>(X, A, hb, n, dp, k, splits, assign, counter, merged, tickets, stream);
+  case VA_CUDA_FP16: return launch_tma<__half>(X, A, hb, n, dp, k, splits, assign, counter, merged, tickets, stream);
+  case VA_CUDA_BF16:
+    return launch_tma<__nv_bfloat16>(X, A, hb, n, dp, k, splits, assign, counter, merged, tickets, stream);
   }
   return cudaErrorInvalidValue;
 }

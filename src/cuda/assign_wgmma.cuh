@@ -17,8 +17,14 @@ size_t va_wgmma_smem(int precision, int64_t dp);
 cudaError_t va_wgmma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
                             int64_t k, uint32_t *assign, unsigned long long *counter, int sms, cudaStream_t stream);
 /* The same two for the kernel whose rows and anchors both stream through shared memory (the TMA's loads):
- * any padded row length (a multiple of 32 elements), made for those the kernel above does not take. */
+ * any padded row length (a multiple of 32 elements), made for those the kernel above does not take.
+ * splits: blocks per 128-row block, each scanning a slice of the 256-anchor tiles (1 to the tile count);
+ * above 1 they merge through merged (n keys, all ones) and tickets (one per 128 rows, zero), which the
+ * pass leaves as it found them. */
 size_t va_tma_smem(int precision, int64_t dp);
 cudaError_t va_tma_argmin(int precision, const void *X, const void *A, const float *hb, int64_t n, int64_t dp,
-                          int64_t k, uint32_t *assign, unsigned long long *counter, cudaStream_t stream);
+                          int64_t k, int splits, uint32_t *assign, unsigned long long *counter,
+                          unsigned long long *merged, unsigned *tickets, cudaStream_t stream);
+/* anchors a tile of that kernel (a pass has ceil(k / it) tiles) */
+#define VA_TMA_TILE_ANCHORS 256
 #endif

@@ -281,6 +281,8 @@ extern "C" void va_cuda_destroy(va_cuda_t *c) {
   dfree(&c->cent);
   dfree(&c->d_rows);
   dfree(&c->d_rows_out);
+  dfree(&c->tma_merged);
+  dfree(&c->tma_tickets);
   for (int b = 0; b < 2; b++) {
     if (c->chunk_rows) free(c->pinned[b]); /* pageable there (make_staging) */
     else if (c->pinned[b]) VA_CUDA(cudaFreeHost(c->pinned[b]));

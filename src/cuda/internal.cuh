@@ -126,6 +126,12 @@ struct va_cuda {
   int64_t fpi_k, fpi_row0;
   /* resolved fused-kernel configuration (cuda_assign.cu): 0 none, 1..6; fused_force: asked for */
   int fused_cfg, fused_force;
+  /* the TMA kernel's anchor slices (cuda_assign.cu, va_cuda_tma_splits): merge keys (view_rows, all ones between
+   * passes) and tickets (one per 128 rows, zero between passes), made by the first pass that splits;
+   * tma_splits_force: slices asked for (0: automatic) */
+  unsigned long long *tma_merged;
+  unsigned *tma_tickets;
+  int tma_splits_force;
 };
 
 /* The rows one launch works on: local rows [row0, row0 + n); X32 (fp32/tf32) or Xlp (fp16/bf16; X32 is
@@ -204,6 +210,8 @@ void va_cuda_enter(va_cuda_t *ctx);
 void *va_cuda_host_scratch(va_cuda_t *ctx, size_t bytes);
 void va_cuda_ensure_segments(va_cuda_t *ctx, int64_t nseg);
 int va_cuda_fused_config(const va_cuda_t *ctx);
+/* blocks per 128-row block of the TMA kernel for a launch over n rows (cuda_assign.cu) */
+int va_cuda_tma_splits(const va_cuda_t *ctx, int64_t n);
 /* Parts of an assign pass (benchmarks): the whole pass; the GEMM path's cuBLAS products alone; the
  * fused path's argmin kernel alone (a[] and the changed count); its r kernel alone. */
 enum { VA_ASSIGN_PART_ALL = 0, VA_ASSIGN_PART_PRODUCTS = 1, VA_ASSIGN_PART_ARGMIN = 2, VA_ASSIGN_PART_R = 3 };

@@ -24,6 +24,11 @@ extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
   return c->fused_cfg;
 }
 
+extern "C" int va_cuda_set_tma_splits(va_cuda_t *c, int splits) {
+  c->tma_splits_force = splits;
+  return va_cuda_tma_splits(c, c->view_rows);
+}
+
 extern "C" void va_cuda_set_gemm_rows(va_cuda_t *c, int64_t rows) { c->gemm_rows = rows; }
 
 extern "C" void va_cuda_pci_bus_id(const va_cuda_t *c, char *buf, size_t len) {

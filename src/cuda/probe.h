@@ -27,6 +27,9 @@ void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
  * does not apply to this context's shape and device). */
 #define VA_CUDA_FUSED_CONFIGS 4
 int va_cuda_set_fused_config(va_cuda_t *ctx, int cfg);
+/* Blocks per 128-row block of configuration 4, each scanning a slice of the anchor tiles (0: automatic,
+ * from the L2's size). Returns the count a pass over all rows now takes (capped at the tile count). */
+int va_cuda_set_tma_splits(va_cuda_t *ctx, int splits);
 /* Rows per chunk of the GEMM path (0: about 128 MB of products, the default). */
 void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
 /* The context's device as "domain:bus:device.0" (NVML's PCI bus id form), for a benchmark's clock reader. */

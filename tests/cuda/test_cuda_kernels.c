@@ -12,6 +12,8 @@
  *  - fp16/bf16 are the rows' storage precision: every CPU reference runs on the rows rounded to 16 bits
  *    on the host (rows_as_stored), and rows fetched back are those values bit for bit.
  *  - changed count, farthest (rmax bits and row), histogram: exactly the CPU's on the GPU's a and r.
+ *  - the TMA kernel with its anchor tiles split over several blocks a row block: a and r bit for bit
+ *    the unsplit pass's.
  *  - statistics and split sums: |gpu - cpu| <= 1e-9 (|cpu| + count_j * max|x|); counts exact; the
  *    SORT reduction is bit-for-bit the same on a second run; values appended to the statistics come
  *    back exactly.
@@ -573,6 +575,31 @@ static void check_deferred_and_update(va_cuda_t *ctx, const float *X, int64_t n,
 }
 
 /* One shape: every precision, both metrics, both assign kernels, then the reductions. */
+/* Configuration 4 with its anchor tiles split over 2 and 3 blocks a row block (capped at the tile count; one tile:
+ * nothing to split): every check_assign rule, the listed rows' pass, and a[] and r[] bit for bit those of the
+ * unsplit pass just run (ga, gr): the products are the same sums in the same order, only which block finds a
+ * row's best changes. */
+static void tma_slices_case(va_cuda_t *ctx, const float *Xs, int64_t n, int64_t d, const float *A, int64_t k,
+                            int cosine, int prec, const uint32_t *ca, const float *cr, const uint32_t *ga,
+                            const float *gr, const char *tag) {
+  uint32_t *sa = malloc((size_t)n * 4);
+  float *sr = malloc((size_t)n * 4);
+  char stag[160];
+  for (int want = 2; want <= 3; want++) {
+    const int got = va_cuda_set_tma_splits(ctx, want);
+    if (got < want) continue; /* capped: the count below was run already, or there is one tile */
+    snprintf(stag, sizeof stag, "%s, %d slices", tag, got);
+    check_assign(ctx, Xs, n, d, A, k, cosine, prec, ca, cr, sa, sr, stag);
+    check_assign_listed(ctx, Xs, n, d, A, k, cosine, prec, 0, cr, sa, sr, stag);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; i++) differ += sa[i] != ga[i] || memcmp(sr + i, gr + i, 4) != 0;
+    CHECK(differ == 0, "%s: %lld rows' anchor or r differ from the unsplit pass's", stag, (long long)differ);
+  }
+  va_cuda_set_tma_splits(ctx, 0);
+  free(sa);
+  free(sr);
+}
+
 static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
   printf("case n %lld d %lld k %lld (k_cap %lld)\n", (long long)n, (long long)d, (long long)k, (long long)k_cap);
   for (int cosine = 0; cosine <= 1; cosine++) {
@@ -623,6 +650,7 @@ static void run_case(int64_t n, int64_t d, int64_t k, int64_t k_cap) {
           for (int64_t i = 0; i < n; i++) differ += ga[i] != ca[i];
           CHECK(differ == 0, "%s: %lld rows' anchors differ from the CPU fused kernel's", tag, (long long)differ);
         }
+        if (v == 4) tma_slices_case(ctx, Xs, n, d, A, k, cosine, prec, ca, cr, ga, gr, tag);
       }
       va_cuda_set_fused_config(ctx, 0);
       va_cuda_set_assign_variant(ctx, VA_CUDA_ASSIGN_AUTO);
