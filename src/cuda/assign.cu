@@ -740,11 +740,12 @@ int va_cuda_fused_config(const va_cuda_t *c) {
 
 /* Anchor slices of the TMA kernel for a launch over n rows: each block reads its 128 rows once per 256-anchor
  * tile, from L2 while the row blocks of all SMs fit there beside the anchors, else from DRAM again for every tile.
- * s blocks per row block, each scanning 1 / s of the tiles, cut the rows live at once to 1 / s: the smallest power
- * of two up to 4 that brings them under three quarters of the L2, at most one slice per tile. Measured on one
- * NVIDIA H200 (docs/performance.md, "Anchor slices"): 16-bit d 1536 and 3072 and tf32 d 768 to 3072 gain 2-7%,
- * 16-bit d 768 and 1024 (their rows fit) lose 4-6% split; 3 slices were slower than 2 and 4 at tf32, 6 never
- * faster than 4. */
+ * Two blocks per row block, each scanning half the tiles, halve the rows live at once: taken where the rows exceed
+ * three quarters of the L2 (docs/performance.md, "Anchor slices"). Argmin kernel alone, one NVIDIA H200 and one
+ * NVIDIA H100 80GB HBM3: two slices gained 4-13% at 16-bit d 1536 and tf32 d 768 and 1024 on both, and at tf32
+ * d 1536 and every d 3072 on the H200; on the H100 tf32 d 1536 was equal and d 3072 within 2% either way. Rows
+ * that fit lost 4-10% split (16-bit d 768 and 1024). Four slices gained up to 3% more at d 3072 on the H200 but
+ * lost 6-51% there on the H100 (tf32 57.3 ms against 38.0 unsplit). */
 int va_cuda_tma_splits(const va_cuda_t *c, int64_t n) {
   const int64_t tiles = (c->k + VA_TMA_TILE_ANCHORS - 1) / VA_TMA_TILE_ANCHORS;
   int64_t s = c->tma_splits_force;
@@ -752,7 +753,7 @@ int va_cuda_tma_splits(const va_cuda_t *c, int64_t n) {
     const int64_t blocks = (n + 127) / 128, sms = c->prop.multiProcessorCount;
     const int64_t es = c->precision == VA_CUDA_TF32 ? 4 : 2, budget = (int64_t)c->prop.l2CacheSize / 4 * 3;
     const int64_t live = (blocks < sms ? blocks : sms) * 128 * c->dp * es;
-    for (s = 1; budget > 0 && s < 4 && live > s * budget; s *= 2) {}
+    s = budget > 0 && live > budget ? 2 : 1;
   }
   if (s > tiles) s = tiles;
   return s < 1 ? 1 : (int)s;
