@@ -197,7 +197,7 @@ static int64_t reseed_empty(va_state_t *st) {
   }
   /* Donors by energy contribution, largest first. Selection sort on a short prefix, over a compact copy of
    * the contributions: read in place, each comparison touched another anchor's statistics row (d + 3
-   * doubles apart), which made the sort most of a reseed's time at d in the thousands. */
+   * doubles apart), slow at d in the thousands (docs/performance.md, "Reseeding of empty anchors"). */
   int64_t need = nempty < ndonor ? nempty : ndonor;
   double *contrib = va_malloc((size_t)ndonor * sizeof *contrib, "reseed");
   for (int64_t b = 0; b < ndonor; b++) contrib[b] = acc_at(st, donor[b], VA_ST_RSUM(d));

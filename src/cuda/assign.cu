@@ -745,7 +745,7 @@ int va_cuda_fused_config(const va_cuda_t *c) {
  * NVIDIA H100 80GB HBM3: two slices gained 4-13% at 16-bit d 1536 and tf32 d 768 and 1024 on both, and at tf32
  * d 1536 and every d 3072 on the H200; on the H100 tf32 d 1536 was equal and d 3072 within 2% either way. Rows
  * that fit lost 4-10% split (16-bit d 768 and 1024). Four slices gained up to 3% more at d 3072 on the H200 but
- * lost 6-51% there on the H100 (tf32 57.3 ms against 38.0 unsplit). */
+ * lost 7-51% there on the H100 (tf32 57.3 ms against 38.0 unsplit). */
 int va_cuda_tma_splits(const va_cuda_t *c, int64_t n) {
   const int64_t tiles = (c->k + VA_TMA_TILE_ANCHORS - 1) / VA_TMA_TILE_ANCHORS;
   int64_t s = c->tma_splits_force;
