@@ -61,7 +61,9 @@ extern "C" size_t va_cuda_bytes_needed(int64_t n, int64_t d, int64_t k_cap, int 
                 : elem_lp(precision)
                     ? (size_t)npad * (size_t)dp * 2 + (PIN_BYTES / ((size_t)(d > 0 ? d : 1) * 4) + 1) * (size_t)dp * 4
                     : (size_t)npad * (size_t)dp * 4;
-  rows += (size_t)n * 8 + (size_t)view * 16; /* a[], r[]; the sort's keys and values per view row */
+  /* a[], r[]; per view row the sort's keys and values and the TMA kernel's merge key, and its tickets (one per
+   * 128 rows; both made only when that kernel splits its anchor tiles) */
+  rows += (size_t)n * 8 + (size_t)view * 24 + ((size_t)view / 128 + 1) * 4;
   size_t anchors = (size_t)kc * ((size_t)dp * (12 + elem_lp(precision)) + (size_t)VA_STATS_W(d) * 8 + 76);
   size_t gemm = (size_t)GEMM_SCRATCH_FLOATS * 4 + (size_t)kc * 4 * VA_CUDA_ROWPAD;
   size_t seg =
