@@ -76,73 +76,6 @@ static int64_t ties_beyond(const float *X, const float *A, int64_t n, int64_t d,
   return beyond;
 }
 
-/* Configuration 4 (the TMA kernel) with its anchor tiles split over 1, 2, 3, 4 and 6 blocks per row block
- * (docs/cuda.md; fewer where k has fewer 256-anchor tiles) and the automatic count. Each count's anchors are
- * checked twice: against the GEMM path's a_gemm (near-ties only) and, split, against the unsplit pass's bit
- * for bit (every product is the same sum in the same order; only which block finds a row's best changes).
- * Then the argmin kernel alone is timed in TMA_ROUNDS rounds that take the counts in turn, so that the
- * board's clock, which falls as it nears its power limit, weighs on every count alike: the median of the
- * rounds' medians, the least minimum. Leaves the context on the automatic count. */
-enum { TMA_ROUNDS = 3 };
-static void report(const char *what, double ms, double min_ms, double flops);
-static void tma_slices(va_cuda_t *ctx, const char *pname, const float *X, const float *A, int64_t n, int64_t d,
-                       int64_t k, int prec, double amax, const uint32_t *a_gemm, uint32_t *a_fused, int reps,
-                       double flops, int *checks, int *failed) {
-  static const int counts[] = {1, 2, 3, 4, 6};
-  enum { NC = sizeof counts / sizeof counts[0] };
-  uint32_t *a_one = malloc((size_t)n * 4);
-  const int automatic = va_cuda_set_tma_splits(ctx, 0);
-  int runs[NC] = {0};
-  for (int q = 0; q < NC; q++) {
-    if (va_cuda_set_tma_splits(ctx, counts[q]) != counts[q]) continue;
-    runs[q] = 1;
-    va_cuda_assign(ctx, 0);
-    va_cuda_download(ctx, q == 0 ? a_one : a_fused, NULL);
-    const uint32_t *a = q == 0 ? a_one : a_fused;
-    double worst;
-    const int64_t beyond = ties_beyond(X, A, n, d, k, prec, amax, a, a_gemm, &worst);
-    int64_t unlike = 0;
-    for (int64_t i = 0; q > 0 && i < n; i++) unlike += a[i] != a_one[i];
-    *checks += 1 + (q > 0);
-    if (beyond) {
-      ++*failed;
-      printf("FAILED: tma %s, %d slices vs gemm: %lld differing rows beyond the near-tie bound (worst %.3g)\n", pname,
-             counts[q], (long long)beyond, worst);
-    }
-    if (unlike) {
-      ++*failed;
-      printf("FAILED: tma %s, %d slices: %lld rows' anchors differ from the unsplit pass's\n", pname, counts[q],
-             (long long)unlike);
-    }
-  }
-  double med[NC][TMA_ROUNDS], least[NC];
-  for (int r = 0; r < TMA_ROUNDS; r++)
-    for (int q = 0; q < NC; q++) {
-      if (!runs[q]) continue;
-      va_cuda_set_tma_splits(ctx, counts[q]);
-      double mn;
-      med[q][r] = va_cuda_bench_assign(ctx, 0, 1, reps, 2, &mn);
-      least[q] = r == 0 || mn < least[q] ? mn : least[q];
-    }
-  for (int q = 0; q < NC; q++) {
-    if (!runs[q]) continue;
-    double m[TMA_ROUNDS];
-    memcpy(m, med[q], sizeof m);
-    for (int i = 1; i < TMA_ROUNDS; i++) /* insertion sort of the rounds' medians */
-      for (int j = i; j > 0 && m[j] < m[j - 1]; j--) {
-        const double t = m[j];
-        m[j] = m[j - 1];
-        m[j - 1] = t;
-      }
-    char what[96];
-    snprintf(what, sizeof what, "  argmin alone %s tma, %d slice%s%s", pname, counts[q], counts[q] > 1 ? "s" : "",
-             counts[q] == automatic ? " (auto)" : "");
-    report(what, m[TMA_ROUNDS / 2], least[q], flops);
-  }
-  va_cuda_set_tma_splits(ctx, 0);
-  free(a_one);
-}
-
 /* The same for one l2 pass's anchors a[] against the exact nearest anchor on the CPU (va_row_distance,
  * ties to the lowest anchor), on every step-th row (the whole search costs n k d on the host). *differ:
  * sampled rows whose anchor is not the CPU's; *rows: rows sampled. */
@@ -194,6 +127,65 @@ static void report(const char *what, double ms, double min_ms, double flops) {
   if (ms > 0 && gpu_clock_read(&gpu_clock, &r->sm_mhz, &watts)) printf("  SM %u MHz, %.0f W", r->sm_mhz, watts);
   printf("\n");
   fflush(stdout);
+}
+
+/* Configuration 4 (the TMA kernel) with its anchor tiles split over 1, 2, 3, 4 and 6 blocks per row block
+ * (docs/cuda.md; fewer where k has fewer 256-anchor tiles) and the automatic count. Each count's anchors are
+ * checked twice: against the GEMM path's a_gemm (near-ties only) and, split, against the unsplit pass's bit
+ * for bit (every product is the same sum in the same order; only which block finds a row's best changes).
+ * Then the argmin kernel alone is timed in TMA_ROUNDS rounds that take the counts in turn, so that the
+ * board's clock, which falls as it nears its power limit, weighs on every count alike: the median of the
+ * rounds' medians, the least minimum. Leaves the context on the automatic count. */
+enum { TMA_ROUNDS = 3 }; /* the median below is of 3 */
+static void tma_slices(va_cuda_t *ctx, const char *pname, const float *X, const float *A, int64_t n, int64_t d,
+                       int64_t k, int prec, double amax, const uint32_t *a_gemm, uint32_t *a_fused, int reps,
+                       double flops, int *checks, int *failed) {
+  static const int counts[] = {1, 2, 3, 4, 6};
+  enum { NC = sizeof counts / sizeof counts[0] };
+  uint32_t *a_one = malloc((size_t)n * 4);
+  const int automatic = va_cuda_set_tma_splits(ctx, 0);
+  int runs[NC] = {0};
+  for (int q = 0; q < NC; q++) {
+    if (va_cuda_set_tma_splits(ctx, counts[q]) != counts[q]) continue;
+    runs[q] = 1;
+    va_cuda_assign(ctx, 0);
+    va_cuda_download(ctx, q == 0 ? a_one : a_fused, NULL);
+    const uint32_t *a = q == 0 ? a_one : a_fused;
+    double worst;
+    const int64_t beyond = ties_beyond(X, A, n, d, k, prec, amax, a, a_gemm, &worst);
+    int64_t unlike = 0;
+    for (int64_t i = 0; q > 0 && i < n; i++) unlike += a[i] != a_one[i];
+    *checks += 1 + (q > 0);
+    if (beyond) {
+      ++*failed;
+      printf("FAILED: tma %s, %d slices vs gemm: %lld differing rows beyond the near-tie bound (worst %.3g)\n", pname,
+             counts[q], (long long)beyond, worst);
+    }
+    if (unlike) {
+      ++*failed;
+      printf("FAILED: tma %s, %d slices: %lld rows' anchors differ from the unsplit pass's\n", pname, counts[q],
+             (long long)unlike);
+    }
+  }
+  double med[NC][TMA_ROUNDS], least[NC];
+  for (int r = 0; r < TMA_ROUNDS; r++)
+    for (int q = 0; q < NC; q++) {
+      if (!runs[q]) continue;
+      va_cuda_set_tma_splits(ctx, counts[q]);
+      double mn;
+      med[q][r] = va_cuda_bench_assign(ctx, 0, 1, reps, 2, &mn);
+      least[q] = r == 0 || mn < least[q] ? mn : least[q];
+    }
+  for (int q = 0; q < NC; q++) {
+    if (!runs[q]) continue;
+    const double *m = med[q], mid = fmax(fmin(m[0], m[1]), fmin(fmax(m[0], m[1]), m[2])); /* median of 3 */
+    char what[96];
+    snprintf(what, sizeof what, "  argmin alone %s tma, %d slice%s%s", pname, counts[q], counts[q] > 1 ? "s" : "",
+             counts[q] == automatic ? " (auto)" : "");
+    report(what, mid, least[q], flops);
+  }
+  va_cuda_set_tma_splits(ctx, 0);
+  free(a_one);
 }
 
 int main(int argc, char **argv) {
