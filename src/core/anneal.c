@@ -91,6 +91,10 @@ void va_state_free(va_state_t *st) {
 void va_state_anchor_norms(va_state_t *st) { st->be->set_anchors(st); }
 
 void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
+  if (va_proc.nranks == 1) { /* every row is this rank's, global = local: straight into out */
+    if (m > 0) st->be->get_rows(st, global_rows, m, out);
+    return;
+  }
   memset(out, 0, (size_t)(m * st->d) * sizeof(float));
   int64_t *mine = va_malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t), "fetch rows"), nm = 0;
   for (int64_t q = 0; q < m; q++) {
@@ -176,6 +180,31 @@ static void anchors_to_host(va_state_t *st) {
   st->anchors_stale = 0;
 }
 
+typedef struct {
+  double contrib;
+  int64_t anchor;
+} donor_t;
+static int cmp_donor(const void *pa, const void *pb) {
+  const donor_t *a = pa, *b = pb;
+  if (a->contrib != b->contrib) return a->contrib > b->contrib ? -1 : 1;
+  return (a->anchor > b->anchor) - (a->anchor < b->anchor);
+}
+
+/* out = row + eps x (unit-variance noise) per coordinate: uniform on (-sqrt 3, sqrt 3), four 16-bit draws
+ * from each counter-based 64-bit draw, keyed by anchor and iteration. A slight perturbation needs no
+ * normal tails; normal draws (a log and a cosine each) took 27-41 ms for 280 anchors x d 3072 on one core,
+ * more than an iteration of the loop at that size on one GPU (docs/performance.md). */
+static void perturb(float *out, const float *row, int64_t d, double eps, uint64_t seed, uint64_t anchor,
+                    uint64_t iter) {
+  const double scale = eps * 1.7320508075688772 / 32768.0;
+  const uint64_t words = (uint64_t)(d + 3) / 4;
+  for (int64_t t = 0; t < d; t += 4) {
+    uint64_t u = va_rand_u64(seed, VA_RNG_RESEED, anchor, iter * words + (uint64_t)t / 4);
+    for (int64_t q = t; q < t + 4 && q < d; q++, u >>= 16)
+      out[q] = (float)(row[q] + scale * ((double)(u & 0xffff) - 32767.5));
+  }
+}
+
 /* Empty anchors move to the farthest member of the anchors with the largest energy contribution.
  * Returns how many moved. A backend that owns the anchors gets the moved rows alone (the host's other
  * rows may be stale: nothing here reads them). */
@@ -195,24 +224,15 @@ static int64_t reseed_empty(va_state_t *st) {
     free(donor);
     return 0;
   }
-  /* Donors by energy contribution, largest first. Selection sort on a short prefix, over a compact copy of
-   * the contributions: read in place, each comparison touched another anchor's statistics row (d + 3
-   * doubles apart), slow at d in the thousands (docs/performance.md, "Reseeding of empty anchors"). */
+  /* Donors by energy contribution, largest first, the lower anchor first on ties: sorted over a compact
+   * copy of the contributions (read in place, each comparison touched another anchor's statistics row,
+   * d + 3 doubles apart: slow at d in the thousands, docs/performance.md "Reseeding of empty anchors"). */
   int64_t need = nempty < ndonor ? nempty : ndonor;
-  double *contrib = va_malloc((size_t)ndonor * sizeof *contrib, "reseed");
-  for (int64_t b = 0; b < ndonor; b++) contrib[b] = acc_at(st, donor[b], VA_ST_RSUM(d));
-  for (int64_t a = 0; a < need; a++) {
-    int64_t best = a;
-    for (int64_t b = a + 1; b < ndonor; b++)
-      if (contrib[b] > contrib[best]) best = b;
-    int64_t tmp = donor[a];
-    donor[a] = donor[best];
-    donor[best] = tmp;
-    double c = contrib[a];
-    contrib[a] = contrib[best];
-    contrib[best] = c;
-  }
-  free(contrib);
+  donor_t *order = va_malloc((size_t)ndonor * sizeof *order, "reseed");
+  for (int64_t b = 0; b < ndonor; b++) order[b] = (donor_t){acc_at(st, donor[b], VA_ST_RSUM(d)), donor[b]};
+  qsort(order, (size_t)ndonor, sizeof *order, cmp_donor);
+  for (int64_t b = 0; b < need; b++) donor[b] = order[b].anchor;
+  free(order);
   int64_t *src = va_malloc((size_t)nempty * sizeof *src, "reseed");
   for (int64_t e = 0; e < nempty; e++) src[e] = donor[e % need];
   float *vec = va_malloc((size_t)(nempty * d) * sizeof(float), "reseed vectors");
@@ -225,9 +245,7 @@ static int64_t reseed_empty(va_state_t *st) {
     int64_t j = empty[e], s = src[e];
     double mse = acc_at(st, s, VA_ST_RSUM(d)) / acc_at(st, s, VA_ST_COUNT(d));
     double eps = 1e-3 * sqrt((mse > 0 ? mse : 1e-12) / (double)d);
-    for (int64_t t = 0; t < d; t++)
-      st->A[j * d + t] = (float)(vec[e * d + t] + eps * va_rand_normal(st->cfg->seed, VA_RNG_RESEED, (uint64_t)j,
-                                                                       (uint64_t)(st->iter * d + t)));
+    perturb(st->A + j * d, vec + e * d, d, eps, st->cfg->seed, (uint64_t)j, (uint64_t)st->iter);
     if (st->cosine) va_unit_normalise(st->A + j * d, d);
     memset(st->vel + j * d, 0, (size_t)d * sizeof(double));
   }

@@ -953,8 +953,14 @@ extern "C" void va_cuda_get_rows(va_cuda_t *c, const int64_t *local_rows, int64_
     gather_kernel<<<grid_for(m * c->d, 256), 256, 0, c->stream>>>(X, c->dp, c->d, c->d_rows, m, c->d_rows_out);
   });
   VA_LAUNCHED();
-  VA_CUDA(cudaMemcpyAsync(out, c->d_rows_out, (size_t)(m * c->d) * 4, cudaMemcpyDeviceToHost, c->stream));
+  /* Up to the pinned scratch's size (k rows and more, from the context's creation) through it: a copy
+   * straight into pageable memory, which the driver stages page by page, took milliseconds for a few hundred
+   * rows of d 3072. Larger fetches (codes, search) go straight, not growing the pinned buffer. */
+  const size_t bytes = (size_t)(m * c->d) * 4;
+  float *h = bytes <= c->h_buf_bytes ? (float *)c->h_buf : out;
+  VA_CUDA(cudaMemcpyAsync(h, c->d_rows_out, bytes, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
+  if (h != out) memcpy(out, h, bytes);
 }
 
 __global__ void remap_kernel(uint32_t *a, int64_t n, const uint32_t *__restrict__ map, int64_t k_old) {
