@@ -117,11 +117,23 @@ static void test_reseed(void) {
   va_state_anchor_norms(&st);
   va_anneal(&st);
   va_anneal_anchors_to_host(&st);
-  double best = 1e30;
-  for (int64_t i = 0; i < n; i++) best = fmin(best, dist_to(st.A + 8, X + i * 4));
+  double best = 1e30, worst_sq = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const double di = dist_to(st.A + 8, X + i * 4);
+    if (di < best) best = di, at = i;
+    const double to0 = dist_to(A0[0], X + i * 4), to1 = dist_to(A0[1], X + i * 4), near = fmin(to0, to1);
+    worst_sq = fmax(worst_sq, near * near);
+  }
   CHECK(st.reseeds == 1 && isfinite(st.A[8]) && best < 0.01,
         "reseed: %lld reseeds, anchor 2 at distance %g from the data", (long long)st.reseeds, best);
-  printf("reseed: the empty anchor moved onto a row (distance %.2g)\n", best);
+  /* the perturbation: 1e-3 x sqrt(donor's mean squared member distance / d) x a draw in (-sqrt 3, sqrt 3) per
+   * coordinate; no member of any donor is farther than worst_sq, so it is bounded, and it is not zero */
+  double dev = 0;
+  for (int t = 0; t < 4; t++) dev = fmax(dev, fabs((double)st.A[8 + t] - X[at * 4 + t]));
+  const double bound = 1e-3 * sqrt(3.0) * sqrt(worst_sq / 4) + 1e-6;
+  CHECK(dev > 0 && dev <= bound, "reseed: perturbation %g, expected in (0, %g]", dev, bound);
+  printf("reseed: the empty anchor moved onto a row (distance %.2g, perturbation %.2g <= %.2g)\n", best, dev, bound);
   va_state_free(&st);
 }
 
