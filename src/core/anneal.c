@@ -180,14 +180,15 @@ static void anchors_to_host(va_state_t *st) {
   st->anchors_stale = 0;
 }
 
+/* Anchors ranked by energy contribution, largest first, the lower anchor on ties: donors, splits. */
 typedef struct {
-  double contrib;
-  int64_t anchor;
-} donor_t;
-static int cmp_donor(const void *pa, const void *pb) {
-  const donor_t *a = pa, *b = pb;
-  if (a->contrib != b->contrib) return a->contrib > b->contrib ? -1 : 1;
-  return (a->anchor > b->anchor) - (a->anchor < b->anchor);
+  double key;
+  int64_t j;
+} cand_t;
+static int cmp_cand(const void *pa, const void *pb) {
+  const cand_t *a = pa, *b = pb;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
+  return (a->j > b->j) - (a->j < b->j);
 }
 
 /* out = row + eps x (unit-variance noise) per coordinate: uniform on (-sqrt 3, sqrt 3), four 16-bit draws
@@ -228,10 +229,10 @@ static int64_t reseed_empty(va_state_t *st) {
    * copy of the contributions (read in place, each comparison touched another anchor's statistics row,
    * d + 3 doubles apart: slow at d in the thousands, docs/performance.md "Reseeding of empty anchors"). */
   int64_t need = nempty < ndonor ? nempty : ndonor;
-  donor_t *order = va_malloc((size_t)ndonor * sizeof *order, "reseed");
-  for (int64_t b = 0; b < ndonor; b++) order[b] = (donor_t){acc_at(st, donor[b], VA_ST_RSUM(d)), donor[b]};
-  qsort(order, (size_t)ndonor, sizeof *order, cmp_donor);
-  for (int64_t b = 0; b < need; b++) donor[b] = order[b].anchor;
+  cand_t *order = va_malloc((size_t)ndonor * sizeof *order, "reseed");
+  for (int64_t b = 0; b < ndonor; b++) order[b] = (cand_t){acc_at(st, donor[b], VA_ST_RSUM(d)), donor[b]};
+  qsort(order, (size_t)ndonor, sizeof *order, cmp_cand);
+  for (int64_t b = 0; b < need; b++) donor[b] = order[b].j;
   free(order);
   int64_t *src = va_malloc((size_t)nempty * sizeof *src, "reseed");
   for (int64_t e = 0; e < nempty; e++) src[e] = donor[e % need];
@@ -416,16 +417,6 @@ static void merge_anchors(va_state_t *st) {
   free(newidx);
   free(target);
   va_state_anchor_norms(st);
-}
-
-typedef struct {
-  double key;
-  int64_t j;
-} cand_t;
-static int cmp_cand(const void *pa, const void *pb) {
-  const cand_t *a = pa, *b = pb;
-  if (a->key != b->key) return a->key > b->key ? -1 : 1;
-  return (a->j > b->j) - (a->j < b->j);
 }
 
 /* Split (s2.5): crowded or wide anchors, largest energy contribution first, up to k_max; a few
