@@ -91,7 +91,7 @@ void va_state_free(va_state_t *st) {
 void va_state_anchor_norms(va_state_t *st) { st->be->set_anchors(st); }
 
 void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
-  if (va_proc.nranks == 1) { /* every row is this rank's, global = local: straight into out */
+  if (va_proc.nranks == 1 && st->row0 == 0) { /* every row is this rank's, global = local: straight into out */
     if (m > 0) st->be->get_rows(st, global_rows, m, out);
     return;
   }
