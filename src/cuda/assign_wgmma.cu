@@ -187,9 +187,27 @@ __device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float 
   }
 }
 
-/* The end of a block: per row the quad's (4 threads sharing a row) best, ties to the lowest anchor; then
- * a[] and the changed count against the rows' previous a[] (old_a, indexed by the block's row). wrow0:
- * this warp's first row in its warpgroup's row block 0 (row block rb adds 64 rb). */
+/* The best of a quad (the 4 threads sharing a row), ties to the lowest anchor, in every thread of the quad. */
+struct quad_pick {
+  float v;
+  int i;
+};
+__device__ __forceinline__ quad_pick quad_best(float bv, int bi) {
+#pragma unroll
+  for (int o = 1; o <= 2; o <<= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov < bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+  return {bv, bi};
+}
+
+/* The end of a block: per row the quad's best (quad_best), then a[] and the changed count against the rows'
+ * previous a[] (old_a, indexed by the block's row). wrow0: this warp's first row in its warpgroup's row block 0
+ * (row block rb adds 64 rb). */
 template <int RB>
 __device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int (&bidx)[RB][2], int wrow0,
                                            int64_t row0, int64_t n, const uint32_t *old_a, uint32_t *assign,
@@ -200,21 +218,11 @@ __device__ __forceinline__ void write_rows(const float (&best)[RB][2], const int
   for (int rb = 0; rb < RB; rb++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      float bv = best[rb][h];
-      int bi = bidx[rb][h];
-#pragma unroll
-      for (int o = 1; o <= 2; o <<= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ov < bv || (ov == bv && oi < bi)) {
-          bv = ov;
-          bi = oi;
-        }
-      }
+      const quad_pick q = quad_best(best[rb][h], bidx[rb][h]);
       const int r = wrow0 + rb * 64 + h * 8 + g; /* the block's row */
       if (tq == 0 && row0 + r < n) {             /* rows past n are padding: computed, not written */
-        changed += old_a[r] != (uint32_t)bi;
-        assign[row0 + r] = (uint32_t)bi;
+        changed += old_a[r] != (uint32_t)q.i;
+        assign[row0 + r] = (uint32_t)q.i;
       }
     }
   changed = __reduce_add_sync(0xffffffffu, changed);
@@ -496,19 +504,9 @@ __device__ __forceinline__ void merge_rows(const float (&best)[1][2], const int 
   const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    float bv = best[0][h];
-    int bi = bidx[0][h];
-#pragma unroll
-    for (int o = 1; o <= 2; o <<= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov < bv || (ov == bv && oi < bi)) {
-        bv = ov;
-        bi = oi;
-      }
-    }
+    const quad_pick q = quad_best(best[0][h], bidx[0][h]);
     const int64_t row = row0 + wrow0 + h * 8 + g;
-    if (tq == 0 && row < n) atomicMin(merged + row, merge_key(bv, bi));
+    if (tq == 0 && row < n) atomicMin(merged + row, merge_key(q.v, q.i));
   }
   __threadfence(); /* this block's keys before its ticket */
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
