@@ -161,7 +161,9 @@ __device__ __forceinline__ void argmin_tree(float *mv, int *mi) {
  * dependent selects that two warps per scheduler cannot hide), merged into the running best (strictly
  * smaller: ties stay with the earlier tile). Both rows' pairs per bias load: the accumulators turn into
  * pairs as they are read, so the set, its pairs and the biases are never all live at once (three
- * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). */
+ * warpgroups leave 168 registers). bias: the tile's BN half biases (shared or global memory). Every tile is
+ * scanned: skipping those where no row of the warp could improve (each row's exact tile minimum against best, a
+ * warp vote) made the pass slower even at k 65536 (docs/performance.md). */
 template <int BN>
 __device__ __forceinline__ void scan_tile(const float (&d)[BN / 2], const float *bias, int t, int tq, float (&best)[2],
                                           int (&bidx)[2]) {
