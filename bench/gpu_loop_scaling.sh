@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_loop_scaling.sh: on a machine with several GPUs, from the repository root: the compress loop on
-# 1, 2, 4, ... GPUs (up to the machine's count, or GPUS="1,2"), REPS runs each, d 128, k 1024, fp16
+# 1, 2, 4, ... GPUs (up to the machine's count, or GPUS="1,2"), REPS runs each, d D (128), k K (1024), fp16
 # products, 20 iterations, per-iteration times from the progress lines (the median iteration leaves
 # out the first one, where NCCL's first-use costs would land) and the loop's collectives from --metrics
 # (loop_allreduce_seconds) divided by the iterations, max and min over ranks (the max includes the wait
@@ -21,6 +21,7 @@ OUT=${OUT:-$PWD/out-gpu}; W=/tmp/gpu-loop-scaling; mkdir -p "$OUT" "$W"
 export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRONG_N:-8000000} REPS=${REPS:-3}
+D=${D:-128} K=${K:-1024}
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
@@ -28,7 +29,7 @@ cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake
   make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
   || { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 gen() {
-  [ -f "$W/n$1.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1.h5" --n "$1" --d 128 \
+  [ -f "$W/n$1x$D.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1x$D.h5" --n "$1" --d "$D" \
     --clusters 2000 --spread 0.5 --dtype float16 > /dev/null
 }
 echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,\
@@ -37,7 +38,7 @@ run() { # mode gpus runtime_connect rep n
   local tag="$1_$2_$3_$4" cmp=""
   rm -f "$W/i_$tag.h5" "$W/m_$tag.json"
   mpirun -n "$2" -x NCCL_NVLS_ENABLE -x NCCL_RUNTIME_CONNECT="$3" --bind-to none "$B/vecanneal" compress \
-    --input "$W/n$5.h5:/train" --anchors 1024 --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 \
+    --input "$W/n$5x$D.h5:/train" --anchors "$K" --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 \
     --set max_iter=20 --set tol=0 --set min_changes=0 --set threads=4 --set seed=1 --set progress_every=1 \
     --metrics "$W/m_$tag.json" \
     > "$W/run_$tag.log" 2>&1 \
