@@ -29,8 +29,8 @@ cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake
   make -C "$B" -j"$(nproc)" vecanneal > "$W/build.log" 2>&1 \
   || { tail -20 "$W/build.log"; $V fail "the build failed"; exec $V verdict; }
 gen() {
-  [ -f "$W/n$1x$D.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1x$D.h5" --n "$1" --d "$D" \
-    --clusters 2000 --spread 0.5 --dtype float16 > /dev/null
+  [ -f "$W/n$1x$D.h5" ] || mpirun -n "$(nproc)" --bind-to none "$B/vecanneal" gen --out "$W/n$1x$D.h5" --n "$1" \
+    --d "$D" --clusters 2000 --spread 0.5 --dtype float16 > /dev/null
 }
 echo "mode,gpus,runtime_connect,rep,n,ms_per_iteration,first_iter_ms,median_iter_ms,max_iter_ms,\
 allreduce_ms_per_iter,allreduce_min_ms_per_iter,vs_1gpu" > "$OUT/loop.csv"

@@ -91,27 +91,27 @@ void va_state_free(va_state_t *st) {
 void va_state_anchor_norms(va_state_t *st) { st->be->set_anchors(st); }
 
 void va_fetch_rows(va_state_t *st, const int64_t *global_rows, int64_t m, float *out) {
-  if (va_proc.nranks == 1 && st->row0 == 0) { /* every row is this rank's, global = local: straight into out */
-    if (m > 0) st->be->get_rows(st, global_rows, m, out);
-    return;
-  }
-  memset(out, 0, (size_t)(m * st->d) * sizeof(float));
   int64_t *mine = va_malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t), "fetch rows"), nm = 0;
   for (int64_t q = 0; q < m; q++) {
     int64_t g = global_rows[q] - st->row0;
     if (g >= 0 && g < st->n_local) mine[nm++] = g;
   }
-  if (nm) {
-    float *rows = va_malloc((size_t)(nm * st->d) * sizeof(float), "fetch rows");
-    st->be->get_rows(st, mine, nm, rows);
-    for (int64_t q = 0, p = 0; q < m; q++) {
-      int64_t g = global_rows[q] - st->row0;
-      if (g >= 0 && g < st->n_local) memcpy(out + q * st->d, rows + (p++) * st->d, (size_t)st->d * sizeof(float));
+  if (nm == m) { /* every row is this rank's (always on one rank): in request order, straight into out */
+    if (m > 0) st->be->get_rows(st, mine, m, out);
+  } else {
+    memset(out, 0, (size_t)(m * st->d) * sizeof(float));
+    if (nm) {
+      float *rows = va_malloc((size_t)(nm * st->d) * sizeof(float), "fetch rows");
+      st->be->get_rows(st, mine, nm, rows);
+      for (int64_t q = 0, p = 0; q < m; q++) {
+        int64_t g = global_rows[q] - st->row0;
+        if (g >= 0 && g < st->n_local) memcpy(out + q * st->d, rows + (p++) * st->d, (size_t)st->d * sizeof(float));
+      }
+      free(rows);
     }
-    free(rows);
   }
   free(mine);
-  /* One owner per row and zeros elsewhere: the float sum is exact. */
+  /* One owner per row and zeros elsewhere: the float sum is exact (nothing to combine on one rank). */
   va_allreduce_sum_f32(out, m * st->d);
 }
 
