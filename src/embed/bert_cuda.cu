@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "bert_cuda.h"
+#include "cuda/async.cuh" /* cp_async16, cp_async_commit, cp_async_wait */
 #include "cuda/blas.cuh"  /* va_blas */
 #include "cuda/check.cuh" /* VA_CUDA, VA_CUBLAS, VA_LAUNCHED */
 #include "cuda/elem.cuh"  /* elem_to_float, elem_from_float */
@@ -194,10 +195,19 @@ __global__ void pool_kernel(const T *__restrict__ x, const int32_t *__restrict__
 /* --- attention, fp16/bf16: tensor cores (mma.sync m16n8k16, fp32 accumulation) --------------------- */
 /* One block per (sequence, head): the sequence's K and V go to shared memory row-major (rows padded to 40
  * elements, 80 bytes: the eight rows an ldmatrix reads fall in distinct banks), zero beyond the sequence's
- * n keys. Each warp takes 16 query rows at a time and walks the keys 32 at a time with an online softmax:
- * K's fragments by ldmatrix, V's by ldmatrix.trans, the scores kept unscaled (the max is taken on them)
- * and the scale folded into the exponent, p = 2^(s c - m c) with c = log2(e) / sqrt(32). Keys >= n (only
- * in the last chunk) get -inf, so padding never gets weight. */
+ * n keys, by cp.async with all of them in flight at once (the kernel waits on memory more than it issues).
+ * Each warp takes 16 query rows at a time and walks the keys 64 at a time (32 for a last rest of at
+ * most 32) with an online softmax: K's fragments by ldmatrix, V's by ldmatrix.trans, the scores kept
+ * unscaled (the max is taken on them) and the scale folded into the exponent, p = 2^(s c - m c) with
+ * c = log2(e) / sqrt(32). Keys >= n (only in the last chunk) get -inf, so padding never gets weight.
+ * Per score the softmax costs more issue slots than its two products (head size 32), so:
+ *   - fp16 takes 2^x of a pair at once on the special-function unit (ex2.approx.f16x2), from the exponent
+ *     rounded to fp16, straight into the P fragment that the P V product takes in fp16 anyway; bf16 keeps
+ *     fp32 exponents (a bf16 exponent would carry 8 bits: 1.4% error at x = -10);
+ *   - each row's sum of p is a fifth output block of the P V product, P times a column of ones, so the
+ *     normaliser sums exactly the rounded p that weigh V, in fp32;
+ *   - the running output is rescaled only when a row of the warp has a new maximum (otherwise the factor
+ *     is exactly 1). */
 __device__ __forceinline__ uint32_t ld32(const void *p) { return *reinterpret_cast<const uint32_t *>(p); }
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float a, float b);
@@ -249,11 +259,119 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+/* 2^x of a pair of fp16 values on the special-function unit (relative error about 2^-9.9; 2^-inf = 0). */
+__device__ __forceinline__ uint32_t exp2_approx_h2(uint32_t x) {
+  uint32_t y;
+  asm("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+/* p = 2^(s c - mc) for a row's two neighbouring scores, packed as a P fragment pair. */
+template <typename T>
+__device__ __forceinline__ uint32_t prob2(float s0, float s1, float c, float mc);
+template <>
+__device__ __forceinline__ uint32_t prob2<__half>(float s0, float s1, float c, float mc) {
+  return exp2_approx_h2(pack2<__half>(fmaf(s0, c, -mc), fmaf(s1, c, -mc)));
+}
+template <>
+__device__ __forceinline__ uint32_t prob2<__nv_bfloat16>(float s0, float s1, float c, float mc) {
+  return pack2<__nv_bfloat16>(exp2_approx(fmaf(s0, c, -mc)), exp2_approx(fmaf(s1, c, -mc)));
+}
+/* A B fragment of ones (both 16-bit halves 1.0): P times it sums each row of P. */
+template <typename T>
+__device__ __forceinline__ uint32_t ones2();
+template <>
+__device__ __forceinline__ uint32_t ones2<__half>() {
+  return 0x3C003C00u;
+}
+template <>
+__device__ __forceinline__ uint32_t ones2<__nv_bfloat16>() {
+  return 0x3F803F80u;
+}
 
 constexpr int KROW = DH + 8; /* K and V row stride in shared memory (elements) */
 size_t attention_mma_smem(int maxlen, size_t esize) {
   const size_t lk = (size_t)((maxlen + 31) & ~31);
   return 2 * lk * KROW * esize;
+}
+
+/* One chunk of NJ x 8 keys from kc for a warp's 16 query rows (lane: rows g and g + 8 of the tile, key
+ * columns 2t, 2t + 1 of each 8): the scores, the online-softmax update of the maxima m and of o, then
+ * o += P V; o[0..3] are the output's four 8-column blocks, o[4] the rows' sums of p (every column). */
+template <typename T, int NJ>
+__device__ __forceinline__ void attend_chunk(const uint32_t (&qa)[2][4], const T *k_lane, const T *v_lane, int kc,
+                                             int n, int t, float c, float &m_a, float &m_b, float (&o)[5][4]) {
+  float sc[NJ][4];
+#pragma unroll
+  for (int j = 0; j < NJ; j++) {
+    uint32_t kb[4];
+    ldsm_x4<false>(kb, k_lane + (kc + 8 * j) * KROW);
+    sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+    mma16816<T>(sc[j], qa[0], kb[0], kb[1]);
+    mma16816<T>(sc[j], qa[1], kb[2], kb[3]);
+  }
+  if (kc + 8 * NJ > n) {
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+      const int key = kc + 8 * j + 2 * t;
+      if (key >= n) sc[j][0] = sc[j][2] = -INFINITY;
+      if (key + 1 >= n) sc[j][1] = sc[j][3] = -INFINITY;
+    }
+  }
+  float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < NJ; j++) {
+    mx_a = fmaxf(mx_a, fmaxf(sc[j][0], sc[j][1]));
+    mx_b = fmaxf(mx_b, fmaxf(sc[j][2], sc[j][3]));
+  }
+  /* the row's four threads (t = 0..3) together hold the chunk's keys; key kc is valid, so the max is finite */
+  mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+  mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+  mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+  mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+  const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
+  if (__any_sync(0xffffffffu, mn_a != m_a || mn_b != m_b)) {
+    const float al_a = exp2_approx((m_a - mn_a) * c), al_b = exp2_approx((m_b - mn_b) * c);
+#pragma unroll
+    for (int j = 0; j < 5; j++) {
+      o[j][0] *= al_a; /* al is 0 on the first chunk (m = -inf), where o is 0 */
+      o[j][1] *= al_a;
+      o[j][2] *= al_b;
+      o[j][3] *= al_b;
+    }
+    m_a = mn_a;
+    m_b = mn_b;
+  }
+  const float ms_a = m_a * c, ms_b = m_b * c;
+#pragma unroll
+  for (int kk = 0; kk < NJ / 2; kk++) {
+    /* P (the score accumulators, re-packed as A fragments) times V, and times ones */
+    const uint32_t pa[4] = {prob2<T>(sc[2 * kk][0], sc[2 * kk][1], c, ms_a),
+                            prob2<T>(sc[2 * kk][2], sc[2 * kk][3], c, ms_b),
+                            prob2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1], c, ms_a),
+                            prob2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3], c, ms_b)};
+#pragma unroll
+    for (int jj = 0; jj < 2; jj++) {
+      uint32_t vb[4];
+      ldsm_x4<true>(vb, v_lane + (kc + 16 * kk) * KROW + 16 * jj);
+      mma16816<T>(o[2 * jj], pa, vb[0], vb[1]);
+      mma16816<T>(o[2 * jj + 1], pa, vb[2], vb[3]);
+    }
+    mma16816<T>(o[4], pa, ones2<T>(), ones2<T>());
+  }
+}
+
+/* Q's A fragments (two k16 halves of the head) of query rows ra and ra + 8; zero past the sequence's n. */
+template <typename T>
+__device__ __forceinline__ void load_q(uint32_t (&q)[2][4], const T *base, int64_t ld, int ra, int n, int t) {
+  const int rb = ra + 8;
+#pragma unroll
+  for (int kk = 0; kk < 2; kk++) {
+    const int c = kk * 16 + 2 * t;
+    q[kk][0] = ra < n ? ld32(base + ra * ld + c) : 0u;
+    q[kk][1] = rb < n ? ld32(base + rb * ld + c) : 0u;
+    q[kk][2] = ra < n ? ld32(base + ra * ld + c + 8) : 0u;
+    q[kk][3] = rb < n ? ld32(base + rb * ld + c + 8) : 0u;
+  }
 }
 
 template <typename T>
@@ -264,115 +382,53 @@ __global__ void __launch_bounds__(ATT_THREADS)
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t off = seqoff[s];
   const int n = (int)(seqoff[s + 1] - off);
-  const int lk = (n + 31) & ~31;
+  const int lk = (n + 31) & ~31; /* a 64-key chunk starts only where more than 32 keys remain: it ends by lk */
   T *Ks = reinterpret_cast<T *>(smem);
   T *Vs = Ks + lk * KROW;
   const int64_t ld = 3 * (int64_t)H;
   const T *base = qkv + off * ld + h * DH;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  /* all of K and V in flight at once (cp.async), zeros past the sequence */
   for (int idx = threadIdx.x; idx < lk * (DH / 8); idx += blockDim.x) {
     const int r = idx / (DH / 8), c = (idx % (DH / 8)) * 8;
-    uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
     if (r < n) {
-      kv = *reinterpret_cast<const uint4 *>(base + r * ld + H + c);
-      vv = *reinterpret_cast<const uint4 *>(base + r * ld + 2 * H + c);
+      cp_async16((uint32_t)__cvta_generic_to_shared(Ks + r * KROW + c), base + r * ld + H + c);
+      cp_async16((uint32_t)__cvta_generic_to_shared(Vs + r * KROW + c), base + r * ld + 2 * H + c);
+    } else {
+      *reinterpret_cast<uint4 *>(Ks + r * KROW + c) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4 *>(Vs + r * KROW + c) = make_uint4(0, 0, 0, 0);
     }
-    *reinterpret_cast<uint4 *>(Ks + r * KROW + c) = kv;
-    *reinterpret_cast<uint4 *>(Vs + r * KROW + c) = vv;
   }
-  __syncthreads();
+  cp_async_commit();
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   /* ldmatrix row addresses: lane L names row L % 8 of matrix L / 8. K, per 8 keys: the four 8-column
    * blocks of the head (fragments b0, b1 of dims 0-15, then of 16-31). V, per 16 keys and 16 dims: keys
    * 0-7 and 8-15 of dims 0-7, then of dims 8-15 (b0, b1 of two 8-dim output blocks). */
   const int lr = lane & 7, lm = lane >> 3;
   const T *k_lane = Ks + lr * KROW + 8 * lm;
   const T *v_lane = Vs + (8 * (lm & 1) + lr) * KROW + 8 * (lm >> 1);
-  for (int r0 = warp * 16; r0 < n; r0 += 16 * (ATT_THREADS / 32)) {
+  /* Q's A fragments of the warp's next 16 rows are loaded while the current ones are used */
+  uint32_t qn[2][4];
+  load_q(qn, base, ld, warp * 16 + g, n, t);
+  cp_async_wait<0>();
+  __syncthreads();
+  constexpr int QSTEP = 16 * (ATT_THREADS / 32);
+  for (int r0 = warp * 16; r0 < n; r0 += QSTEP) {
     const int ra = r0 + g, rb = r0 + g + 8;
     uint32_t qa[2][4];
 #pragma unroll
-    for (int kk = 0; kk < 2; kk++) {
-      const int c = kk * 16 + 2 * t;
-      qa[kk][0] = ra < n ? ld32(base + ra * ld + c) : 0u;
-      qa[kk][1] = rb < n ? ld32(base + rb * ld + c) : 0u;
-      qa[kk][2] = ra < n ? ld32(base + ra * ld + c + 8) : 0u;
-      qa[kk][3] = rb < n ? ld32(base + rb * ld + c + 8) : 0u;
-    }
-    float o[4][4];
+    for (int kk = 0; kk < 2; kk++)
 #pragma unroll
-    for (int j = 0; j < 4; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
-    for (int kc = 0; kc < n; kc += 32) {
-      float sc[4][4];
+      for (int i = 0; i < 4; i++) qa[kk][i] = qn[kk][i];
+    if (r0 + QSTEP < n) load_q(qn, base, ld, ra + QSTEP, n, t);
+    float o[5][4];
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
-        uint32_t kb[4];
-        ldsm_x4<false>(kb, k_lane + (kc + 8 * j) * KROW);
-        sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
-        mma16816<T>(sc[j], qa[0], kb[0], kb[1]);
-        mma16816<T>(sc[j], qa[1], kb[2], kb[3]);
-      }
-      if (kc + 32 > n) {
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          const int key = kc + 8 * j + 2 * t;
-          if (key >= n) sc[j][0] = sc[j][2] = -INFINITY;
-          if (key + 1 >= n) sc[j][1] = sc[j][3] = -INFINITY;
-        }
-      }
-      float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        mx_a = fmaxf(mx_a, fmaxf(sc[j][0], sc[j][1]));
-        mx_b = fmaxf(mx_b, fmaxf(sc[j][2], sc[j][3]));
-      }
-      /* the row's four threads (t = 0..3) together hold its 32 keys; key kc is valid, so the max is finite */
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
-      const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-      const float al_a = exp2_approx((m_a - mn_a) * scale_log2), al_b = exp2_approx((m_b - mn_b) * scale_log2);
-      m_a = mn_a; /* al is 0 on the first chunk (m = -inf) */
-      m_b = mn_b;
-      const float ms_a = m_a * scale_log2, ms_b = m_b * scale_log2;
-      float rs_a = 0.f, rs_b = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        sc[j][0] = exp2_approx(fmaf(sc[j][0], scale_log2, -ms_a));
-        sc[j][1] = exp2_approx(fmaf(sc[j][1], scale_log2, -ms_a));
-        sc[j][2] = exp2_approx(fmaf(sc[j][2], scale_log2, -ms_b));
-        sc[j][3] = exp2_approx(fmaf(sc[j][3], scale_log2, -ms_b));
-        rs_a += sc[j][0] + sc[j][1];
-        rs_b += sc[j][2] + sc[j][3];
-        o[j][0] *= al_a;
-        o[j][1] *= al_a;
-        o[j][2] *= al_b;
-        o[j][3] *= al_b;
-      }
-      l_a = l_a * al_a + rs_a;
-      l_b = l_b * al_b + rs_b;
-      /* P (the score accumulators, re-packed as A fragments) times V */
-#pragma unroll
-      for (int kk = 0; kk < 2; kk++) {
-        const uint32_t pa[4] = {pack2<T>(sc[2 * kk][0], sc[2 * kk][1]), pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
-                                pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-                                pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-#pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-          uint32_t vb[4];
-          ldsm_x4<true>(vb, v_lane + (kc + 16 * kk) * KROW + 16 * jj);
-          mma16816<T>(o[2 * jj], pa, vb[0], vb[1]);
-          mma16816<T>(o[2 * jj + 1], pa, vb[2], vb[3]);
-        }
-      }
-    }
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
-    const float ia = 1.0f / l_a, ib = 1.0f / l_b;
+    for (int j = 0; j < 5; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m_a = -INFINITY, m_b = -INFINITY;
+    int kc = 0;
+    for (; n - kc > 32; kc += 64) attend_chunk<T, 8>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
+    if (kc < n) attend_chunk<T, 4>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
+    const float ia = 1.0f / o[4][0], ib = 1.0f / o[4][2];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       const int c = h * DH + 8 * j + 2 * t;
