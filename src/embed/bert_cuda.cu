@@ -38,7 +38,8 @@ constexpr int DH = 32;     /* head size the attention kernels are written for */
 constexpr int MAXP = 16;   /* float pairs per lane in the row kernels: hidden <= 1024 */
 constexpr int ROWPAD = 64; /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
 constexpr int ATT_THREADS = 128;
-constexpr int ROW_WARPS = 8; /* rows (one warp each) per block of the LayerNorm kernels */
+constexpr int ATT_WIDE_ABOVE = 128; /* batches with a longer line take the 64-key attention chunks */
+constexpr int ROW_WARPS = 8;        /* rows (one warp each) per block of the LayerNorm kernels */
 
 template <typename T>
 struct pair_of;
@@ -374,7 +375,10 @@ __device__ __forceinline__ void load_q(uint32_t (&q)[2][4], const T *base, int64
   }
 }
 
-template <typename T>
+/* WIDE: keys 64 at a time (then at most one chunk of 32), else 32 at a time. A 64-key chunk holds 32 more
+ * scores a thread in registers: fewer blocks fit an SM, which costs batches of short lines more than the
+ * wider chunk saves (docs/performance.md), so the launch picks WIDE by the batch's longest line. */
+template <typename T, bool WIDE>
 __global__ void __launch_bounds__(ATT_THREADS)
     attention_mma_kernel(const T *__restrict__ qkv, T *__restrict__ ctx, const int32_t *__restrict__ seqoff, int H,
                          float scale_log2) {
@@ -426,8 +430,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
     for (int j = 0; j < 5; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     float m_a = -INFINITY, m_b = -INFINITY;
     int kc = 0;
-    for (; n - kc > 32; kc += 64) attend_chunk<T, 8>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
-    if (kc < n) attend_chunk<T, 4>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
+    if constexpr (WIDE)
+      for (; n - kc > 32; kc += 64) attend_chunk<T, 8>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
+    for (; kc < n; kc += 32) attend_chunk<T, 4>(qa, k_lane, v_lane, kc, n, t, scale_log2, m_a, m_b, o);
     const float ia = 1.0f / o[4][0], ib = 1.0f / o[4][2];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
@@ -436,6 +441,13 @@ __global__ void __launch_bounds__(ATT_THREADS)
       if (rb < n) *reinterpret_cast<uint32_t *>(ctx + (off + rb) * H + c) = pack2<T>(o[j][2] * ib, o[j][3] * ib);
     }
   }
+}
+
+template <typename T>
+void attention_mma_allow_smem(size_t bytes) {
+  VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  VA_CUDA(
+      cudaFuncSetAttribute(attention_mma_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 /* --- attention, fp32: CUDA cores, one warp per query row ------------------------------------------ */
@@ -670,8 +682,13 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
     if constexpr (std::is_same<T, float>::value) {
       attention_f32_kernel<<<agrid, ATT_THREADS, attention_f32_smem(maxlen), g->stream>>>(qkv, ctx, seqoff, H, scale);
     } else {
-      attention_mma_kernel<T><<<agrid, ATT_THREADS, attention_mma_smem(maxlen, sizeof(T)), g->stream>>>(
-          qkv, ctx, seqoff, H, scale * 1.4426950408889634f);
+      const size_t smem = attention_mma_smem(maxlen, sizeof(T));
+      const float scale_log2 = scale * 1.4426950408889634f;
+      if (maxlen > ATT_WIDE_ABOVE) {
+        attention_mma_kernel<T, true><<<agrid, ATT_THREADS, smem, g->stream>>>(qkv, ctx, seqoff, H, scale_log2);
+      } else {
+        attention_mma_kernel<T, false><<<agrid, ATT_THREADS, smem, g->stream>>>(qkv, ctx, seqoff, H, scale_log2);
+      }
     }
     VA_LAUNCHED();
     /* Whole-batch passes. Not done on purpose: slicing this row-local rest of the layer so that ff stays in
@@ -767,14 +784,13 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
     free(g);
     return NULL;
   }
-  if (precision == VA_BERT_FP32)
+  if (precision == VA_BERT_FP32) {
     VA_CUDA(cudaFuncSetAttribute(attention_f32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
-  else if (precision == VA_BERT_FP16)
-    VA_CUDA(
-        cudaFuncSetAttribute(attention_mma_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
-  else
-    VA_CUDA(cudaFuncSetAttribute(attention_mma_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)att_smem));
+  } else if (precision == VA_BERT_FP16) {
+    attention_mma_allow_smem<__half>(att_smem);
+  } else {
+    attention_mma_allow_smem<__nv_bfloat16>(att_smem);
+  }
   VA_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
   VA_CUBLAS(va_blas().cublasLtCreate(&g->lt));
   g->ws_bytes = 32u << 20;
