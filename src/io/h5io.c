@@ -673,6 +673,25 @@ void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int 
 
 /* --- writing ------------------------------------------------------------------------------------ */
 static int write_collective; /* how the file in hand was opened */
+/* Without MPI-IO, while rows runs: the POSIX descriptor through which every rank puts its rows straight
+ * into the datasets' storage (va_h5_write_file), -1 otherwise; the file's role and name for messages; and
+ * this rank's first failure there. A failed write is not fatal at once: every rank finishes (skipping
+ * its writes after a failure) and the ranks agree, so one message and one exit code come out, and no
+ * rank removes the file while another still opens it. */
+static int raw_fd = -1;
+static const char *raw_what, *raw_path;
+static char raw_error[VA_PATH_MAX + 1024];
+
+/* err: the system's error number, or 0 after a failed HDF5 call (its error stack gives the reason). */
+static void raw_failed(const char *call, int err, int line) {
+  if (raw_error[0]) return;
+  if (err) {
+    H5Eclear2(H5E_DEFAULT); /* the reason is err, not an earlier HDF5 message */
+    errno = err;
+  }
+  snprintf(raw_error, sizeof raw_error, "cannot write the %s '%s': %s (%s at %s:%d)", raw_what, raw_path,
+           va_write_failure_reason(raw_path), call, __FILE__, line);
+}
 
 /* What this rank wrote into the file in hand, for the read-back check: a dataset's selection (whole, or
  * a block of rows), the memory type and the hash of the bytes handed to H5Dwrite. */
@@ -828,26 +847,39 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
     rows(f, ctx);
     VA_H5(H5Fclose(f));
   } else {
-    /* Serial HDF5: one writer at a time, in rank order. */
-    int token = 0;
+    /* Serial HDF5 takes one writer of a file at a time, but the rows need no HDF5 once their datasets
+     * exist with their storage allocated (va_h5_create_dataset): rank 0 makes the file and its objects and
+     * closes it, then every rank at once opens it read-only to find its datasets and writes its rows with
+     * pwrite at their place in that storage. */
     if (va_proc.rank == 0) {
       setup(f, ctx);
-      rows(f, ctx);
-      VA_H5(H5Fclose(f));
-    } else {
-      VA_MPI(MPI_Recv(&token, 1, MPI_INT, va_proc.rank - 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      f = VA_H5(open_for_io(tmp, H5F_ACC_RDWR, 0));
-      rows(f, ctx);
       VA_H5(H5Fclose(f));
     }
-    if (va_proc.rank + 1 < va_proc.nranks) VA_MPI(MPI_Send(&token, 1, MPI_INT, va_proc.rank + 1, 78, MPI_COMM_WORLD));
+    VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    raw_what = what;
+    raw_path = path;
+    raw_error[0] = 0;
+    f = open_for_io(tmp, H5F_ACC_RDONLY, 0);
+    if (f < 0) raw_failed("H5Fopen", 0, __LINE__);
+    if (f >= 0 && (raw_fd = open(tmp, O_WRONLY)) < 0) raw_failed("open", errno, __LINE__);
+    if (raw_fd >= 0) {
+      rows(f, ctx);
+      if (close(raw_fd) != 0) raw_failed("close", errno, __LINE__);
+      raw_fd = -1;
+    }
+    if (f >= 0) VA_H5(H5Fclose(f));
+    if (va_agree(raw_error[0] ? VA_EXIT_OUTPUT : 0, raw_error)) {
+      va_h5_scope(0, NULL, NULL);
+      return VA_EXIT_OUTPUT;
+    }
   }
   va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
   /* Through MPI-IO every rank reads back what it wrote: a write the MPI-IO layer dropped (Open MPI's
-   * OMPIO reports a full disk on stderr but not to HDF5) reads as zeros here. HDF5's POSIX driver (serial
-   * HDF5, io = independent) checks every write's result itself, so nothing was recorded to read. */
+   * OMPIO reports a full disk on stderr but not to HDF5) reads as zeros here. Without MPI-IO (serial
+   * HDF5, io = independent) every write's result was checked where it was made, so nothing was recorded
+   * to read. */
   char why[1024] = "";
   if (read_back(tmp, why, sizeof why)) {
     snprintf(err, sizeof err, "cannot write the %s '%s': %s (%s)", what, path, why, va_write_failure_reason(tmp));
@@ -866,7 +898,18 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   return 0;
 }
 
+hid_t va_h5_create_dataset(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl) {
+  hid_t dcpl = VA_H5(H5Pcreate(H5P_DATASET_CREATE));
+  VA_H5(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
+  VA_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+  VA_H5(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER));
+  hid_t ds = VA_H5(H5Dcreate2(loc, name, type, space, lcpl, dcpl, H5P_DEFAULT));
+  VA_H5(H5Pclose(dcpl));
+  return ds;
+}
+
 void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf) {
+  if (raw_fd >= 0) va_fatal_at(__FILE__, __LINE__, "va_h5_write_whole called inside rows (it belongs in setup)");
   hid_t fspace = VA_H5(H5Dget_space(dset));
   hid_t mspace = VA_H5(H5Scopy(fspace));
   hid_t dxpl = transfer_plist(write_collective);
@@ -889,15 +932,56 @@ int64_t va_h5_row_rounds(int64_t local_rows, int64_t chunk_rows) {
   return rounds;
 }
 
+/* Rows at their place in the dataset's contiguous storage, by pwrite on raw_fd: the bytes go to the file
+ * as they are, so the memory type must be the file type (both little-endian IEEE or integers of one size
+ * on the hosts this runs on). */
+static void write_rows_raw(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf) {
+  if (raw_error[0]) return;
+  const haddr_t base = H5Dget_offset(dset);
+  hid_t ftype = VA_H5(H5Dget_type(dset));
+  const htri_t same = H5Tequal(ftype, memtype);
+  VA_H5(H5Tclose(ftype));
+  if (base == HADDR_UNDEF || same <= 0)
+    va_fatal_at(__FILE__, __LINE__,
+                "a dataset written by rows needs storage allocated when it is made "
+                "(va_h5_create_dataset) and its own type in memory");
+  hid_t fspace = VA_H5(H5Dget_space(dset));
+  const int rank = VA_H5(H5Sget_simple_extent_ndims(fspace));
+  VA_H5(H5Sclose(fspace));
+  const size_t esize = H5Tget_size(memtype), row_bytes = (size_t)(rank > 1 ? cols : 1) * esize;
+  const char *p = buf;
+  size_t left = (size_t)nrows * row_bytes;
+  off_t at = (off_t)base + (off_t)row0 * (off_t)row_bytes;
+  while (left > 0) {
+    const ssize_t w = pwrite(raw_fd, p, left < ((size_t)1 << 30) ? left : ((size_t)1 << 30), at);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      raw_failed("pwrite", w == 0 ? EIO : errno, __LINE__);
+      return;
+    }
+    p += w;
+    at += w;
+    left -= (size_t)w;
+  }
+}
+
 void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, int64_t cols, const void *buf) {
   if (nrows <= 0 && !write_collective) return;
   /* Fault injection for tests: VECANNEAL_FAULT_WRITE_FAILS_ON=R fails rank R's first block of rows as a
-   * full disk would, inside the transfer its peers are in. */
+   * full disk would, inside the transfer its peers are in (without MPI-IO: as its pwrite would). */
   const char *fault = getenv("VECANNEAL_FAULT_WRITE_FAILS_ON");
+  if (fault && atoi(fault) == va_proc.rank && nrows > 0 && raw_fd >= 0) {
+    raw_failed("pwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", ENOSPC, __LINE__);
+    return;
+  }
   if (fault && atoi(fault) == va_proc.rank && nrows > 0) {
     H5Eclear2(H5E_DEFAULT);
     errno = ENOSPC;
     va_h5_fail("H5Dwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", __FILE__, __LINE__);
+  }
+  if (raw_fd >= 0) {
+    write_rows_raw(dset, memtype, row0, nrows, cols, buf);
+    return;
   }
   hid_t fspace = VA_H5(H5Dget_space(dset));
   int rank = VA_H5(H5Sget_simple_extent_ndims(fspace));

@@ -3,8 +3,9 @@
  * Each rank reads or writes only its own contiguous row block (a hyperslab). With parallel HDF5 and
  * io = collective, files are opened through MPI-IO and every transfer is collective (every rank calls
  * H5Dread/H5Dwrite the same number of times, with an empty selection when it has nothing left).
- * Without it (serial HDF5, or io = independent), reads open the file independently on every rank and
- * writes pass a token rank by rank, since serial HDF5 allows one writer at a time. */
+ * Without it (serial HDF5, or io = independent), reads open the file independently on every rank, and
+ * rank 0 alone makes an output file and its objects (serial HDF5 allows one writer at a time); then every
+ * rank at once writes its rows with pwrite into the datasets' storage, allocated when they were made. */
 #ifndef VECANNEAL_H5IO_H
 #define VECANNEAL_H5IO_H
 #include <hdf5.h>
@@ -94,8 +95,9 @@ int64_t va_input_raw_offset(const va_input_t *in);
 int va_io_collective(int io_mode);
 
 /* --- writing ------------------------------------------------------------------------------------ */
-/* 'setup' creates datasets and attributes and writes the data every rank holds identically (rank 0's
- * copy is written); 'rows' writes this rank's own rows with va_h5_write_rows. Collective call. */
+/* 'setup' creates datasets (va_h5_create_dataset) and attributes and writes the data every rank holds
+ * identically (rank 0's copy is written); 'rows' writes this rank's own rows with va_h5_write_rows and
+ * the block writers below, nothing else (without MPI-IO its file handle is read-only). Collective call. */
 typedef void (*va_h5_setup_fn)(hid_t file, void *ctx);
 typedef void (*va_h5_rows_fn)(hid_t file, void *ctx);
 /* Collective: whether the file system holding path has room for about `bytes` more; 0, or an agreed
@@ -113,6 +115,10 @@ int va_space_check(const char *what, const char *path, double bytes);
  * Either way the temporary file is removed. */
 int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
                      va_h5_rows_fn rows, void *ctx);
+/* Inside setup: makes a dataset of an output file: contiguous, its storage allocated now and never
+ * filled (every row gets written), so that rows can write into it without HDF5 (lcpl: H5P_DEFAULT or a
+ * link creation list). */
+hid_t va_h5_create_dataset(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl);
 /* Inside setup: writes a whole dataset from rank 0's buffer (other ranks select nothing). */
 void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);
 /* Inside rows: number of write rounds for local_rows in chunks of chunk_rows (max over ranks when

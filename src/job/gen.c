@@ -15,7 +15,6 @@
 #include "util/rng.h"
 #include "core/stop.h"      /* va_stop_point */
 #include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
-#include "util/memlimit.h"  /* va_mem_room_resident: the bound on rows generated ahead */
 #include "util/util.h"
 
 /* Row `id` (train rows 0..n-1, test rows n..n+test-1) into out[d]. */
@@ -61,20 +60,16 @@ static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int
   hsize_t dims[2] = {(hsize_t)rows, (hsize_t)d};
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
   hid_t type = half ? va_h5_half_type() : VA_H5(H5Tcopy(H5T_IEEE_F32LE));
-  hid_t ds = VA_H5(H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  hid_t ds = VA_H5(va_h5_create_dataset(file, name, type, space, H5P_DEFAULT));
   H5Tclose(type);
   H5Sclose(space);
   return ds;
 }
 
-/* What the file's writer needs: the options, rank 0's exact neighbours (test x neighbors) or NULL, and
- * the first ahead_rows of this rank's /train rows as stored (binary16 or float32), generated before the
- * file was opened (see generate_ahead). */
+/* What the file's writer needs: the options and rank 0's exact neighbours (test x neighbors) or NULL. */
 typedef struct {
   const va_gen_options_t *g;
   const va_neighbor_t *nbr;
-  void *ahead;
-  int64_t ahead_rows;
 } gen_write_t;
 
 /* /neighbors (int32 as ann-benchmarks writes them, int64 past 2^31 rows) and /distances (float32, squared
@@ -92,11 +87,10 @@ static void write_neighbors(hid_t file, const gen_write_t *w) {
   }
   hsize_t dims[2] = {(hsize_t)g->test, (hsize_t)g->neighbors};
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
-  hid_t ds = VA_H5(H5Dcreate2(file, "/neighbors", wide ? H5T_STD_I64LE : H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                              H5P_DEFAULT));
+  hid_t ds = VA_H5(va_h5_create_dataset(file, "/neighbors", wide ? H5T_STD_I64LE : H5T_STD_I32LE, space, H5P_DEFAULT));
   va_h5_write_whole(ds, wide ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32, ids);
   VA_H5(H5Dclose(ds));
-  ds = VA_H5(H5Dcreate2(file, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  ds = VA_H5(va_h5_create_dataset(file, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT));
   va_h5_write_whole(ds, H5T_NATIVE_FLOAT, dist);
   VA_H5(H5Dclose(ds));
   VA_H5(H5Sclose(space));
@@ -121,11 +115,9 @@ static void gen_setup(hid_t file, void *ctx) {
   if (g->neighbors > 0) write_neighbors(file, ctx);
 }
 
-/* The rows of `name` (total rows, global ids from id0) that this rank owns, written in chunks; the first
- * ahead_rows come from the buffer generated ahead. */
-static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0,
-                        const void *ahead, int64_t ahead_rows) {
-  const size_t esize = g->half ? 2 : 4;
+/* The rows of `name` (total rows, global ids from id0) that this rank owns, generated and written in
+ * chunks (every rank at once: va_h5_write_file). */
+static void write_block(hid_t file, const va_gen_options_t *g, const char *name, int64_t total, int64_t id0) {
   int64_t start, count;
   va_shard_range(total, va_proc.rank, va_proc.nranks, &start, &count);
   const int64_t chunk = gen_chunk_rows(g->d);
@@ -145,14 +137,8 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
       va_format_seconds((last - t0) * (double)(count - r0) / (double)r0, eta, sizeof eta);
       va_log0("gen: %s: rank 0 wrote %lld of its %lld rows, ETA %s\n", name, (long long)r0, (long long)count, eta);
     }
-    const void *src;
-    if (r0 + nr <= ahead_rows) {
-      src = (const char *)ahead + (size_t)(r0 * g->d) * esize;
-    } else {
-      gen_rows_into(g, id0 + start + r0, nr, buf, hbuf, threads);
-      src = hbuf ? (const void *)hbuf : (const void *)buf;
-    }
-    va_h5_write_rows(ds, mtype, start + r0, nr, g->d, src);
+    gen_rows_into(g, id0 + start + r0, nr, buf, hbuf, threads);
+    va_h5_write_rows(ds, mtype, start + r0, nr, g->d, hbuf ? (const void *)hbuf : (const void *)buf);
   }
   H5Tclose(mtype);
   H5Dclose(ds);
@@ -162,45 +148,8 @@ static void write_block(hid_t file, const va_gen_options_t *g, const char *name,
 
 static void gen_rows(hid_t file, void *ctx) {
   const gen_write_t *w = ctx;
-  write_block(file, w->g, "/train", w->g->n, 0, w->ahead, w->ahead_rows);
-  if (w->g->test > 0) write_block(file, w->g, "/test", w->g->test, w->g->n, NULL, 0);
-}
-
-/* With serial HDF5 the ranks write one after another (va_h5_write_file), and rows generated inside the
- * write would be generated one rank at a time as well. So each rank generates its first /train rows
- * before the write, all ranks at once: whole chunks, at most a quarter of the memory this rank may use
- * and at most 1 GiB. With collective writes the ranks generate side by side anyway: nothing ahead. */
-static void generate_ahead(gen_write_t *w) {
-  const va_gen_options_t *g = w->g;
-  if (va_io_collective(g->io_mode) || va_proc.nranks == 1) return;
-  int64_t start, count;
-  va_shard_range(g->n, va_proc.rank, va_proc.nranks, &start, &count);
-  const double row_bytes = (double)g->d * (g->half ? 2.0 : 4.0);
-  const int64_t chunk = gen_chunk_rows(g->d);
-  const int threads = gen_threads();
-  const va_mem_room_t room = va_mem_room_resident(va_proc.local_nranks);
-  double budget = 1073741824.0;
-  if (room.bytes >= 0 && room.bytes / 4 < budget) budget = room.bytes / 4;
-  int64_t rows = (int64_t)(budget / row_bytes) / chunk * chunk;
-  if (rows > count) rows = count;
-  if (rows <= 0) return;
-  float *tmp = g->half ? va_malloc((size_t)(chunk * g->d) * sizeof(float), "gen buffer") : NULL;
-  w->ahead = va_malloc((size_t)((double)rows * row_bytes), "rows generated ahead");
-  const double t0 = va_now();
-  double last = t0;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t m = rows - r0 < chunk ? rows - r0 : chunk;
-    if (va_now() - last >= va_progress_seconds() && r0 > 0) {
-      char eta[32];
-      last = va_now();
-      va_format_seconds((last - t0) * (double)(rows - r0) / (double)r0, eta, sizeof eta);
-      va_log0("gen: rank 0 generated %lld of its first %lld rows, ETA %s\n", (long long)r0, (long long)rows, eta);
-    }
-    if (g->half) gen_rows_into(g, start + r0, m, tmp, (uint16_t *)w->ahead + r0 * g->d, threads);
-    else gen_rows_into(g, start + r0, m, (float *)w->ahead + r0 * g->d, NULL, threads);
-  }
-  w->ahead_rows = rows;
-  free(tmp);
+  write_block(file, w->g, "/train", w->g->n, 0);
+  if (w->g->test > 0) write_block(file, w->g, "/test", w->g->test, w->g->n);
 }
 
 void va_gen_options_default(va_gen_options_t *g) {
@@ -290,7 +239,7 @@ static int gen_job(const va_gen_options_t *opts) {
   va_stop_point("set-up");
   double t0 = va_now();
   const double bytes = (double)(g.n + g.test) * (double)g.d * (g.half ? 2.0 : 4.0);
-  gen_write_t w = {&g, NULL, NULL, 0};
+  gen_write_t w = {&g, NULL};
   double t_nbr = 0;
   if (g.neighbors > 0) {
     t_nbr = va_now();
@@ -298,11 +247,9 @@ static int gen_job(const va_gen_options_t *opts) {
     t_nbr = va_now() - t_nbr;
     va_stop_point("neighbours");
   }
-  generate_ahead(&w);
   rc = va_h5_write_file("output", g.out, bytes + (double)(g.test * g.neighbors) * 8.0, g.io_mode, gen_setup, gen_rows,
                         &w);
   free((void *)w.nbr);
-  free(w.ahead);
   if (rc) return rc;
   char nbr[96] = "";
   if (g.neighbors > 0)

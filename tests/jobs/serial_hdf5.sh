@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # serial_hdf5.sh: builds vecanneal against serial HDF5 (as on machines without parallel HDF5) and checks
-# that its fallback path (independent reads, token-passing writes) runs the job on 1-4 ranks with the
+# that its fallback path (independent reads; rank 0 makes each output file, then every rank writes its rows
+# at once into the storage rank 0 allocated) runs the job on 1-4 ranks with the
 # same results, and writes an index bitwise identical to the parallel-HDF5 build's (compress, with codes
 # too, and add on an index with codes).
 source "$(dirname "$0")/lib.sh"
@@ -14,7 +15,7 @@ PAR_BIN=$BIN
 BIN=$SB/vecanneal
 "$BIN" compress --help | head -1 > /dev/null
 run_np 3 gen --out "$WORK/s.h5" --n 5000 --d 16 --clusters 10 > /dev/null || fail "gen (serial HDF5, 3 ranks)"
-# gen: the rows each rank generates before its turn to write are the rows one rank writes, float16 too.
+# gen: the rows each rank generates and writes, all ranks at once, are the rows one rank writes, float16 too.
 for dt in float32 float16; do
   run_np 3 gen --out "$WORK/g3.$dt.h5" --n 7001 --d 24 --clusters 9 --test 50 --dtype $dt > /dev/null ||
     fail "gen --dtype $dt (serial HDF5, 3 ranks)"
