@@ -675,9 +675,9 @@ void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int 
 static int write_collective; /* how the file in hand was opened */
 /* Without MPI-IO, while rows runs: the POSIX descriptor through which every rank puts its rows straight
  * into the datasets' storage (va_h5_write_file), -1 otherwise; the file's role and name for messages; and
- * this rank's first failure there. A failed write is not fatal at once: every rank finishes (skipping
- * its writes after a failure) and the ranks agree, so one message and one exit code come out, and no
- * rank removes the file while another still opens it. */
+ * this rank's first failure there. A failed write does not end the job at once: every rank finishes
+ * (skipping its writes after a failure), then the ranks agree and all exit, so one message and one exit
+ * code come out, and no rank removes the file while another still opens it. */
 static int raw_fd = -1;
 static const char *raw_what, *raw_path;
 static char raw_error[VA_PATH_MAX + 1024];
@@ -868,10 +868,8 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
       raw_fd = -1;
     }
     if (f >= 0) VA_H5(H5Fclose(f));
-    if (va_agree(raw_error[0] ? VA_EXIT_OUTPUT : 0, raw_error)) {
-      va_h5_scope(0, NULL, NULL);
-      return VA_EXIT_OUTPUT;
-    }
+    /* as a failure inside a write through HDF5 does, this ends the job (every rank, VA_EXIT_OUTPUT) */
+    VA_AGREE_OR_EXIT(raw_error[0] ? VA_EXIT_OUTPUT : 0, raw_error);
   }
   va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
