@@ -90,7 +90,7 @@ typedef struct {
 static void write_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int64_t len, const void *buf) {
   hsize_t dims[1] = {(hsize_t)(len > 0 ? len : 0)};
   hid_t sp = VA_H5(H5Screate_simple(1, dims, NULL));
-  hid_t ds = VA_H5(va_h5_create_dataset(loc, name, ftype, sp, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(loc, name, ftype, sp, H5P_DEFAULT);
   va_h5_write_whole(ds, mtype, buf);
   H5Dclose(ds);
   H5Sclose(sp);
@@ -117,7 +117,7 @@ static void ckpt_setup(hid_t f, void *vctx) {
   write_1d(f, "/history_anchors", H5T_STD_I64LE, H5T_NATIVE_INT64, st->iter, st->h_k);
   hsize_t n = (hsize_t)st->n;
   hid_t sp = VA_H5(H5Screate_simple(1, &n, NULL));
-  H5Dclose(VA_H5(va_h5_create_dataset(f, "/assignments", H5T_STD_U32LE, sp, H5P_DEFAULT)));
+  H5Dclose(va_h5_create_dataset(f, "/assignments", H5T_STD_U32LE, sp, H5P_DEFAULT));
   H5Sclose(sp);
   va_h5_attr_str(f, "format", "vecanneal-checkpoint");
   va_h5_attr_str(f, "source_file", c->in->file);

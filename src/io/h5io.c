@@ -674,13 +674,11 @@ void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int 
 /* --- writing ------------------------------------------------------------------------------------ */
 static int write_collective; /* how the file in hand was opened */
 /* Without MPI-IO, while rows runs: the POSIX descriptor through which every rank puts its rows straight
- * into the datasets' storage (va_h5_write_file), -1 otherwise; the file's role and name for messages; and
- * this rank's first failure there. A failed write does not end the job at once: every rank finishes
- * (skipping its writes after a failure), then the ranks agree and all exit, so one message and one exit
- * code come out, and no rank removes the file while another still opens it. */
+ * into the datasets' storage (va_h5_write_file), -1 otherwise, and this rank's first failure there. A failed write does
+ * not end the job at once: every rank finishes (skipping its writes after a failure), then the ranks agree and all
+ * exit, so one message and one exit code come out, and no rank removes the file while another still opens it. */
 static int raw_fd = -1;
-static const char *raw_what, *raw_path;
-static char raw_error[VA_PATH_MAX + 1024];
+static char raw_error[1536];
 
 /* err: the system's error number, or 0 after a failed HDF5 call (its error stack gives the reason). */
 static void raw_failed(const char *call, int err, int line) {
@@ -689,8 +687,7 @@ static void raw_failed(const char *call, int err, int line) {
     H5Eclear2(H5E_DEFAULT); /* the reason is err, not an earlier HDF5 message */
     errno = err;
   }
-  snprintf(raw_error, sizeof raw_error, "cannot write the %s '%s': %s (%s at %s:%d)", raw_what, raw_path,
-           va_write_failure_reason(raw_path), call, __FILE__, line);
+  va_h5_write_failure(call, __FILE__, line, raw_error, sizeof raw_error);
 }
 
 /* What this rank wrote into the file in hand, for the read-back check: a dataset's selection (whole, or
@@ -856,8 +853,6 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
       VA_H5(H5Fclose(f));
     }
     VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    raw_what = what;
-    raw_path = path;
     raw_error[0] = 0;
     f = open_for_io(tmp, H5F_ACC_RDONLY, 0);
     if (f < 0) raw_failed("H5Fopen", 0, __LINE__);
@@ -968,11 +963,11 @@ void va_h5_write_rows(hid_t dset, hid_t memtype, int64_t row0, int64_t nrows, in
   /* Fault injection for tests: VECANNEAL_FAULT_WRITE_FAILS_ON=R fails rank R's first block of rows as a
    * full disk would, inside the transfer its peers are in (without MPI-IO: as its pwrite would). */
   const char *fault = getenv("VECANNEAL_FAULT_WRITE_FAILS_ON");
-  if (fault && atoi(fault) == va_proc.rank && nrows > 0 && raw_fd >= 0) {
-    raw_failed("pwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", ENOSPC, __LINE__);
-    return;
-  }
   if (fault && atoi(fault) == va_proc.rank && nrows > 0) {
+    if (raw_fd >= 0) {
+      raw_failed("pwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", ENOSPC, __LINE__);
+      return;
+    }
     H5Eclear2(H5E_DEFAULT);
     errno = ENOSPC;
     va_h5_fail("H5Dwrite (VECANNEAL_FAULT_WRITE_FAILS_ON)", __FILE__, __LINE__);

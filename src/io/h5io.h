@@ -117,7 +117,7 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
                      va_h5_rows_fn rows, void *ctx);
 /* Inside setup: makes a dataset of an output file: contiguous, its storage allocated now and never
  * filled (every row gets written), so that rows can write into it without HDF5 (lcpl: H5P_DEFAULT or a
- * link creation list). */
+ * link creation list). Checked: a failure ends the job (VA_H5). */
 hid_t va_h5_create_dataset(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl);
 /* Inside setup: writes a whole dataset from rank 0's buffer (other ranks select nothing). */
 void va_h5_write_whole(hid_t dset, hid_t memtype, const void *buf);

@@ -62,7 +62,7 @@ hid_t va_index_dataset(hid_t loc, const char *name, hid_t type, int rank, int64_
                        const char *description, const char *units) {
   hsize_t dims[2] = {(hsize_t)d0, (hsize_t)d1};
   hid_t space = VA_H5(H5Screate_simple(rank, dims, NULL));
-  hid_t ds = VA_H5(va_h5_create_dataset(loc, name, type, space, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(loc, name, type, space, H5P_DEFAULT);
   VA_H5(H5Sclose(space));
   va_index_attr_text(ds, "description", description);
   va_index_attr_text(ds, "units", units);
@@ -109,7 +109,7 @@ static void codes_setup(hid_t f, const va_state_t *st, const va_index_codes_t *c
   va_index_attr_f64(g, "encode_seconds", c->encode_seconds);
   hsize_t dims[3] = {(hsize_t)c->m, (hsize_t)c->ksub, (hsize_t)c->dsub_max};
   hid_t space = VA_H5(H5Screate_simple(3, dims, NULL));
-  hid_t ds = VA_H5(va_h5_create_dataset(g, "codebooks", H5T_IEEE_F32LE, space, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(g, "codebooks", H5T_IEEE_F32LE, space, H5P_DEFAULT);
   VA_H5(H5Sclose(space));
   va_index_attr_text(ds, "description",
                      "centroids of every subspace's codebook (m x ksub x dsub_max), residuals in the index's frame "

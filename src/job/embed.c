@@ -279,7 +279,7 @@ static void embed_setup(hid_t file, void *ctx) {
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
   hid_t lcpl = VA_H5(H5Pcreate(H5P_LINK_CREATE));
   VA_H5(H5Pset_create_intermediate_group(lcpl, 1)); /* --out f.h5:/group/train */
-  hid_t ds = VA_H5(va_h5_create_dataset(file, o->a->dataset, H5T_IEEE_F32LE, space, lcpl));
+  hid_t ds = va_h5_create_dataset(file, o->a->dataset, H5T_IEEE_F32LE, space, lcpl);
   va_h5_attr_str(ds, "model", "sentence-transformers/all-MiniLM-L6-v2");
   VA_H5(H5Dclose(ds));
   VA_H5(H5Pclose(lcpl));
@@ -332,7 +332,7 @@ static void ids_setup(hid_t file, void *ctx) {
                {o->a->ids_offsets, H5T_STD_I64LE, (hsize_t)o->n}};
   for (int k = 0; k < 3; k++) {
     hid_t space = VA_H5(H5Screate_simple(1, &sets[k].len, NULL));
-    hid_t ds = VA_H5(va_h5_create_dataset(file, sets[k].name, sets[k].type, space, lcpl));
+    hid_t ds = va_h5_create_dataset(file, sets[k].name, sets[k].type, space, lcpl);
     VA_H5(H5Dclose(ds));
     VA_H5(H5Sclose(space));
   }

@@ -60,7 +60,7 @@ static hid_t create_rows_dataset(hid_t file, const char *name, int64_t rows, int
   hsize_t dims[2] = {(hsize_t)rows, (hsize_t)d};
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
   hid_t type = half ? va_h5_half_type() : VA_H5(H5Tcopy(H5T_IEEE_F32LE));
-  hid_t ds = VA_H5(va_h5_create_dataset(file, name, type, space, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(file, name, type, space, H5P_DEFAULT);
   H5Tclose(type);
   H5Sclose(space);
   return ds;
@@ -87,10 +87,10 @@ static void write_neighbors(hid_t file, const gen_write_t *w) {
   }
   hsize_t dims[2] = {(hsize_t)g->test, (hsize_t)g->neighbors};
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
-  hid_t ds = VA_H5(va_h5_create_dataset(file, "/neighbors", wide ? H5T_STD_I64LE : H5T_STD_I32LE, space, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(file, "/neighbors", wide ? H5T_STD_I64LE : H5T_STD_I32LE, space, H5P_DEFAULT);
   va_h5_write_whole(ds, wide ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32, ids);
   VA_H5(H5Dclose(ds));
-  ds = VA_H5(va_h5_create_dataset(file, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT));
+  ds = va_h5_create_dataset(file, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT);
   va_h5_write_whole(ds, H5T_NATIVE_FLOAT, dist);
   VA_H5(H5Dclose(ds));
   VA_H5(H5Sclose(space));

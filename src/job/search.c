@@ -193,10 +193,10 @@ static void result_setup(hid_t f, void *ctx) {
       dist[i] = w->result[i].dist;
     }
   hid_t space = VA_H5(H5Screate_simple(2, dims, NULL));
-  hid_t ds = VA_H5(va_h5_create_dataset(f, "/neighbors", H5T_STD_I64LE, space, H5P_DEFAULT));
+  hid_t ds = va_h5_create_dataset(f, "/neighbors", H5T_STD_I64LE, space, H5P_DEFAULT);
   va_h5_write_whole(ds, H5T_NATIVE_INT64, ids);
   VA_H5(H5Dclose(ds));
-  ds = VA_H5(va_h5_create_dataset(f, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT));
+  ds = va_h5_create_dataset(f, "/distances", H5T_IEEE_F32LE, space, H5P_DEFAULT);
   va_h5_write_whole(ds, H5T_NATIVE_FLOAT, dist);
   VA_H5(H5Dclose(ds));
   VA_H5(H5Sclose(space));

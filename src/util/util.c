@@ -202,10 +202,17 @@ const char *va_write_failure_reason(const char *path) {
   return reason;
 }
 
+void va_h5_write_failure(const char *call, const char *file, int line, char *out, size_t len) {
+  snprintf(out, len, "cannot write the %s '%s': %s (%s at %s:%d)", h5_scope.what, h5_scope.path,
+           va_write_failure_reason(h5_scope.path), call, file, line);
+}
+
 void va_h5_fail(const char *call, const char *file, int line) {
-  if (h5_scope.code == VA_EXIT_OUTPUT)
-    va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (%s at %s:%d)", h5_scope.what, h5_scope.path,
-                 va_write_failure_reason(h5_scope.path), call, file, line);
+  if (h5_scope.code == VA_EXIT_OUTPUT) {
+    char msg[1536];
+    va_h5_write_failure(call, file, line, msg, sizeof msg);
+    va_abort_job(VA_EXIT_OUTPUT, "%s", msg);
+  }
   if (h5_scope.code)
     va_abort_job(h5_scope.code, "cannot read the %s '%s' (damaged or not what it should be): %s (%s at %s:%d)",
                  h5_scope.what, h5_scope.path, va_h5_last_error(), call, file, line);

@@ -60,6 +60,9 @@ void va_h5_fail(const char *call, const char *file, int line);
 /* Opens (path non-NULL) or closes (NULL) the I/O scope of VA_H5 failures: code VA_EXIT_INPUT for a file
  * read, VA_EXIT_OUTPUT for one written; what names the file's role ("index", "checkpoint"). */
 void va_h5_scope(int code, const char *what, const char *path);
+/* The message of a failed write in the open output scope ("cannot write the index 'F': reason (call at
+ * file:line)"), into out: what va_h5_fail prints there, for a failure that is agreed before the job ends. */
+void va_h5_write_failure(const char *call, const char *file, int line, char *out, size_t len);
 /* The operating system's reason for the failed write of path: the errno quoted in HDF5's error stack,
  * else errno, else "No space left on device" when the file system holding path is full. */
 const char *va_write_failure_reason(const char *path);
