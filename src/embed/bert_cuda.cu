@@ -39,7 +39,7 @@ constexpr int MAXP = 16;   /* float pairs per lane in the row kernels: hidden <=
 constexpr int ROWPAD = 64; /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
 constexpr int ATT_THREADS = 128;
 constexpr int ATT_WIDE_ABOVE = 128; /* batches with a longer line take the 64-key attention chunks */
-constexpr int ROW_WARPS = 8;        /* rows (one warp each) per block of the LayerNorm kernels */
+constexpr int ROW_WARPS = 8;        /* warps per block of the LayerNorm kernels */
 
 template <typename T>
 struct pair_of;
@@ -79,73 +79,114 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-/* --- LayerNorm (one warp per token row; lane holds pairs 2 (lane + 32 i)) -------------------------- */
+/* --- LayerNorm (one warp per token row; lane holds pairs 2 (lane + 32 i), i < NP = hidden / 64) ------ */
+/* The row kernels are persistent: a grid of ln_grid blocks, each warp walking rows a grid's warps apart
+ * with gamma and beta in registers for all its rows (read once, not once a row) and the next row's
+ * values loaded while the current one is reduced. NP is a template argument (with_pairs picks it from
+ * the hidden size) so that those arrays stay in registers. */
+template <int NP>
+struct ln_affine {
+  float2 g[NP], b[NP];
+  __device__ __forceinline__ void load(const float *gamma, const float *beta, int lane) {
+#pragma unroll
+    for (int i = 0; i < NP; i++) {
+      g[i] = *reinterpret_cast<const float2 *>(gamma + 2 * (lane + 32 * i));
+      b[i] = *reinterpret_cast<const float2 *>(beta + 2 * (lane + 32 * i));
+    }
+  }
+};
+
 /* Normalises the row in v (two-pass mean and variance in fp32, as bert_cpu.c) and writes it to x. */
-template <typename T>
-__device__ __forceinline__ void ln_store(float (&v)[2 * MAXP], int np, int lane, int H, const float *g, const float *b,
-                                         float eps, T *x) {
+template <typename T, int NP>
+__device__ __forceinline__ void ln_store(const float (&v)[2 * NP], int lane, const ln_affine<NP> &a, float eps, T *x) {
+  constexpr float H = 64 * NP;
   float s = 0.f;
 #pragma unroll
-  for (int i = 0; i < MAXP; i++)
-    if (i < np) s += v[2 * i] + v[2 * i + 1];
-  const float mean = warp_sum(s) / (float)H;
+  for (int i = 0; i < NP; i++) s += v[2 * i] + v[2 * i + 1];
+  const float mean = warp_sum(s) / H;
   float q = 0.f;
 #pragma unroll
-  for (int i = 0; i < MAXP; i++)
-    if (i < np) {
-      const float d0 = v[2 * i] - mean, d1 = v[2 * i + 1] - mean;
-      q += d0 * d0 + d1 * d1;
-    }
-  const float inv = rsqrtf(warp_sum(q) / (float)H + eps);
+  for (int i = 0; i < NP; i++) {
+    const float d0 = v[2 * i] - mean, d1 = v[2 * i + 1] - mean;
+    q += d0 * d0 + d1 * d1;
+  }
+  const float inv = rsqrtf(warp_sum(q) / H + eps);
 #pragma unroll
-  for (int i = 0; i < MAXP; i++)
-    if (i < np) {
-      const int j = 2 * (lane + 32 * i);
-      const float2 gg = *reinterpret_cast<const float2 *>(g + j), bb = *reinterpret_cast<const float2 *>(b + j);
-      const float y0 = (v[2 * i] - mean) * inv * gg.x + bb.x, y1 = (v[2 * i + 1] - mean) * inv * gg.y + bb.y;
-      store2(x + j, y0, y1);
-    }
+  for (int i = 0; i < NP; i++) {
+    const float y0 = (v[2 * i] - mean) * inv * a.g[i].x + a.b[i].x;
+    const float y1 = (v[2 * i + 1] - mean) * inv * a.g[i].y + a.b[i].y;
+    store2(x + 2 * (lane + 32 * i), y0, y1);
+  }
 }
 
 /* x = LN(word[id] + pos_type[position]) for the batch's T tokens (pos_type = position + token type 0). */
-template <typename T>
-__global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *__restrict__ pos, int64_t ntok, int H,
-                                const T *__restrict__ word, const float *__restrict__ pos_type,
-                                const float *__restrict__ g, const float *__restrict__ b, float eps,
-                                T *__restrict__ x) {
-  const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
+template <typename T, int NP>
+__global__ void __launch_bounds__(ROW_WARPS * 32)
+    embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *__restrict__ pos, int64_t ntok,
+                    const T *__restrict__ word, const float *__restrict__ pos_type, const float *__restrict__ g,
+                    const float *__restrict__ b, float eps, T *__restrict__ x) {
+  constexpr int H = 64 * NP;
+  const int lane = threadIdx.x & 31;
+  const int64_t step = (int64_t)gridDim.x * ROW_WARPS;
+  int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
   if (row >= ntok) return;
-  const int lane = threadIdx.x & 31, np = H / 64;
-  const T *w = word + (int64_t)ids[row] * H;
-  const float *p = pos_type + (int64_t)pos[row] * H;
-  float v[2 * MAXP];
+  ln_affine<NP> a;
+  a.load(g, b, lane);
+  for (; row < ntok; row += step) {
+    const T *w = word + (int64_t)ids[row] * H;
+    const float *p = pos_type + (int64_t)pos[row] * H;
+    float v[2 * NP];
 #pragma unroll
-  for (int i = 0; i < MAXP; i++)
-    if (i < np) {
+    for (int i = 0; i < NP; i++) {
       const int j = 2 * (lane + 32 * i);
-      const float2 a = load2(w + j), c = *reinterpret_cast<const float2 *>(p + j);
-      v[2 * i] = a.x + c.x;
-      v[2 * i + 1] = a.y + c.y;
+      const float2 e = load2(w + j), c = *reinterpret_cast<const float2 *>(p + j);
+      v[2 * i] = e.x + c.x;
+      v[2 * i + 1] = e.y + c.y;
     }
-  ln_store(v, np, lane, H, g, b, eps, x + row * H);
+    ln_store<T, NP>(v, lane, a, eps, x + row * H);
+  }
 }
 
 /* x = LN(x) in place over rows [0, nrows) (the residual add is done by the GEMM before it, gemm_run). */
-template <typename T>
-__global__ void ln_kernel(T *__restrict__ x, int64_t nrows, int H, const float *__restrict__ g,
-                          const float *__restrict__ b, float eps) {
-  const int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
+template <typename T, int NP>
+__global__ void __launch_bounds__(ROW_WARPS * 32)
+    ln_kernel(T *__restrict__ x, int64_t nrows, const float *__restrict__ g, const float *__restrict__ b, float eps) {
+  using pair = typename pair_of<T>::type;
+  constexpr int H = 64 * NP;
+  const int lane = threadIdx.x & 31;
+  const int64_t step = (int64_t)gridDim.x * ROW_WARPS;
+  int64_t row = (int64_t)blockIdx.x * ROW_WARPS + (threadIdx.x >> 5);
   if (row >= nrows) return;
-  const int lane = threadIdx.x & 31, np = H / 64;
-  float v[2 * MAXP];
+  ln_affine<NP> a;
+  a.load(g, b, lane);
+  pair next[NP];
 #pragma unroll
-  for (int i = 0; i < MAXP; i++)
-    if (i < np) {
-      const float2 a = load2(x + row * H + 2 * (lane + 32 * i));
-      v[2 * i] = a.x;
-      v[2 * i + 1] = a.y;
+  for (int i = 0; i < NP; i++) next[i] = reinterpret_cast<const pair *>(x + row * H)[lane + 32 * i];
+  for (; row < nrows; row += step) {
+    float v[2 * NP];
+#pragma unroll
+    for (int i = 0; i < NP; i++) {
+      v[2 * i] = elem_to_float(next[i].x);
+      v[2 * i + 1] = elem_to_float(next[i].y);
     }
-  ln_store(v, np, lane, H, g, b, eps, x + row * H);
+    if (row + step < nrows) {
+#pragma unroll
+      for (int i = 0; i < NP; i++) next[i] = reinterpret_cast<const pair *>(x + (row + step) * H)[lane + 32 * i];
+    }
+    ln_store<T, NP>(v, lane, a, eps, x + row * H);
+  }
+}
+
+/* Calls f(std::integral_constant<int, NP>) with NP = np (1 <= np <= MAXP, checked at create). */
+template <int NP = 1, typename F>
+void with_pairs(int np, F &&f) {
+  if constexpr (NP <= MAXP) {
+    if (np == NP) {
+      f(std::integral_constant<int, NP>{});
+    } else {
+      with_pairs<NP + 1>(np, f);
+    }
+  }
 }
 
 /* --- GELU (erf), in place, 16 bytes per thread and step (fp32 precision only: file comment) ---------- */
@@ -664,6 +705,26 @@ void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, con
 
 unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
 
+/* Blocks of a persistent row kernel: as many as are resident at once on every SM, fewer for fewer rows. */
+template <typename K>
+unsigned ln_grid(const va_bert_cuda *g, K kernel, int64_t rows) {
+  int per_sm = 0;
+  VA_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, ROW_WARPS * 32, 0));
+  const unsigned full = (unsigned)(g->prop.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
+  const unsigned need = blocks_for(rows, ROW_WARPS);
+  return need < full ? need : full;
+}
+
+/* x = LN(x) in place over the first rows rows, gamma g, beta b. */
+template <typename T>
+void layer_norm(va_bert_cuda *g, T *x, int64_t rows, const float *gamma, const float *beta) {
+  with_pairs(g->H / 64, [&](auto np) {
+    const auto kernel = ln_kernel<T, decltype(np)::value>;
+    kernel<<<ln_grid(g, kernel, rows), ROW_WARPS * 32, 0, g->stream>>>(x, rows, gamma, beta, g->eps);
+  });
+  VA_LAUNCHED();
+}
+
 /* The whole forward pass of one batch (inputs already on the device), queued on g->stream. */
 template <typename T>
 void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
@@ -671,8 +732,11 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
   const int32_t *ids = g->d_in, *pos = g->d_in + ntok, *seqoff = g->d_in + 2 * ntok;
   T *x = (T *)g->x, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *ff = (T *)g->ff;
   const int64_t mrows = bucket_rows(ntok); /* the rows every GEMM computes */
-  embed_ln_kernel<T><<<blocks_for(ntok, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(
-      ids, pos, ntok, H, (const T *)g->word, g->pos_type, g->eln_g, g->eln_b, g->eps, x);
+  with_pairs(H / 64, [&](auto np) {
+    const auto kernel = embed_ln_kernel<T, decltype(np)::value>;
+    kernel<<<ln_grid(g, kernel, ntok), ROW_WARPS * 32, 0, g->stream>>>(ids, pos, ntok, (const T *)g->word, g->pos_type,
+                                                                       g->eln_g, g->eln_b, g->eps, x);
+  });
   VA_LAUNCHED();
   const dim3 agrid((unsigned)nseq, (unsigned)g->heads);
   const float scale = 1.0f / sqrtf((float)DH);
@@ -696,9 +760,7 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
      * (docs/performance.md). */
     /* LayerNorm over the GEMM's padded rows too: their residual sums stay finite from layer to layer. */
     gemm_run(g, &g->op[OP_O], L->wo, L->bo, ctx, x, ntok, true);
-    ln_kernel<T>
-        <<<blocks_for(mrows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, mrows, H, L->ln1_g, L->ln1_b, g->eps);
-    VA_LAUNCHED();
+    layer_norm<T>(g, x, mrows, L->ln1_g, L->ln1_b);
     gemm_run(g, &g->op[OP_FF1], L->w1, L->b1, x, ff, ntok, false);
     if constexpr (std::is_same<T, float>::value) {
       const int64_t nvec = ntok * F / 4;
@@ -707,9 +769,7 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
       VA_LAUNCHED();
     }
     gemm_run(g, &g->op[OP_FF2], L->w2, L->b2, ff, x, ntok, true);
-    ln_kernel<T>
-        <<<blocks_for(mrows, ROW_WARPS), ROW_WARPS * 32, 0, g->stream>>>(x, mrows, H, L->ln2_g, L->ln2_b, g->eps);
-    VA_LAUNCHED();
+    layer_norm<T>(g, x, mrows, L->ln2_g, L->ln2_b);
   }
   pool_kernel<T><<<(unsigned)nseq, H / 2, 0, g->stream>>>(x, seqoff, H, g->d_out);
   VA_LAUNCHED();
