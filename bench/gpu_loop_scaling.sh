@@ -12,6 +12,8 @@
 # energy); each strong run on P GPUs agrees with the 1-GPU run of the same repeat to rounding: anchors
 # within 1e-4 relative (RANK_RULES["cuda"] in verify.py; the share of assignments that differ is
 # printed, not bounded: rows at a near-tie may follow the anchors' rounding).
+# SET: further compress settings, space-separated KEY=VALUE (e.g. SET=init=random at k 65536, where
+# kmeans|| would take longer than the loop).
 # RUNTIME_CONNECT=1 also runs every P > 1 with NCCL's lazy peer connections (NCCL_RUNTIME_CONNECT=1,
 # NCCL's own default) beside vecanneal's default (connections made at communicator creation).
 # Output under $OUT: loop.csv (one row per run), summary.txt (medians over the runs and efficiencies).
@@ -22,6 +24,7 @@ export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRONG_N:-8000000} REPS=${REPS:-3}
 D=${D:-128} K=${K:-1024}
+EXTRA=(); for kv in ${SET:-}; do EXTRA+=(--set "$kv"); done
 NGPU=$(nvidia-smi -L | grep -c "^GPU")
 if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
@@ -40,7 +43,7 @@ run() { # mode gpus runtime_connect rep n
   mpirun -n "$2" -x NCCL_NVLS_ENABLE -x NCCL_RUNTIME_CONNECT="$3" --bind-to none "$B/vecanneal" compress \
     --input "$W/n$5x$D.h5:/train" --anchors "$K" --out "$W/i_$tag.h5" --backend cuda --set precision=fp16 \
     --set max_iter=20 --set tol=0 --set min_changes=0 --set threads=4 --set seed=1 --set progress_every=1 \
-    --metrics "$W/m_$tag.json" \
+    --metrics "$W/m_$tag.json" "${EXTRA[@]}" \
     > "$W/run_$tag.log" 2>&1 \
     || { tail -5 "$W/run_$tag.log"; $V fail "run $tag failed"; return; }
   $V run "$W/i_$tag.h5" "$W/m_$tag.json" "$5" --label "run $tag" > /dev/null || return
