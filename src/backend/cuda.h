@@ -17,6 +17,9 @@ int va_cuda_pick_device(int requested);
 /* Makes `device` current on the calling thread and creates its primary context (the CUDA driver's
  * start comes first in a process); non-zero when either fails (the caller reports later uses' errors). */
 int va_cuda_start_device(int device);
+/* Loads cuBLAS and cuBLASLt (dlopen, a tenth of a second) now, so that a later first use does not wait
+ * for them; safe from any thread. */
+void va_cuda_load_blas(void);
 /* A device's PCI bus id ("0000:3c:00.0": the same GPU whatever CUDA_VISIBLE_DEVICES numbers it);
  * non-zero when it cannot be read. */
 int va_cuda_bus_id(int device, char *buf, int len);

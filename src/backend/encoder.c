@@ -13,7 +13,7 @@
 #include "backend/encoder.h"
 #include "util/util.h" /* va_now, va_malloc, VA_FATAL */
 #ifdef VECANNEAL_CUDA
-#include "backend/cuda.h"    /* va_cuda_pick_device, va_cuda_start_device */
+#include "backend/cuda.h"    /* va_cuda_pick_device, va_cuda_start_device, va_cuda_load_blas */
 #include "cuda/kernels.h"    /* va_cuda_free_device, va_cuda_copy_to_host */
 #include "embed/bert_cuda.h" /* va_bert_cuda_* */
 #endif
@@ -48,16 +48,29 @@ int va_encoder_gpu_built(void) {
 struct va_device_pick {
   const char *backend;
   int device;
-  pthread_t thread;
-  int running;
+  pthread_t thread, blas_thread;
+  int running, blas_running;
 };
+
+#ifdef VECANNEAL_CUDA
+static void *load_blas_main(void *arg) {
+  (void)arg;
+  va_cuda_load_blas();
+  return NULL;
+}
+#endif
 
 static void *pick_main(void *arg) {
   va_device_pick_t *p = arg;
   p->device = -1;
 #ifdef VECANNEAL_CUDA
   if (strcmp(p->backend, "cpu")) p->device = va_cuda_pick_device(-1);
-  if (p->device >= 0) (void)va_cuda_start_device(p->device); /* a failure shows at the set-up's first call */
+  if (p->device >= 0) {
+    /* cuBLAS and cuBLASLt, which the set-up needs first, load beside the device's start (a tenth of a
+     * second each; docs/performance.md); without a thread the set-up loads them itself. */
+    p->blas_running = pthread_create(&p->blas_thread, NULL, load_blas_main, NULL) == 0;
+    (void)va_cuda_start_device(p->device); /* a failure shows at the set-up's first call */
+  }
 #endif
   return NULL;
 }
@@ -75,6 +88,7 @@ va_device_pick_t *va_encoder_pick_device(const char *backend) {
 
 int va_encoder_picked(va_device_pick_t *p) {
   if (p->running && pthread_join(p->thread, NULL) != 0) VA_FATAL("cannot join the device choice's thread");
+  if (p->blas_running && pthread_join(p->blas_thread, NULL) != 0) VA_FATAL("cannot join the BLAS loading thread");
   const int device = p->device;
   free(p);
   return device;

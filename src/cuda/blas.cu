@@ -57,3 +57,5 @@ const va_blas_api &va_blas() {
   static const va_blas_api api = load();
   return api;
 }
+
+extern "C" void va_cuda_load_blas(void) { (void)va_blas(); }

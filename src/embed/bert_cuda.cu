@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <type_traits>
+#include <thread>      /* std::thread: the weights' staging */
+#include <type_traits> /* std::is_same, std::integral_constant */
+#include <vector>
 
 #include "bert_cuda.h"
 #include "cuda/async.cuh" /* cp_async16, cp_async_commit, cp_async_wait */
@@ -620,16 +622,34 @@ struct arena {
   unsigned char *host;
   size_t used;
 };
+/* src[lo, hi) -> dst in the model precision. */
+void convert(unsigned char *dst, const float *src, size_t lo, size_t hi, int as_precision) {
+  if (as_precision == VA_BERT_FP32) memcpy(dst + 4 * lo, src + lo, (hi - lo) * 4);
+  else if (as_precision == VA_BERT_FP16)
+    for (size_t i = lo; i < hi; i++) reinterpret_cast<__half *>(dst)[i] = __float2half_rn(src[i]);
+  else
+    for (size_t i = lo; i < hi; i++) reinterpret_cast<__nv_bfloat16 *>(dst)[i] = __float2bfloat16_rn(src[i]);
+}
+
+/* Large arrays (the word embeddings, the FFN weights) convert on up to STAGE_THREADS threads: the
+ * staging lies between the device's start and the first batch (docs/performance.md). */
+constexpr size_t STAGE_CHUNK = (size_t)1 << 20;
+constexpr int STAGE_THREADS = 8;
+
 size_t put(arena *a, const float *src, size_t n, int as_precision) {
   a->used = (size_t)round_up((int64_t)a->used, 256);
   size_t at = a->used;
   if (a->host) {
     unsigned char *dst = a->host + at;
-    if (as_precision == VA_BERT_FP32) memcpy(dst, src, n * 4);
-    else if (as_precision == VA_BERT_FP16)
-      for (size_t i = 0; i < n; i++) reinterpret_cast<__half *>(dst)[i] = __float2half_rn(src[i]);
-    else
-      for (size_t i = 0; i < n; i++) reinterpret_cast<__nv_bfloat16 *>(dst)[i] = __float2bfloat16_rn(src[i]);
+    const int cpus = va_cpu_count();
+    size_t parts = (n + STAGE_CHUNK - 1) / STAGE_CHUNK;
+    if (parts > (size_t)STAGE_THREADS) parts = STAGE_THREADS;
+    if (parts > (size_t)cpus) parts = (size_t)cpus;
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < parts; t++)
+      helpers.emplace_back(convert, dst, src, n * t / parts, n * (t + 1) / parts, as_precision);
+    convert(dst, src, 0, parts > 1 ? n / parts : n, as_precision);
+    for (std::thread &h : helpers) h.join();
   }
   a->used += n * elem_size(as_precision);
   return at;
