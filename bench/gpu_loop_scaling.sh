@@ -12,8 +12,8 @@
 # energy); each strong run on P GPUs agrees with the 1-GPU run of the same repeat to rounding: anchors
 # within 1e-4 relative (RANK_RULES["cuda"] in verify.py; the share of assignments that differ is
 # printed, not bounded: rows at a near-tie may follow the anchors' rounding).
-# SET: further compress settings, space-separated KEY=VALUE (e.g. SET=init=random at k 65536, where
-# kmeans|| would take longer than the loop).
+# SET: further compress settings, space-separated KEY=VALUE (e.g. SET=init=random: initial anchors drawn
+# from the rows, as the k 65536 comparison with peers starts).
 # RUNTIME_CONNECT=1 also runs every P > 1 with NCCL's lazy peer connections (NCCL_RUNTIME_CONNECT=1,
 # NCCL's own default) beside vecanneal's default (connections made at communicator creation).
 # Output under $OUT: loop.csv (one row per run), summary.txt (medians over the runs and efficiencies).
