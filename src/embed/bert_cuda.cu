@@ -37,7 +37,6 @@
 namespace {
 
 constexpr int DH = 32;     /* head size the attention kernels are written for */
-constexpr int MAXP = 16;   /* float pairs per lane in the row kernels: hidden <= 1024 */
 constexpr int ROWPAD = 64; /* GEMM rows are rounded up to this (and FFN slices are multiples of it) */
 constexpr int ATT_THREADS = 128;
 constexpr int ATT_WIDE_ABOVE = 128; /* batches with a longer line take the 64-key attention chunks */
@@ -84,7 +83,7 @@ __device__ __forceinline__ float warp_max(float v) {
 /* --- LayerNorm (one warp per token row; lane holds pairs 2 (lane + 32 i), i < NP = hidden / 64) ------ */
 /* The row kernels are persistent: a grid of ln_grid blocks, each warp walking rows a grid's warps apart
  * with gamma and beta in registers for all its rows (read once, not once a row) and the next row's
- * values loaded while the current one is reduced. NP is a template argument (with_pairs picks it from
+ * values loaded while the current one is reduced. NP is a template argument (row_pairs picks it from
  * the hidden size) so that those arrays stay in registers. */
 template <int NP>
 struct ln_affine {
@@ -179,17 +178,17 @@ __global__ void __launch_bounds__(ROW_WARPS * 32)
   }
 }
 
-/* Calls f(std::integral_constant<int, NP>) with NP = np (1 <= np <= MAXP, checked at create). */
-template <int NP = 1, typename F>
-void with_pairs(int np, F &&f) {
-  if constexpr (NP <= MAXP) {
-    if (np == NP) {
-      f(std::integral_constant<int, NP>{});
-    } else {
-      with_pairs<NP + 1>(np, f);
-    }
+/* The pair counts the row kernels are built for: hidden 128, 256, 384, 512, 768 and 1024 (checked at
+ * create). call(np, f) calls f(std::integral_constant<int, np>). */
+template <int... NP>
+struct pair_counts {
+  static bool has(int np) { return ((np == NP) || ...); }
+  template <typename F>
+  static void call(int np, F &&f) {
+    ((np == NP ? (f(std::integral_constant<int, NP>{}), 0) : 0), ...);
   }
-}
+};
+using row_pairs = pair_counts<2, 4, 6, 8, 12, 16>;
 
 /* --- GELU (erf), in place, 16 bytes per thread and step (fp32 precision only: file comment) ---------- */
 template <typename T>
@@ -738,7 +737,7 @@ unsigned ln_grid(const va_bert_cuda *g, K kernel, int64_t rows) {
 /* x = LN(x) in place over the first rows rows, gamma g, beta b. */
 template <typename T>
 void layer_norm(va_bert_cuda *g, T *x, int64_t rows, const float *gamma, const float *beta) {
-  with_pairs(g->H / 64, [&](auto np) {
+  row_pairs::call(g->H / 64, [&](auto np) {
     const auto kernel = ln_kernel<T, decltype(np)::value>;
     kernel<<<ln_grid(g, kernel, rows), ROW_WARPS * 32, 0, g->stream>>>(x, rows, gamma, beta, g->eps);
   });
@@ -752,7 +751,7 @@ void forward(va_bert_cuda *g, int64_t ntok, int nseq, int maxlen) {
   const int32_t *ids = g->d_in, *pos = g->d_in + ntok, *seqoff = g->d_in + 2 * ntok;
   T *x = (T *)g->x, *qkv = (T *)g->qkv, *ctx = (T *)g->ctx, *ff = (T *)g->ff;
   const int64_t mrows = bucket_rows(ntok); /* the rows every GEMM computes */
-  with_pairs(H / 64, [&](auto np) {
+  row_pairs::call(H / 64, [&](auto np) {
     const auto kernel = embed_ln_kernel<T, decltype(np)::value>;
     kernel<<<ln_grid(g, kernel, ntok), ROW_WARPS * 32, 0, g->stream>>>(ids, pos, ntok, (const T *)g->word, g->pos_type,
                                                                        g->eln_g, g->eln_b, g->eps, x);
@@ -824,11 +823,11 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
     snprintf(err, errlen, "unknown precision %d", precision);
     return NULL;
   }
-  if (H / m->heads != DH || H % 64 || H > 64 * MAXP || F % 64) {
+  if (H / m->heads != DH || H % 64 || !row_pairs::has(H / 64) || F % 64) {
     snprintf(err, errlen,
-             "the CUDA encoder needs head size %d and hidden and FFN sizes that are multiples of 64 (hidden <= %d); "
-             "this model has hidden %d, %d heads, FFN %d",
-             DH, 64 * MAXP, H, m->heads, F);
+             "the CUDA encoder needs head size %d, hidden size 128, 256, 384, 512, 768 or 1024 and an FFN size that "
+             "is a multiple of 64; this model has hidden %d, %d heads, FFN %d",
+             DH, H, m->heads, F);
     return NULL;
   }
   if (max_seqs < 1 || max_batch_tokens < 1) {
