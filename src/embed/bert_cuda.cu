@@ -24,8 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <thread>      /* std::thread: the weights' staging */
-#include <type_traits> /* std::is_same, std::integral_constant */
+#include <system_error> /* std::system_error: no thread to be had */
+#include <thread>       /* std::thread: the weights' staging */
+#include <type_traits>  /* std::is_same, std::integral_constant */
 #include <vector>
 
 #include "bert_cuda.h"
@@ -644,10 +645,14 @@ size_t put(arena *a, const float *src, size_t n, int as_precision) {
     size_t parts = (n + STAGE_CHUNK - 1) / STAGE_CHUNK;
     if (parts > (size_t)STAGE_THREADS) parts = STAGE_THREADS;
     if (parts > (size_t)cpus) parts = (size_t)cpus;
+    if (parts < 1) parts = 1;
     std::vector<std::thread> helpers;
-    for (size_t t = 1; t < parts; t++)
-      helpers.emplace_back(convert, dst, src, n * t / parts, n * (t + 1) / parts, as_precision);
-    convert(dst, src, 0, parts > 1 ? n / parts : n, as_precision);
+    size_t t = 1;
+    try {
+      for (; t < parts; t++) helpers.emplace_back(convert, dst, src, n * t / parts, n * (t + 1) / parts, as_precision);
+    } catch (const std::system_error &) { /* no thread to be had: this one converts the parts left */ }
+    for (size_t r = t; r < parts; r++) convert(dst, src, n * r / parts, n * (r + 1) / parts, as_precision);
+    convert(dst, src, 0, n / parts, as_precision);
     for (std::thread &h : helpers) h.join();
   }
   a->used += n * elem_size(as_precision);
