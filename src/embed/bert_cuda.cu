@@ -647,10 +647,10 @@ size_t put(arena *a, const float *src, size_t n, int as_precision) {
     if (parts > (size_t)cpus) parts = (size_t)cpus;
     if (parts < 1) parts = 1;
     std::vector<std::thread> helpers;
-    size_t t = 1;
+    size_t t = 1; /* a thread that cannot be created (std::system_error) leaves the parts from t to this one */
     try {
       for (; t < parts; t++) helpers.emplace_back(convert, dst, src, n * t / parts, n * (t + 1) / parts, as_precision);
-    } catch (const std::system_error &) { /* no thread to be had: this one converts the parts left */ }
+    } catch (const std::system_error &) {}
     for (size_t r = t; r < parts; r++) convert(dst, src, n * r / parts, n * (r + 1) / parts, as_precision);
     convert(dst, src, 0, n / parts, as_precision);
     for (std::thread &h : helpers) h.join();
