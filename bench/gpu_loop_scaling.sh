@@ -25,7 +25,7 @@ V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu} ROWS_PER_GPU=${ROWS_PER_GPU:-2000000} STRONG_N=${STRONG_N:-8000000} REPS=${REPS:-3}
 D=${D:-128} K=${K:-1024}
 EXTRA=(); for kv in ${SET:-}; do EXTRA+=(--set "$kv"); done
-NGPU=$(nvidia-smi -L | grep -c "^GPU")
+NGPU=$(bash scripts/visible-gpus)
 if [ -z "${GPUS:-}" ]; then GPUS=1; p=2; while [ $p -le "$NGPU" ]; do GPUS="$GPUS,$p"; p=$((p * 2)); done; fi
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
 cmake -S . -B "$B" -DVECANNEAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > "$W/cmake.log" 2>&1 &&

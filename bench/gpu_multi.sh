@@ -26,7 +26,7 @@ OUT=${OUT:-$PWD/out-gpu}; mkdir -p "$OUT"
 export VERIFY_LOG=$OUT/verification.log; : > "$VERIFY_LOG"
 V="python3 bench/verify.py"
 B=${BUILD_DIR:-build-gpu}
-NGPU=$(nvidia-smi -L | grep -c "^GPU")
+NGPU=$(bash scripts/visible-gpus)
 nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c
 nvidia-smi topo -m 2>/dev/null | head -8
 MODEL=$(realpath "${MODEL:-.gpu-model}") EMBED_REPEAT=${EMBED_REPEAT:-128} EMBED_REPS=${EMBED_REPS:-2}

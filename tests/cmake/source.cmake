@@ -13,3 +13,6 @@ set_tests_properties(config_doc PROPERTIES LABELS "cpu;source" TIMEOUT 60)
 # layer does (backend/encoder.h holds the embedding job's choice between its CPU and GPU encoders).
 add_test(NAME source_backend_seam COMMAND sh -c "! grep -lE '#[[:space:]]*if.*VECANNEAL_(CUDA|NCCL)|#include \"cuda/|#include <cuda|#include <nccl|va_cuda_[a-z_]*\\(' ${CMAKE_SOURCE_DIR}/src/core/* ${CMAKE_SOURCE_DIR}/src/job/*")
 set_tests_properties(source_backend_seam PROPERTIES LABELS "cpu;source" TIMEOUT 60)
+# scripts/visible-gpus, by which the GPU tests and benchmarks count their devices.
+add_test(NAME scripts_visible_gpus COMMAND bash ${VA_TEST_DIR}/tools/visible_gpus_check.sh ${CMAKE_SOURCE_DIR}/scripts)
+set_tests_properties(scripts_visible_gpus PROPERTIES LABELS "cpu;source" TIMEOUT 60)

@@ -10,7 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 export NCCL_NVLS_ENABLE=0
 "$BIN" --version | grep -q "cuda yes" || { echo "SKIP: built without CUDA"; exit 77; }
-ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+ngpu=$(visible_gpus)
 [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP: no CUDA device"; exit 77; }
 data=$WORK/g.h5
 run_np 2 gen --out "$data" --n 60000 --d 64 --clusters 40 --spread 0.6 > /dev/null || fail gen

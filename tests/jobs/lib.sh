@@ -9,6 +9,9 @@ TOOL=${VECANNEAL_H5TOOL:?set VECANNEAL_H5TOOL}
 WORK=${VECANNEAL_WORK:-$(mktemp -d)}
 mkdir -p "$WORK"
 fail() { echo "FAIL: $*"; exit 1; }
+# visible_gpus: the CUDA devices this test's processes see (CUDA_VISIBLE_DEVICES honoured; 0 without a driver).
+VA_VISIBLE_GPUS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/visible-gpus
+visible_gpus() { "$VA_VISIBLE_GPUS"; }
 # expect_agreed_exit CODE PATTERN OUT ARGS...: vecanneal ARGS on $P ranks (default 3) must end every rank
 # with CODE (each rank's exit traced by VECANNEAL_TRACE_EXIT), print one error message that mentions
 # PATTERN, never hang, and leave nothing at OUT*.

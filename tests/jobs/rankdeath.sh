@@ -11,7 +11,7 @@ backend=${1:-cpu}
 export NCCL_NVLS_ENABLE=0
 if [ "$backend" = cuda ]; then
   "$BIN" --version | grep -q "cuda yes" || { echo "SKIP: built without CUDA"; exit 77; }
-  ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+  ngpu=$(visible_gpus)
   [ "${ngpu:-0}" -ge 2 ] || { echo "SKIP: needs 2 CUDA devices, found ${ngpu:-0}"; exit 77; }
   ranks=2
   rows=2000000

@@ -371,7 +371,7 @@ gpu)
   # nothing left behind, and the communicators finalized (a collective exit) or aborted (the failing
   # rank inside an MPI-IO write) as each rank reports (VECANNEAL_TRACE_EXIT).
   "$BIN" --version | grep -q "cuda yes, nccl yes" || { echo "SKIP: built without CUDA and NCCL"; exit 77; }
-  ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+  ngpu=$(visible_gpus)
   [ "${ngpu:-0}" -ge 2 ] || { echo "SKIP: needs 2 CUDA devices, found ${ngpu:-0}"; exit 77; }
   export NCCL_NVLS_ENABLE=0
   gen --out data.h5 --n 400000 --d 64 --clusters 64

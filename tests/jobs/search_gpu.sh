@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 export NCCL_NVLS_ENABLE=0
 "$BIN" --version | grep -q "cuda yes" || { echo "SKIP: built without CUDA"; exit 77; }
-ngpu=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU")
+ngpu=$(visible_gpus)
 [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP: no CUDA device"; exit 77; }
 n=30000 d=20 nq=300 anchors=48
 
