@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# visible_gpus_check.sh SCRIPTS_DIR: scripts/visible-gpus against a stand-in nvidia-smi that lists two GPUs
-# (and one that fails, as without a driver): the count CUDA_VISIBLE_DEVICES leaves, entry by entry.
+# visible_gpus_check.sh SCRIPTS_DIR: scripts/visible-gpus against a stand-in nvidia-smi that lists two GPUs,
+# one split into a MIG device (and one that fails, as without a driver): the count CUDA_VISIBLE_DEVICES
+# leaves, entry by entry.
 set -u
 script=$1/visible-gpus
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
-printf '#!/bin/sh\necho "GPU 0: H (UUID: GPU-a)"\necho "GPU 1: H (UUID: GPU-b)"\n' > "$fake/nvidia-smi"
+printf '#!/bin/sh\necho "GPU 0: H (UUID: GPU-a0)"\necho "GPU 1: H (UUID: GPU-b1)"\necho "  MIG 1g Device 0: (UUID: MIG-c2)"\n' \
+  > "$fake/nvidia-smi"
 chmod +x "$fake/nvidia-smi"
 bad=0
 check() { # EXPECTED CUDA_VISIBLE_DEVICES|unset
@@ -25,8 +27,12 @@ check 2 0,1,2
 check 0 2
 check 0 -1
 check 1 0,-1,1
+check 1 GPU-a0
 check 1 GPU-a
-check 2 GPU-a,MIG-b
+check 2 GPU-a0,MIG-c2
+check 0 GPU-z
+check 1 GPU-a0,GPU-z,GPU-b1
+check 0 GPU-
 printf '#!/bin/sh\nexit 9\n' > "$fake/nvidia-smi"
 check 0 unset
 check 0 0
