@@ -239,11 +239,13 @@ void va_encoder_free(va_encoder_t *e) {
   free(e);
 }
 
-void va_encoder_copy_device_rows(float *host, const float *rows, size_t bytes) {
+void va_encoder_copy_device_rows(int device, float *host, const float *rows, size_t bytes) {
 #ifdef VECANNEAL_CUDA
+  /* the calling thread's current device, or its first CUDA call would start a context on device 0 */
+  if (va_cuda_start_device(device)) VA_FATAL("cannot make CUDA device %d current to copy its rows", device);
   va_cuda_copy_to_host(host, rows, bytes);
 #else
-  (void)host, (void)rows, (void)bytes;
+  (void)device, (void)host, (void)rows, (void)bytes;
   VA_FATAL("device rows in a build without CUDA");
 #endif
 }
@@ -260,7 +262,7 @@ void va_embedded_to_host(va_embedded_t *e) {
   if (!e->demb) return;
   size_t bytes = (size_t)(e->n_local > 0 ? e->n_local : 1) * (size_t)e->d * sizeof(float);
   e->emb = va_malloc(bytes, "embedded rows");
-  va_encoder_copy_device_rows(e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
+  va_encoder_copy_device_rows(e->device, e->emb, e->demb, (size_t)e->n_local * (size_t)e->d * sizeof(float));
   va_encoder_free_device_rows(e->demb);
   e->demb = NULL;
 }

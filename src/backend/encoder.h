@@ -57,8 +57,9 @@ typedef struct {
 } va_encoder_info_t;
 void va_encoder_describe(const va_encoder_t *e, va_encoder_info_t *info);
 
-/* Rows left in device memory by a GPU encoder: to host memory, and freed. */
-void va_encoder_copy_device_rows(float *host, const float *rows, size_t bytes);
+/* Rows left in device memory by a GPU encoder on `device`: to host memory (from any thread of the
+ * process), and freed. */
+void va_encoder_copy_device_rows(int device, float *host, const float *rows, size_t bytes);
 void va_encoder_free_device_rows(float *rows);
 
 /* One rank's block of embedded rows, as the embedding job hands them to compress --embed. */

@@ -809,20 +809,23 @@ static int reserve_space(const char *tmp, double bytes) {
   return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
 }
 
-int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
-                     va_h5_rows_fn rows, void *ctx) {
-  const int collective = va_io_collective(io_mode);
-  char err[VA_PATH_MAX * 2 + 1024] = "", tmp[VA_PATH_MAX + 64];
+int va_h5_write_open(va_h5_out_t *o, const char *what, const char *path, double bytes, int io_mode,
+                     va_h5_setup_fn setup, void *ctx) {
+  o->collective = va_io_collective(io_mode);
+  o->file = -1;
+  snprintf(o->what, sizeof o->what, "%s", what);
+  snprintf(o->path, sizeof o->path, "%s", path);
+  char err[VA_PATH_MAX * 2 + 1024] = "";
   int rc = 0;
   hid_t f = -1;
-  va_temp_name(path, ".partial", tmp, sizeof tmp);
-  va_pending_add(tmp, 0); /* removed by any exit that does not complete it */
+  va_temp_name(path, ".partial", o->tmp, sizeof o->tmp);
+  va_pending_add(o->tmp, 0); /* removed by any exit that does not complete it */
   if ((rc = va_space_check(what, path, bytes))) return rc;
-  if (collective || va_proc.rank == 0) {
-    f = open_for_io(tmp, H5F_ACC_TRUNC, collective);
+  if (o->collective || va_proc.rank == 0) {
+    f = open_for_io(o->tmp, H5F_ACC_TRUNC, o->collective);
     if (f < 0) {
-      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", what, path, tmp,
-               va_write_failure_reason(tmp));
+      snprintf(err, sizeof err, "cannot write the %s '%s': creating '%s' failed: %s", what, path, o->tmp,
+               va_write_failure_reason(o->tmp));
       rc = VA_EXIT_OUTPUT;
     }
   }
@@ -832,40 +835,47 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   }
   /* Nothing is written yet: a full disk found here ends the job at once (closing the file would flush
    * its first metadata, the very write that may fail inside a collective call). */
-  const int reserve = va_proc.rank == 0 ? reserve_space(tmp, bytes) : 0;
+  const int reserve = va_proc.rank == 0 ? reserve_space(o->tmp, bytes) : 0;
   if (reserve)
     va_abort_job(VA_EXIT_OUTPUT, "cannot write the %s '%s': %s (reserving %.1f MB for '%s' failed)", what, path,
-                 strerror(reserve), bytes / 1e6, tmp);
-  write_collective = collective;
+                 strerror(reserve), bytes / 1e6, o->tmp);
+  write_collective = o->collective;
   va_h5_scope(VA_EXIT_OUTPUT, what, path);
-  if (collective) va_stall_guard_begin(VA_EXIT_OUTPUT, what, path);
-  if (collective) {
+  if (o->collective) {
+    va_stall_guard_begin(VA_EXIT_OUTPUT, what, path);
     setup(f, ctx);
-    rows(f, ctx);
+    o->file = f;
+    return 0;
+  }
+  /* Serial HDF5 takes one writer of a file at a time, but the rows need no HDF5 once their datasets
+   * exist with their storage allocated (va_h5_create_dataset): rank 0 makes the file and its objects and
+   * closes it, then every rank at once opens it read-only to find its datasets and writes its rows with
+   * pwrite at their place in that storage. */
+  if (va_proc.rank == 0) {
+    setup(f, ctx);
     VA_H5(H5Fclose(f));
+  }
+  VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  raw_error[0] = 0;
+  o->file = open_for_io(o->tmp, H5F_ACC_RDONLY, 0);
+  if (o->file < 0) raw_failed("H5Fopen", 0, __LINE__);
+  if (o->file >= 0 && (raw_fd = open(o->tmp, O_WRONLY)) < 0) raw_failed("open", errno, __LINE__);
+  return 0;
+}
+
+int va_h5_write_close(va_h5_out_t *o) {
+  char err[VA_PATH_MAX * 2 + 1024] = "";
+  int rc = 0;
+  if (o->collective) {
+    VA_H5(H5Fclose(o->file));
   } else {
-    /* Serial HDF5 takes one writer of a file at a time, but the rows need no HDF5 once their datasets
-     * exist with their storage allocated (va_h5_create_dataset): rank 0 makes the file and its objects and
-     * closes it, then every rank at once opens it read-only to find its datasets and writes its rows with
-     * pwrite at their place in that storage. */
-    if (va_proc.rank == 0) {
-      setup(f, ctx);
-      VA_H5(H5Fclose(f));
-    }
-    VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    raw_error[0] = 0;
-    f = open_for_io(tmp, H5F_ACC_RDONLY, 0);
-    if (f < 0) raw_failed("H5Fopen", 0, __LINE__);
-    if (f >= 0 && (raw_fd = open(tmp, O_WRONLY)) < 0) raw_failed("open", errno, __LINE__);
-    if (raw_fd >= 0) {
-      rows(f, ctx);
-      if (close(raw_fd) != 0) raw_failed("close", errno, __LINE__);
-      raw_fd = -1;
-    }
-    if (f >= 0) VA_H5(H5Fclose(f));
+    if (raw_fd >= 0 && close(raw_fd) != 0) raw_failed("close", errno, __LINE__);
+    raw_fd = -1;
+    if (o->file >= 0) VA_H5(H5Fclose(o->file));
     /* as a failure inside a write through HDF5 does, this ends the job (every rank, VA_EXIT_OUTPUT) */
     VA_AGREE_OR_EXIT(raw_error[0] ? VA_EXIT_OUTPUT : 0, raw_error);
   }
+  o->file = -1;
   va_stall_guard_end();
   va_h5_scope(0, NULL, NULL);
   VA_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -874,21 +884,31 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
    * HDF5, io = independent) every write's result was checked where it was made, so nothing was recorded
    * to read. */
   char why[1024] = "";
-  if (read_back(tmp, why, sizeof why)) {
-    snprintf(err, sizeof err, "cannot write the %s '%s': %s (%s)", what, path, why, va_write_failure_reason(tmp));
+  if (read_back(o->tmp, why, sizeof why)) {
+    snprintf(err, sizeof err, "cannot write the %s '%s': %s (%s)", o->what, o->path, why,
+             va_write_failure_reason(o->tmp));
     rc = VA_EXIT_OUTPUT;
   }
   forget_written();
   if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
   /* Only a complete file gets the final name. */
-  if (va_proc.rank == 0 && rename(tmp, path) != 0) {
-    snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", what, path, tmp,
+  if (va_proc.rank == 0 && rename(o->tmp, o->path) != 0) {
+    snprintf(err, sizeof err, "cannot write the %s '%s': renaming '%s' to it failed: %s", o->what, o->path, o->tmp,
              strerror(errno));
     rc = VA_EXIT_OUTPUT;
   }
   if (va_agree(rc, err)) return VA_EXIT_OUTPUT;
-  va_pending_drop(tmp);
+  va_pending_drop(o->tmp);
   return 0;
+}
+
+int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
+                     va_h5_rows_fn rows, void *ctx) {
+  va_h5_out_t o;
+  int rc = va_h5_write_open(&o, what, path, bytes, io_mode, setup, ctx);
+  if (rc) return rc;
+  if (o.collective || raw_fd >= 0) rows(o.file, ctx);
+  return va_h5_write_close(&o);
 }
 
 hid_t va_h5_create_dataset(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl) {

@@ -115,6 +115,21 @@ int va_space_check(const char *what, const char *path, double bytes);
  * Either way the temporary file is removed. */
 int va_h5_write_file(const char *what, const char *path, double bytes, int io_mode, va_h5_setup_fn setup,
                      va_h5_rows_fn rows, void *ctx);
+/* The same in two steps, for a caller that makes its rows while the file is open: va_h5_write_open
+ * makes the file and runs setup (collective; 0, or VA_EXIT_OUTPUT agreed on every rank, the temporary
+ * file removed); the caller then writes its rows into o->file as rows would, and va_h5_write_close
+ * finishes and renames it (collective; as va_h5_write_file). Without MPI-IO (o->collective 0) the rows
+ * are pwrites that need no MPI, so another thread of the caller's may make them, one thread at a time,
+ * while the caller's own thread calls no HDF5; a rank whose file did not open skips its writes and
+ * close reports it. */
+typedef struct {
+  hid_t file;     /* where the rows go (read-only without MPI-IO: rows are written by va_h5_write_rows) */
+  int collective; /* the rows go through MPI-IO, every rank calling va_h5_write_rows equally often */
+  char what[64], path[VA_PATH_MAX], tmp[VA_PATH_MAX + 64];
+} va_h5_out_t;
+int va_h5_write_open(va_h5_out_t *o, const char *what, const char *path, double bytes, int io_mode,
+                     va_h5_setup_fn setup, void *ctx);
+int va_h5_write_close(va_h5_out_t *o);
 /* Inside setup: makes a dataset of an output file: contiguous, its storage allocated now and never
  * filled (every row gets written), so that rows can write into it without HDF5 (lcpl: H5P_DEFAULT or a
  * link creation list). Checked: a failure ends the job (VA_H5). */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h> /* the thread that writes the vectors while the encoder runs */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +36,10 @@
 #define VA_EMBED_SOURCE_MODEL_DIR "models/all-MiniLM-L6-v2"
 #endif
 
+/* Lines are encoded a window of this many batches at a time (the vectors file is written a window at a
+ * time while the next ones are encoded). */
+#define WINDOW_BATCHES 64
+
 /* Everything the HDF5 callbacks need. */
 typedef struct {
   const va_embed_options_t *a;
@@ -43,6 +48,7 @@ typedef struct {
   const float *emb;  /* the rows in host memory, or */
   const float *demb; /* in GPU memory (embed_rows fetches them a block at a time) */
   int on_gpu;        /* demb was used (it is freed before the metrics are written) */
+  int device;        /* demb's GPU */
   int64_t tokens, truncated, invalid, empty;
 } embed_out_t;
 
@@ -292,19 +298,87 @@ static void embed_setup(hid_t file, void *ctx) {
   corpus_attributes(file, o->a, o->tokens, o->truncated, o->invalid, o->empty);
 }
 
+/* Lines [first, first + count) of this rank's block into the vectors dataset. */
+typedef struct {
+  const embed_out_t *o;
+  int64_t first;
+} device_lines_t;
 static void fetch_device_rows(void *ctx, int64_t first, int64_t count, void *buf) {
-  const embed_out_t *o = ctx;
-  va_encoder_copy_device_rows(buf, o->demb + first * o->d, (size_t)(count * o->d) * sizeof(float));
+  const device_lines_t *l = ctx;
+  const embed_out_t *o = l->o;
+  va_encoder_copy_device_rows(o->device, buf, o->demb + (l->first + first) * o->d,
+                              (size_t)(count * o->d) * sizeof(float));
+}
+static void write_lines(hid_t ds, const embed_out_t *o, int64_t first, int64_t count) {
+  const size_t row_bytes = (size_t)o->d * sizeof(float);
+  device_lines_t l = {o, first};
+  if (o->demb)
+    va_h5_write_block_fetched(ds, H5T_NATIVE_FLOAT, o->row0 + first, count, o->d, row_bytes, fetch_device_rows, &l);
+  else va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0 + first, count, o->d, row_bytes, o->emb + first * o->d);
 }
 
 static void embed_rows(hid_t file, void *ctx) {
   const embed_out_t *o = ctx;
   hid_t ds = VA_H5(H5Dopen2(file, o->a->dataset, H5P_DEFAULT));
-  const size_t row_bytes = (size_t)o->d * sizeof(float);
-  if (o->demb)
-    va_h5_write_block_fetched(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, row_bytes, fetch_device_rows, ctx);
-  else va_h5_write_block(ds, H5T_NATIVE_FLOAT, o->row0, o->n_local, o->d, row_bytes, o->emb);
+  write_lines(ds, o, 0, o->n_local);
   VA_H5(H5Dclose(ds));
+}
+
+/* Without MPI-IO the vectors file is written while the encoder runs: the lines are encoded a window of
+ * consecutive lines at a time, and this thread writes each window's rows once its last batch has come
+ * back, while the encoder works on the next windows (the writes need no MPI: va_h5_write_open). */
+typedef struct {
+  const embed_out_t *o;
+  hid_t ds;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t ready; /* lines [0, ready) of the block are encoded */
+  int done;      /* no more lines will be encoded */
+  pthread_t thread;
+} line_writer_t;
+
+static void *line_writer_main(void *arg) {
+  line_writer_t *w = arg;
+  int64_t written = 0;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    while (w->ready == written && !w->done) pthread_cond_wait(&w->cv, &w->mu);
+    const int64_t upto = w->ready;
+    pthread_mutex_unlock(&w->mu);
+    if (upto == written) return NULL; /* done, and all written */
+    write_lines(w->ds, w->o, written, upto - written);
+    written = upto;
+  }
+}
+
+static void line_writer_start(line_writer_t *w, const embed_out_t *o, hid_t file) {
+  w->o = o;
+  w->ds = VA_H5(H5Dopen2(file, o->a->dataset, H5P_DEFAULT));
+  w->ready = 0;
+  w->done = 0;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
+  const int e = pthread_create(&w->thread, NULL, line_writer_main, w);
+  if (e) VA_FATAL("cannot start the thread that writes the vectors file: %s", strerror(e));
+}
+
+/* Lines [0, ready) are encoded. */
+static void line_writer_post(line_writer_t *w, int64_t ready) {
+  pthread_mutex_lock(&w->mu);
+  w->ready = ready;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void line_writer_join(line_writer_t *w) {
+  pthread_mutex_lock(&w->mu);
+  w->done = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->cv);
+  pthread_mutex_destroy(&w->mu);
+  VA_H5(H5Dclose(w->ds));
 }
 
 /* The token ids file (--token-ids-out): every line's ids back to back in line order (int32), and per
@@ -698,11 +772,20 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
             (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
             a.input, va_proc.nranks, threads, vocab_path);
 
-  /* Encode: longest first, in batches of up to --batch similar lengths. */
+  /* Encode: a window of WINDOW_BATCHES batches of consecutive lines at a time, longest first within
+   * the window, in batches of up to --batch similar lengths. */
   t0 = va_now();
   const int d = model.hidden; /* 0 when only tokenizing */
+  const int64_t window = (int64_t)WINDOW_BATCHES * batch;
   float *emb = NULL, *demb = NULL;
   va_encoder_info_t info = {.backend = "none", .precision = "none"};
+  embed_out_t o = {&a, n, row0, n_local, d, NULL, NULL, 0, device, glob[0], glob[1], glob[2], glob[3]};
+  /* Without MPI-IO the vectors file is open while the lines are encoded, each window written by a thread
+   * of its own once encoded; through MPI-IO (every rank writing at once) it is written afterwards. */
+  const int write_during = encode && write_vectors && !va_io_collective(a.io_mode);
+  va_h5_out_t vec_out = {.file = -1};
+  line_writer_t writer;
+  int writer_on = 0;
   if (encode) {
     /* On a GPU the vectors stay in device memory where they fit, so that no batch's vectors pass through
      * the host: for compress --embed with nothing to write (handed to compress's CUDA backend, or copied
@@ -716,11 +799,19 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     if (!order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
     for (int64_t i = 0; i < n_local; i++) order[i] = i;
     sort_lens = lens;
-    qsort(order, (size_t)n_local, sizeof *order, by_len_desc);
-    /* Longest first: the first batch holds the most tokens of any. */
-    int64_t first_tokens = 0;
-    for (int64_t i = 0; i < n_local && i < batch; i++) first_tokens += lens[order[i]];
-    rc = va_agree(va_encoder_ready(enc, first_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
+    for (int64_t w0 = 0; w0 < n_local; w0 += window)
+      qsort(order + w0, (size_t)(n_local - w0 < window ? n_local - w0 : window), sizeof *order, by_len_desc);
+    /* A window is whole batches, so no batch spans two; the largest batch sizes the encoder's scratch. */
+    int64_t max_batch_tokens = 0;
+    for (int64_t s = 0; s < n_local; s += batch) {
+      int64_t t = 0;
+      for (int64_t i = s; i < n_local && i < s + batch; i++) t += lens[order[i]];
+      if (t > max_batch_tokens) max_batch_tokens = t;
+    }
+    rc = va_agree(va_encoder_ready(enc, max_batch_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
+    if (!rc && write_during) /* the output's room, creation and objects are checked before any batch runs */
+      rc = va_h5_write_open(&vec_out, "vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup,
+                            &o);
     if (rc) {
       va_encoder_free(enc);
       free(order);
@@ -737,6 +828,13 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     if (device_out) demb = va_encoder_output_to_device(enc, order, n_local);
     if (!demb && !(emb = malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float))))
       VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+    o.emb = emb;
+    o.demb = demb;
+    o.on_gpu = demb != NULL;
+    if (write_during && vec_out.file >= 0) { /* a rank whose file did not open writes nothing: close says why */
+      line_writer_start(&writer, &o, vec_out.file);
+      writer_on = 1;
+    }
     va_encoder_describe(enc, &info);
     if (device >= 0)
       va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
@@ -766,6 +864,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
         if (emb)
           for (int b = 0; b < out_nb; b++)
             memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
+        const int64_t upto = out_s + out_nb; /* batches come back in order: a window is encoded with its last */
+        if (writer_on && (upto % window == 0 || upto == n_local)) line_writer_post(&writer, upto);
       }
       done += nb;
       tok_done += p;
@@ -791,12 +891,16 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   va_tok_free(tok);
   ph[PH_ENCODE] = va_now() - t0;
   double cpu_used = cpu_seconds() - cpu0;
-  va_stop_point(encode ? "embedding" : "tokenizing");
-
-  /* Write: the token ids, then the vectors; each rank its own lines, in input order. Each file is
-   * renamed into place only when complete. */
+  /* Write: the vectors (the rest of them, when written during the encoding), then the token ids; each
+   * rank its own lines, in input order. Each file is renamed into place only when complete. */
   t0 = va_now();
-  if (write_ids) {
+  if (writer_on) line_writer_join(&writer);
+  va_stop_point(encode ? "embedding" : "tokenizing"); /* a stopped job's open file is removed on the way out */
+  if (write_during) rc = va_h5_write_close(&vec_out);
+  else if (write_vectors)
+    rc = va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows,
+                          &o);
+  if (!rc && write_ids) {
     int64_t tok0 = 0;
     VA_MPI(MPI_Exscan(&used, &tok0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
     if (va_proc.rank == 0) tok0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
@@ -811,10 +915,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   free(ids);
   free(off);
   free(lens);
-  embed_out_t o = {&a, n, row0, n_local, d, emb, demb, demb != NULL, glob[0], glob[1], glob[2], glob[3]};
-  if (!rc && write_vectors)
-    rc = va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows,
-                          &o);
   if (keep && !rc) *keep = (va_embedded_t){emb, n, row0, n_local, d, demb, device};
   else {
     free(emb);

@@ -2,9 +2,10 @@
 # e2e.sh: end-to-end test of `vecanneal embed` (CPU encoder) on 2 MPI ranks: 100 corpus lines (German, Russian,
 # Czech, Polish, Spanish, Esperanto, Bulgarian and Chinese fortunes, ANSI escapes, adversarial and
 # over-long lines, an empty last line) -> HDF5 checked against sentence-transformers' embeddings row by
-# row (so rows are in input order), the same via JSONL, then `vecanneal compress` on the result (which
-# must pick cosine from distance = angular), and the agreed failures: usage (2, including --backend cuda
-# with no device visible), missing model, empty corpus and bad JSONL (3), each on every rank.
+# row (so rows are in input order), the same on 3 ranks and written while encoding, the same via JSONL,
+# then `vecanneal compress` on the result (which must pick cosine from distance = angular), and the agreed
+# failures: usage (2, including --backend cuda with no device visible), missing model, empty corpus and
+# bad JSONL (3), each on every rank.
 # usage: e2e.sh VECANNEAL H5CHECK MPIEXEC MODEL_DIR DATA_DIR WORK_DIR
 set -uo pipefail
 VA="$1" CHECK="$2" MPIEXEC="$3" MODEL="$4" DATA="$5" WORK="$6"
@@ -32,6 +33,14 @@ grep -q '"backend": "cpu"' m.json || fail "metrics JSON does not say backend cpu
 # 1b. 3 ranks and a small odd batch: same rows, same order
 expect 0 embed_3ranks "$MPIEXEC" -n 3 "$VA" embed --input corpus.txt --out vectors3.h5 --model "$MODEL" --backend cpu --batch 7 --threads 1 --progress 0
 "$CHECK" vectors3.h5 /train "$DATA/embed_ref.f32" 100 100 || fail "3-rank output differs from the reference"
+
+# 1c. the vectors written while the lines are encoded (--io independent: no MPI-IO), a window of 64
+# lines at a time with --batch 1: the rows written after the encoding (1.), on 1 and 3 ranks
+for np in 1 3; do
+  expect 0 embed_during_$np "$MPIEXEC" -n $np "$VA" embed --input corpus.txt --out during$np.h5 --model "$MODEL" --backend cpu --batch 1 --threads 1 --progress 0 --io independent
+  "$CHECK" during$np.h5 /train vectors.h5:/train 100 0 0.99999999 ||
+    fail "$np rank(s): the vectors written during the encoding differ from those written after it"
+done
 
 # 2. JSONL input (escapes, nested fields, other key orders) gives the same rows
 expect 0 embed_jsonl "${MPI[@]}" "$VA" embed --input "$DATA/embed_small.jsonl" --out small.h5 --model "$MODEL" --backend cpu --threads 1 --progress 0

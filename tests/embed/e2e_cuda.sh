@@ -7,7 +7,8 @@
 # 256) picking the GPU; `vecanneal compress` on the GPU output (must pick cosine) and `compress --embed`
 # (the GPU encoder inside compress), and with the CUDA backend too the vectors staying on the GPU (the
 # same index, bit for bit, as compressing the encoder's file); 25,000 lines written from GPU memory in
-# several blocks per rank, equal row by row to the same vectors brought to the host batch by batch; with
+# several blocks per rank, equal row by row to the same vectors brought to the host batch by batch, and
+# written a window at a time while encoding (smaller batches: cosine >= 0.9999); with
 # no device visible, --backend cuda exits 2 on every rank and auto falls back to the CPU. Exits 77 (SKIP)
 # without a CUDA device.
 # usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR H5TOOL
@@ -84,6 +85,12 @@ expect 0 embed_big_host "${MPI[@]}" "$VA" compress --embed big.txt --embed-model
   --embed-out big_host.h5:/train --anchors 8 --out big_idx.h5 --set max_iter=2
 "$CHECK" big.h5 /train big_host.h5:/train 25000 0 0.9999999 ||
   fail "vectors written from GPU memory differ from the host path's"
+# written while the lines are encoded (no MPI-IO): --batch 32 makes windows of 2,048 lines, several a
+# rank, each copied from GPU memory and written by the writing thread while the next ones are encoded
+expect 0 embed_big_windows "${MPI[@]}" "$VA" embed --input big.txt --model "$MODEL" --progress 0 --out big_w.h5 \
+  --batch 32 --io independent
+"$CHECK" big_w.h5 /train big_host.h5:/train 25000 0 0.9999 ||
+  fail "vectors written a window at a time while encoding differ from the host path's"
 
 # no device visible: --backend cuda refused on every rank, auto on the CPU
 expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda

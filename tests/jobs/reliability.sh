@@ -141,6 +141,19 @@ write_fault)
       [ -e g.h5 ] && fail "gen left its output"
     done
   done
+  # embed's vectors, written after the encoding (collective) or a window at a time while encoding
+  # (independent; --batch 1: windows of 64 lines, several a rank)
+  MODEL=${VECANNEAL_MODEL:-$VECANNEAL_SOURCE/models/all-MiniLM-L6-v2}
+  [ -e "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
+  for i in $(seq 1 400); do echo "line $i of a corpus about full disks"; done > corpus.txt
+  for io in collective independent; do
+    for r in 0 2; do
+      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "vectors file.*No space left on device" $P embed --input corpus.txt \
+        --out vec.h5 --model "$MODEL" --backend cpu --threads 1 --batch 1 --io $io
+      nothing_left "$WORK"
+      [ -e vec.h5 ] && fail "embed left its output"
+    done
+  done
   ;;
 
 outputs)
@@ -248,8 +261,12 @@ stop)
   MODEL=${VECANNEAL_MODEL:-$VECANNEAL_SOURCE/models/all-MiniLM-L6-v2}
   [ -e "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
   for i in $(seq 1 300); do echo "line $i of a corpus about stopping"; done > corpus.txt
-  VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding" $P embed --input corpus.txt --out vec.h5 --model "$MODEL"
-  [ -e vec.h5 ] && fail "embed wrote its output after a stop"
+  for io in collective independent; do # independent: the vectors file is open while the lines are encoded
+    VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding" $P embed --input corpus.txt --out vec.h5 \
+      --model "$MODEL" --batch 1 --io $io
+    nothing_left "$WORK"
+    [ -e vec.h5 ] && fail "embed wrote its output after a stop (io $io)"
+  done
   VECANNEAL_FAULT_SIGNAL_AT=embedding expect_rc 75 "during the embedding: no iteration ran" $P compress --embed corpus.txt \
     --embed-model "$MODEL" --embed-out vec.h5 --anchors 4 --out idx.h5
   nothing_left "$WORK"
