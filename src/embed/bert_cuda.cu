@@ -609,6 +609,11 @@ struct va_bert_cuda {
   float *dev_out;
   int64_t *d_order;
   int64_t dev_rows;
+  /* persistent row kernels' full grids (ln_grid), asked of the runtime once a kernel */
+  struct {
+    const void *kernel;
+    unsigned blocks;
+  } row_grid[4];
 };
 
 namespace {
@@ -729,12 +734,24 @@ void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, con
 
 unsigned blocks_for(int64_t rows, int per_block) { return (unsigned)((rows + per_block - 1) / per_block); }
 
-/* Blocks of a persistent row kernel: as many as are resident at once on every SM, fewer for fewer rows. */
+/* Blocks of a persistent row kernel: as many as are resident at once on every SM, fewer for fewer rows.
+ * The occupancy is asked once a kernel (an encoder launches two row kernels, 13 times a batch). */
 template <typename K>
-unsigned ln_grid(const va_bert_cuda *g, K kernel, int64_t rows) {
-  int per_sm = 0;
-  VA_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, ROW_WARPS * 32, 0));
-  const unsigned full = (unsigned)(g->prop.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
+unsigned ln_grid(va_bert_cuda *g, K kernel, int64_t rows) {
+  unsigned full = 0;
+  for (const auto &c : g->row_grid)
+    if (c.kernel == (const void *)kernel) full = c.blocks;
+  if (!full) {
+    int per_sm = 0;
+    VA_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, ROW_WARPS * 32, 0));
+    full = (unsigned)(g->prop.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
+    for (auto &c : g->row_grid)
+      if (!c.kernel) {
+        c.kernel = (const void *)kernel;
+        c.blocks = full;
+        break;
+      }
+  }
   const unsigned need = blocks_for(rows, ROW_WARPS);
   return need < full ? need : full;
 }
