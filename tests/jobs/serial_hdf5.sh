@@ -3,7 +3,7 @@
 # that its fallback path (independent reads; rank 0 makes each output file, then every rank writes its rows
 # at once into the storage rank 0 allocated) runs the job on 1-4 ranks with the
 # same results, and writes an index bitwise identical to the parallel-HDF5 build's (compress, with codes
-# too, and add on an index with codes).
+# too, and add on an index with codes) and the same embed vectors.
 source "$(dirname "$0")/lib.sh"
 SRC=${VECANNEAL_SOURCE:?}
 SB=$WORK/build-serial
@@ -43,4 +43,14 @@ run_np 3 "${add[@]}" --out "$WORK/s.pqadd.serial.h5" > /dev/null || fail "add wi
 BIN=$PAR_BIN run_np 3 "${add[@]}" --out "$WORK/s.pqadd.par.h5" > /dev/null || fail "add with codes (parallel build)"
 "$TOOL" same "$WORK/s.pqadd.serial.h5" "$WORK/s.pqadd.par.h5" ||
   fail "serial and parallel HDF5 builds add different codes"
+# embed: each rank writes its vectors a window at a time while encoding (--batch 1: windows of 64 lines),
+# bit for bit the rows the parallel build writes collectively after the encoding.
+MODEL=${VECANNEAL_MODEL:-$SRC/models/all-MiniLM-L6-v2}
+[ -e "$MODEL/model.safetensors" ] || fail "model files missing under $MODEL: run scripts/fetch-model first"
+sed -n '101,200p' "$SRC/tests/data/embed_ref.txt" > "$WORK/corpus.txt"
+emb=(embed --input "$WORK/corpus.txt" --model "$MODEL" --backend cpu --threads 1 --batch 1 --progress 0)
+run_np 2 "${emb[@]}" --out "$WORK/e.serial.h5" > /dev/null || fail "embed (serial HDF5)"
+BIN=$PAR_BIN run_np 2 "${emb[@]}" --out "$WORK/e.par.h5" > /dev/null || fail "embed (parallel build)"
+cmp -s <("$TOOL" raw "$WORK/e.serial.h5" /train) <("$TOOL" raw "$WORK/e.par.h5" /train) ||
+  fail "embed: the serial HDF5 build's vectors differ from the parallel build's"
 echo "PASS: serial HDF5 build"
