@@ -239,8 +239,9 @@ static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
   close(fd);
   L->buf = buf;
   L->len = n;
+  /* memchr: the C library's vectorised scan, several times a byte loop's rate on a corpus block */
   int64_t cnt = 0;
-  for (size_t k = 0; k < n; k++) cnt += buf[k] == '\n';
+  for (const char *p = buf, *end = buf + n; (p = memchr(p, '\n', (size_t)(end - p))); p++) cnt++;
   if (n && buf[n - 1] != '\n') cnt++;
   L->n = cnt;
   L->line = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line);
@@ -249,15 +250,14 @@ static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
     snprintf(err, elen, "embed: out of memory indexing %lld lines", (long long)cnt);
     return 1;
   }
-  size_t s = 0;
-  int64_t k = 0;
-  for (size_t i = 0; i <= n && k < cnt; i++)
-    if (i == n || buf[i] == '\n') {
-      L->line[k] = buf + s;
-      L->line_len[k] = i - s;
-      k++;
-      s = i + 1;
-    }
+  char *p = buf, *end = buf + n;
+  for (int64_t k = 0; k < cnt; k++) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) nl = end; /* the last line without its newline */
+    L->line[k] = p;
+    L->line_len[k] = (size_t)(nl - p);
+    p = nl + 1;
+  }
   return 0;
 }
 
