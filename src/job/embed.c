@@ -1,13 +1,14 @@
 /* embed.c: `vecanneal embed`, sentence embeddings of a text corpus with all-MiniLM-L6-v2, written as an
  * ann-benchmarks style HDF5 dataset (distance = angular) that `vecanneal compress` takes as it is.
  * Each rank takes a contiguous block of lines (split by bytes, then moved to line starts, so no rank
- * scans the whole file), tokenizes it, encodes it in batches of similar length (longest first, so a
- * memory shortage shows at once and the ETA is never optimistic), and writes its rows -- in input
- * order -- with the sharded HDF5 writer. The encoder (backend/encoder.h) is the CPU one or, in a CUDA
- * build with a device on every rank, the GPU one (one GPU per rank, node-local rank modulo the visible
- * devices); two batches are in flight so that packing and unpacking on the host overlap the GPU's
- * work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no
- * device for --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
+ * scans the whole file), tokenizes it, encodes it a window of consecutive lines at a time in batches of
+ * similar length (longest first within the window; the encoder sized for the largest batch before the
+ * first, so a memory shortage shows at once), and writes its rows -- in input order -- with the sharded
+ * HDF5 writer: without MPI-IO each window as soon as it is encoded, while the next ones are. The encoder
+ * (backend/encoder.h) is the CPU one or, in a CUDA build with a device on every rank, the GPU one (one GPU per rank,
+ * node-local rank modulo the visible devices); two batches are in flight so that packing and unpacking on the host
+ * overlap the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no device for
+ * --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
