@@ -37,7 +37,8 @@ expect 0 embed_3ranks "$MPIEXEC" -n 3 "$VA" embed --input corpus.txt --out vecto
 # 1c. the vectors written while the lines are encoded (--io independent: no MPI-IO), a window of 64
 # lines at a time with --batch 1: the rows written after the encoding (1.), on 1 and 3 ranks
 for np in 1 3; do
-  expect 0 embed_during_$np "$MPIEXEC" -n $np "$VA" embed --input corpus.txt --out during$np.h5 --model "$MODEL" --backend cpu --batch 1 --threads 1 --progress 0 --io independent
+  expect 0 embed_during_$np "$MPIEXEC" -n $np "$VA" embed --input corpus.txt --out during$np.h5 --model "$MODEL" \
+    --backend cpu --batch 1 --threads 1 --progress 0 --io independent
   "$CHECK" during$np.h5 /train vectors.h5:/train 100 0 0.99999999 ||
     fail "$np rank(s): the vectors written during the encoding differ from those written after it"
 done

@@ -148,8 +148,8 @@ write_fault)
   for i in $(seq 1 400); do echo "line $i of a corpus about full disks"; done > corpus.txt
   for io in collective independent; do
     for r in 0 2; do
-      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "vectors file.*No space left on device" $P embed --input corpus.txt \
-        --out vec.h5 --model "$MODEL" --backend cpu --threads 1 --batch 1 --io $io
+      VECANNEAL_FAULT_WRITE_FAILS_ON=$r expect_rc 4 "vectors file.*No space left on device" $P embed \
+        --input corpus.txt --out vec.h5 --model "$MODEL" --backend cpu --threads 1 --batch 1 --io $io
       nothing_left "$WORK"
       [ -e vec.h5 ] && fail "embed left its output"
     done

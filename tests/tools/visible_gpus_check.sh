@@ -6,8 +6,8 @@ set -u
 script=$1/visible-gpus
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
-printf '#!/bin/sh\necho "GPU 0: H (UUID: GPU-a0)"\necho "GPU 1: H (UUID: GPU-b1)"\necho "  MIG 1g Device 0: (UUID: MIG-c2)"\n' \
-  > "$fake/nvidia-smi"
+printf '%s\n' '#!/bin/sh' 'echo "GPU 0: H (UUID: GPU-a0)"' 'echo "GPU 1: H (UUID: GPU-b1)"' \
+  'echo "  MIG 1g Device 0: (UUID: MIG-c2)"' > "$fake/nvidia-smi"
 chmod +x "$fake/nvidia-smi"
 bad=0
 check() { # EXPECTED CUDA_VISIBLE_DEVICES|unset
