@@ -673,10 +673,11 @@ void va_input_read_into(const va_input_t *in, int64_t start, int64_t count, int 
 
 /* --- writing ------------------------------------------------------------------------------------ */
 static int write_collective; /* how the file in hand was opened */
-/* Without MPI-IO, while rows runs: the POSIX descriptor through which every rank puts its rows straight
- * into the datasets' storage (va_h5_write_file), -1 otherwise, and this rank's first failure there. A failed write does
- * not end the job at once: every rank finishes (skipping its writes after a failure), then the ranks agree and all
- * exit, so one message and one exit code come out, and no rank removes the file while another still opens it. */
+/* Without MPI-IO, between va_h5_write_open and va_h5_write_close: the POSIX descriptor through which every
+ * rank puts its rows straight into the datasets' storage, -1 otherwise, and this rank's first failure
+ * there. A failed write does not end the job at once: every rank finishes (skipping its writes after a
+ * failure), then the ranks agree and all exit, so one message and one exit code come out, and no rank
+ * removes the file while another still opens it. */
 static int raw_fd = -1;
 static char raw_error[1536];
 
