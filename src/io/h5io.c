@@ -860,7 +860,11 @@ int va_h5_write_open(va_h5_out_t *o, const char *what, const char *path, double 
   raw_error[0] = 0;
   o->file = open_for_io(o->tmp, H5F_ACC_RDONLY, 0);
   if (o->file < 0) raw_failed("H5Fopen", 0, __LINE__);
-  if (o->file >= 0 && (raw_fd = open(o->tmp, O_WRONLY)) < 0) raw_failed("open", errno, __LINE__);
+  if (o->file >= 0 && (raw_fd = open(o->tmp, O_WRONLY)) < 0) {
+    raw_failed("open", errno, __LINE__);
+    VA_H5(H5Fclose(o->file));
+    o->file = -1; /* no rows from this rank: close reports why */
+  }
   return 0;
 }
 
@@ -908,7 +912,7 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
   va_h5_out_t o;
   int rc = va_h5_write_open(&o, what, path, bytes, io_mode, setup, ctx);
   if (rc) return rc;
-  if (o.collective || raw_fd >= 0) rows(o.file, ctx);
+  if (o.file >= 0) rows(o.file, ctx);
   return va_h5_write_close(&o);
 }
 

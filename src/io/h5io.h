@@ -120,10 +120,10 @@ int va_h5_write_file(const char *what, const char *path, double bytes, int io_mo
  * file removed); the caller then writes its rows into o->file as rows would, and va_h5_write_close
  * finishes and renames it (collective; as va_h5_write_file). Without MPI-IO (o->collective 0) the rows
  * are pwrites that need no MPI, so another thread of the caller's may make them, one thread at a time,
- * while the caller's own thread calls no HDF5; a rank whose file did not open skips its writes and
- * close reports it. */
+ * while the caller's own thread calls no HDF5. A rank whose file did not open for its rows has file -1,
+ * writes none, and close reports why on every rank. */
 typedef struct {
-  hid_t file;     /* where the rows go (read-only without MPI-IO: rows are written by va_h5_write_rows) */
+  hid_t file;     /* where the rows go (read-only without MPI-IO: rows are written by va_h5_write_rows), or -1 */
   int collective; /* the rows go through MPI-IO, every rank calling va_h5_write_rows equally often */
   char what[64], path[VA_PATH_MAX], tmp[VA_PATH_MAX + 64];
 } va_h5_out_t;

@@ -832,7 +832,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     o.emb = emb;
     o.demb = demb;
     o.on_gpu = demb != NULL;
-    if (write_during && vec_out.file >= 0) { /* a rank whose file did not open writes nothing: close says why */
+    if (write_during && vec_out.file >= 0) { /* -1: this rank's file did not open, close says why */
       line_writer_start(&writer, &o, vec_out.file);
       writer_on = 1;
     }
