@@ -299,7 +299,7 @@ static void embed_setup(hid_t file, void *ctx) {
   corpus_attributes(file, o->a, o->tokens, o->truncated, o->invalid, o->empty);
 }
 
-/* Lines [first, first + count) of this rank's block into the vectors dataset. */
+/* fetch_device_rows' context: the rows of the lines from `first` of this rank's block, in GPU memory. */
 typedef struct {
   const embed_out_t *o;
   int64_t first;
@@ -310,6 +310,7 @@ static void fetch_device_rows(void *ctx, int64_t first, int64_t count, void *buf
   va_encoder_copy_device_rows(o->device, buf, o->demb + (l->first + first) * o->d,
                               (size_t)(count * o->d) * sizeof(float));
 }
+/* Lines [first, first + count) of this rank's block into the vectors dataset. */
 static void write_lines(hid_t ds, const embed_out_t *o, int64_t first, int64_t count) {
   const size_t row_bytes = (size_t)o->d * sizeof(float);
   device_lines_t l = {o, first};
@@ -784,6 +785,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   /* Without MPI-IO the vectors file is open while the lines are encoded, each window written by a thread
    * of its own once encoded; through MPI-IO (every rank writing at once) it is written afterwards. */
   const int write_during = encode && write_vectors && !va_io_collective(a.io_mode);
+  const double vec_bytes = (double)n * (double)d * 4.0; /* the vectors file's data, float32 */
   va_h5_out_t vec_out = {.file = -1};
   line_writer_t writer;
   int writer_on = 0;
@@ -811,8 +813,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     }
     rc = va_agree(va_encoder_ready(enc, max_batch_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
     if (!rc && write_during) /* the output's room, creation and objects are checked before any batch runs */
-      rc = va_h5_write_open(&vec_out, "vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup,
-                            &o);
+      rc = va_h5_write_open(&vec_out, "vectors file", a.out_file, vec_bytes, a.io_mode, embed_setup, &o);
     if (rc) {
       va_encoder_free(enc);
       free(order);
@@ -899,8 +900,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   va_stop_point(encode ? "embedding" : "tokenizing"); /* a stopped job's open file is removed on the way out */
   if (write_during) rc = va_h5_write_close(&vec_out);
   else if (write_vectors)
-    rc = va_h5_write_file("vectors file", a.out_file, (double)n * (double)d * 4.0, a.io_mode, embed_setup, embed_rows,
-                          &o);
+    rc = va_h5_write_file("vectors file", a.out_file, vec_bytes, a.io_mode, embed_setup, embed_rows, &o);
   if (!rc && write_ids) {
     int64_t tok0 = 0;
     VA_MPI(MPI_Exscan(&used, &tok0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
