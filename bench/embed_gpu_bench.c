@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "error: unknown precision '%s'\n", pn);
       return 2;
     }
-    va_bert_cuda_t *g = va_bert_cuda_create(&m, 0, prec, batch, first_batch, err, sizeof err);
+    va_bert_cuda_t *g = va_bert_cuda_create(&m, NULL, 0, prec, batch, first_batch, err, sizeof err);
     if (!g) {
       fprintf(stderr, "error: %s\n", err);
       return 1;

@@ -4,9 +4,11 @@
  * scratch and a single-threaded sgemm (the caller sets BLAS to one thread), so that attention, which runs
  * per sequence, is spread over the threads too;
  * the GPU encoder is set up on a thread of its own (it calls neither MPI nor the tokenizer; a CUDA
- * failure there ends the job as anywhere else) and keeps two batches in flight. */
+ * failure there ends the job as anywhere else) and keeps two batches in flight. Its weights are converted
+ * on the caller's thread while the device choice's thread starts the device. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h> /* atomic_int: the device choice's outcome, read while its thread runs */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +32,8 @@ struct va_encoder {
   /* GPU */
   int device, gpu_precision;
 #ifdef VECANNEAL_CUDA
-  va_bert_cuda_t *gpu; /* NULL with setup_err when the model or device does not suit the GPU encoder */
+  va_bert_cuda_t *gpu;            /* NULL with setup_err when the model or device does not suit the GPU encoder */
+  va_bert_cuda_weights_t *staged; /* the pick's staged weights (NULL: the set-up stages them), freed after it */
 #endif
   char setup_err[512];
   pthread_t thread;
@@ -48,8 +51,13 @@ int va_encoder_gpu_built(void) {
 struct va_device_pick {
   const char *backend;
   int device;
+  atomic_int none; /* 1 once the choice found no device (the weights are then not staged) */
   pthread_t thread, blas_thread;
   int running, blas_running;
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_weights_t *staged;
+  int staged_precision;
+#endif
 };
 
 #ifdef VECANNEAL_CUDA
@@ -65,6 +73,7 @@ static void *pick_main(void *arg) {
   p->device = -1;
 #ifdef VECANNEAL_CUDA
   if (strcmp(p->backend, "cpu")) p->device = va_cuda_pick_device(-1);
+  atomic_store(&p->none, p->device < 0);
   if (p->device >= 0) {
     /* cuBLAS and cuBLASLt, which the set-up needs first, load beside the device's start (a tenth of a
      * second each; docs/performance.md); without a thread the set-up loads them itself. */
@@ -79,6 +88,7 @@ va_device_pick_t *va_encoder_pick_device(const char *backend) {
   va_device_pick_t *p = va_malloc(sizeof *p, "the device choice");
   memset(p, 0, sizeof *p);
   p->backend = backend;
+  atomic_init(&p->none, 0);
   /* a thread only where there is a device to look for (no thread to be had: choose here) */
   if (va_encoder_gpu_built() && strcmp(backend, "cpu"))
     p->running = pthread_create(&p->thread, NULL, pick_main, p) == 0;
@@ -86,20 +96,41 @@ va_device_pick_t *va_encoder_pick_device(const char *backend) {
   return p;
 }
 
+void va_encoder_stage(va_device_pick_t *p, const va_bert_t *model, const char *precision) {
+#ifdef VECANNEAL_CUDA
+  const int prec = va_bert_cuda_precision(precision);
+  if (p->staged || prec < 0 || atomic_load(&p->none)) return; /* an unknown precision: the set-up says so */
+  p->staged = va_bert_cuda_stage(model, prec);
+  p->staged_precision = prec;
+#else
+  (void)p, (void)model, (void)precision;
+#endif
+}
+
 int va_encoder_picked(va_device_pick_t *p) {
   if (p->running && pthread_join(p->thread, NULL) != 0) VA_FATAL("cannot join the device choice's thread");
   if (p->blas_running && pthread_join(p->blas_thread, NULL) != 0) VA_FATAL("cannot join the BLAS loading thread");
-  const int device = p->device;
+  p->running = p->blas_running = 0;
+  return p->device;
+}
+
+void va_encoder_pick_free(va_device_pick_t *p) {
+  if (!p) return;
+  (void)va_encoder_picked(p);
+#ifdef VECANNEAL_CUDA
+  va_bert_cuda_weights_free(p->staged);
+#endif
   free(p);
-  return device;
 }
 
 #ifdef VECANNEAL_CUDA
 static void *gpu_setup_main(void *arg) {
   va_encoder_t *e = arg;
   double t = va_now();
-  e->gpu =
-      va_bert_cuda_create(e->model, e->device, e->gpu_precision, e->max_seqs, 1, e->setup_err, sizeof e->setup_err);
+  e->gpu = va_bert_cuda_create(e->model, e->staged, e->device, e->gpu_precision, e->max_seqs, 1, e->setup_err,
+                               sizeof e->setup_err);
+  va_bert_cuda_weights_free(e->staged);
+  e->staged = NULL;
   if (e->gpu) va_bert_cuda_warm_up(e->gpu);
   e->info.setup_seconds = va_now() - t;
   return NULL;
@@ -111,7 +142,8 @@ static void join_setup(va_encoder_t *e) {
   e->running = 0;
 }
 
-va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *precision, int max_seqs, int threads) {
+va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, int device, const char *precision,
+                               int max_seqs, int threads) {
   va_encoder_t *e = va_malloc(sizeof *e, "the encoder");
   memset(e, 0, sizeof *e);
   e->model = model;
@@ -124,11 +156,17 @@ va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *p
     e->info.backend = "cuda";
     e->gpu_precision = va_bert_cuda_precision(precision);
     e->info.precision = va_bert_cuda_precision_name(e->gpu_precision);
+    if (pick && pick->staged && pick->staged_precision == e->gpu_precision) {
+      e->staged = pick->staged;
+      pick->staged = NULL;
+    }
+    va_encoder_pick_free(pick);
     e->running = pthread_create(&e->thread, NULL, gpu_setup_main, e) == 0;
     if (!e->running) gpu_setup_main(e); /* no thread to be had: set up here, before the read */
     return e;
   }
 #endif
+  va_encoder_pick_free(pick);
   (void)precision;
   e->device = -1;
   e->threads = threads > 0 ? threads : 1;

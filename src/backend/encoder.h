@@ -18,17 +18,24 @@ int va_encoder_gpu_built(void);
 /* Local: this rank's device for the GPU encoder under --backend `backend` ("auto", "cuda" or "cpu"):
  * node-local rank modulo the visible devices, or -1 (backend "cpu", a build without CUDA, no device).
  * Chosen on a thread of its own, which also creates the device's context, so that the CUDA driver's
- * start overlaps the caller's reading of the vocabulary and weights: va_encoder_pick_device starts it,
- * va_encoder_picked waits for it and returns the device; every started pick is waited for once. */
+ * start overlaps the caller's reading of the vocabulary and weights: va_encoder_pick_device starts it;
+ * va_encoder_stage, called meanwhile once the model is read, converts its weights for the GPU encoder
+ * in `precision` on the calling thread (nothing once the choice has found no device); va_encoder_picked
+ * waits for the choice and returns the device. A pick ends in va_encoder_start, which takes it, or in
+ * va_encoder_pick_free (NULL is fine). */
 typedef struct va_device_pick va_device_pick_t;
 va_device_pick_t *va_encoder_pick_device(const char *backend);
+void va_encoder_stage(va_device_pick_t *pick, const va_bert_t *model, const char *precision);
 int va_encoder_picked(va_device_pick_t *pick);
+void va_encoder_pick_free(va_device_pick_t *pick);
 
-/* Starts an encoder for batches of at most max_seqs sequences. device < 0: the CPU encoder with
- * `threads` threads, ready at once. device >= 0: the GPU encoder in `precision` ("fp32", "fp16",
- * "bf16"), set up (device context, weights, a warm-up batch) on a thread of its own so that the
- * caller reads and tokenizes meanwhile. model must outlive the encoder. */
-va_encoder_t *va_encoder_start(const va_bert_t *model, int device, const char *precision, int max_seqs, int threads);
+/* Starts an encoder for batches of at most max_seqs sequences and frees `pick` (NULL is fine). device < 0:
+ * the CPU encoder with `threads` threads, ready at once. device >= 0: the GPU encoder in `precision`
+ * ("fp32", "fp16", "bf16"), set up (weights, unless the pick staged them in that precision; their upload,
+ * a warm-up batch) on a thread of its own so that the caller reads and tokenizes meanwhile. model must
+ * outlive the encoder. */
+va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, int device, const char *precision,
+                               int max_seqs, int threads);
 /* Waits for the set-up and sizes the scratch for batches of up to max_batch_tokens tokens. 0, or 1
  * with the reason in err (the GPU encoder cannot run this model on this device). */
 int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen);

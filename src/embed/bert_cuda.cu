@@ -622,7 +622,7 @@ cudaDataType_t elem_type(int precision) {
   return precision == VA_BERT_FP32 ? CUDA_R_32F : precision == VA_BERT_FP16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-/* Host-side weight arena: every tensor 256-byte aligned (cuBLASLt's default alignment assumption). */
+/* Host-side weight arena (va_bert_cuda_stage). */
 struct arena {
   unsigned char *host;
   size_t used;
@@ -838,8 +838,70 @@ extern "C" const char *va_bert_cuda_precision_name(int precision) {
                                      : NULL;
 }
 
-extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs,
-                                               int64_t max_batch_tokens, char *err, size_t errlen) {
+/* Byte offsets of one layer's tensors in the weight arena. */
+struct weight_offsets {
+  size_t wqkv, bqkv, wo, bo, ln1_g, ln1_b, w1, b1, w2, b2, ln2_g, ln2_b;
+};
+
+struct va_bert_cuda_weights {
+  int precision;
+  unsigned char *host; /* bytes, laid out as g->weights will hold them */
+  size_t bytes, word, pos_type, eln_g, eln_b;
+  weight_offsets *layer; /* one a layer */
+};
+
+/* The arena: every tensor 256-byte aligned (cuBLASLt's default alignment assumption), the first pass sizing
+ * it. The word embeddings and the GEMM weights and biases are in the model precision; the position
+ * (+ token type 0) table and the LayerNorm parameters, read by our fp32 kernels, stay fp32. */
+extern "C" va_bert_cuda_weights_t *va_bert_cuda_stage(const va_bert_t *m, int precision) {
+  const int p = precision, f32 = VA_BERT_FP32;
+  const int64_t V = m->vocab, P = m->max_pos, H = m->hidden, F = m->ffn;
+  va_bert_cuda_weights_t *ws = (va_bert_cuda_weights_t *)va_calloc(1, sizeof *ws, "staged weights");
+  ws->precision = precision;
+  ws->layer = (weight_offsets *)va_calloc((size_t)m->layers, sizeof *ws->layer, "layer offsets");
+  float *pos_type = (float *)va_malloc((size_t)(P * H) * sizeof(float), "position table");
+  for (int64_t i = 0; i < P * H; i++) pos_type[i] = m->pos[i] + m->type0[i % H];
+  arena a = {NULL, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    a.used = 0;
+    ws->word = put(&a, m->word, (size_t)(V * H), p);
+    ws->pos_type = put(&a, pos_type, (size_t)(P * H), f32);
+    ws->eln_g = put(&a, m->emb_ln_g, (size_t)H, f32);
+    ws->eln_b = put(&a, m->emb_ln_b, (size_t)H, f32);
+    for (int l = 0; l < m->layers; l++) {
+      const va_bert_layer_t *L = &m->layer[l];
+      weight_offsets *o = &ws->layer[l];
+      o->wqkv = put(&a, L->wqkv, (size_t)(3 * H * H), p);
+      o->bqkv = put(&a, L->bqkv, (size_t)(3 * H), p);
+      o->wo = put(&a, L->wo, (size_t)(H * H), p);
+      o->bo = put(&a, L->bo, (size_t)H, p);
+      o->ln1_g = put(&a, L->ln1_g, (size_t)H, f32);
+      o->ln1_b = put(&a, L->ln1_b, (size_t)H, f32);
+      o->w1 = put(&a, L->w1, (size_t)(F * H), p);
+      o->b1 = put(&a, L->b1, (size_t)F, p);
+      o->w2 = put(&a, L->w2, (size_t)(H * F), p);
+      o->b2 = put(&a, L->b2, (size_t)H, p);
+      o->ln2_g = put(&a, L->ln2_g, (size_t)H, f32);
+      o->ln2_b = put(&a, L->ln2_b, (size_t)H, f32);
+    }
+    if (pass == 0) a.host = (unsigned char *)va_malloc(a.used, "weight staging");
+  }
+  free(pos_type);
+  ws->host = a.host;
+  ws->bytes = a.used;
+  return ws;
+}
+
+extern "C" void va_bert_cuda_weights_free(va_bert_cuda_weights_t *ws) {
+  if (!ws) return;
+  free(ws->host);
+  free(ws->layer);
+  free(ws);
+}
+
+extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert_cuda_weights_t *w_staged, int device,
+                                               int precision, int max_seqs, int64_t max_batch_tokens, char *err,
+                                               size_t errlen) {
   const int H = m->hidden, F = m->ffn;
   if (!va_bert_cuda_precision_name(precision)) {
     snprintf(err, errlen, "unknown precision %d", precision);
@@ -901,51 +963,19 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
   VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
                                                            sizeof wsb));
 
-  /* Weights: laid out on the host in one arena (first pass sizes it), uploaded in one copy. The word
-   * embeddings and the GEMM weights and biases are in the model precision; the position (+ token type 0)
-   * table and the LayerNorm parameters, read by our fp32 kernels, stay fp32. */
-  const int p = precision, f32 = VA_BERT_FP32;
-  const int64_t V = m->vocab, P = m->max_pos;
-  float *pos_type = (float *)va_malloc((size_t)(P * H) * sizeof(float), "position table");
-  for (int64_t i = 0; i < P * H; i++) pos_type[i] = m->pos[i] + m->type0[i % H];
-  struct offs {
-    size_t wqkv, bqkv, wo, bo, ln1_g, ln1_b, w1, b1, w2, b2, ln2_g, ln2_b;
-  };
-  offs *lo = (offs *)va_calloc((size_t)m->layers, sizeof *lo, "layer offsets");
-  size_t o_word = 0, o_pos = 0, o_g = 0, o_b = 0;
-  arena a = {NULL, 0};
-  for (int pass = 0; pass < 2; pass++) {
-    a.used = 0;
-    o_word = put(&a, m->word, (size_t)(V * H), p);
-    o_pos = put(&a, pos_type, (size_t)(P * H), f32);
-    o_g = put(&a, m->emb_ln_g, (size_t)H, f32);
-    o_b = put(&a, m->emb_ln_b, (size_t)H, f32);
-    for (int l = 0; l < m->layers; l++) {
-      const va_bert_layer_t *L = &m->layer[l];
-      lo[l].wqkv = put(&a, L->wqkv, (size_t)(3 * H * H), p);
-      lo[l].bqkv = put(&a, L->bqkv, (size_t)(3 * H), p);
-      lo[l].wo = put(&a, L->wo, (size_t)(H * H), p);
-      lo[l].bo = put(&a, L->bo, (size_t)H, p);
-      lo[l].ln1_g = put(&a, L->ln1_g, (size_t)H, f32);
-      lo[l].ln1_b = put(&a, L->ln1_b, (size_t)H, f32);
-      lo[l].w1 = put(&a, L->w1, (size_t)(F * H), p);
-      lo[l].b1 = put(&a, L->b1, (size_t)F, p);
-      lo[l].w2 = put(&a, L->w2, (size_t)(H * F), p);
-      lo[l].b2 = put(&a, L->b2, (size_t)H, p);
-      lo[l].ln2_g = put(&a, L->ln2_g, (size_t)H, f32);
-      lo[l].ln2_b = put(&a, L->ln2_b, (size_t)H, f32);
-    }
-    if (pass == 0) a.host = (unsigned char *)va_malloc(a.used, "weight staging");
-  }
-  VA_CUDA(cudaMalloc(&g->weights, a.used));
-  VA_CUDA(cudaMemcpy(g->weights, a.host, a.used, cudaMemcpyHostToDevice));
-  free(a.host);
-  free(pos_type);
+  /* Weights: staged on the host (here unless the caller staged them while the device started), uploaded in
+   * one copy. */
+  va_bert_cuda_weights_t *own = w_staged ? NULL : va_bert_cuda_stage(m, precision);
+  const va_bert_cuda_weights_t *ws = w_staged ? w_staged : own;
+  if (ws->precision != precision) VA_FATAL("CUDA encoder: weights staged in another precision");
+  VA_CUDA(cudaMalloc(&g->weights, ws->bytes));
+  VA_CUDA(cudaMemcpy(g->weights, ws->host, ws->bytes, cudaMemcpyHostToDevice));
+  const weight_offsets *lo = ws->layer;
   unsigned char *w = g->weights;
-  g->word = w + o_word;
-  g->pos_type = (const float *)(w + o_pos);
-  g->eln_g = (const float *)(w + o_g);
-  g->eln_b = (const float *)(w + o_b);
+  g->word = w + ws->word;
+  g->pos_type = (const float *)(w + ws->pos_type);
+  g->eln_g = (const float *)(w + ws->eln_g);
+  g->eln_b = (const float *)(w + ws->eln_b);
   g->layer = (layer_dev *)va_calloc((size_t)m->layers, sizeof *g->layer, "layer table");
   for (int l = 0; l < m->layers; l++) {
     layer_dev *L = &g->layer[l];
@@ -962,7 +992,7 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, i
     L->ln2_g = (const float *)(w + lo[l].ln2_g);
     L->ln2_b = (const float *)(w + lo[l].ln2_b);
   }
-  free(lo);
+  va_bert_cuda_weights_free(own);
 
   VA_CUDA(cudaMalloc(&g->d_out, (size_t)max_seqs * H * sizeof(float)));
   for (int s = 0; s < 2; s++) {

@@ -23,12 +23,20 @@ typedef struct va_bert_cuda va_bert_cuda_t;
 int va_bert_cuda_precision(const char *name);
 const char *va_bert_cuda_precision_name(int precision);
 
-/* Uploads m's weights to `device` in `precision` and sizes the scratch for batches of at most max_seqs
- * sequences and max_batch_tokens tokens (each sequence at most m->max_pos tokens). NULL with a message
- * in err when the model's shape is not one the kernels handle (head size 32, hidden and FFN sizes
- * multiples of 64, hidden up to 1024) or the device cannot run them; CUDA failures are fatal (VA_CUDA). */
-va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, int device, int precision, int max_seqs,
-                                    int64_t max_batch_tokens, char *err, size_t errlen);
+/* m's weights in `precision`, laid out on the host as the device holds them: host work alone (no CUDA
+ * call), so that it can run while the device starts (the conversion takes a few hundredths of a second,
+ * docs/performance.md). Freed with va_bert_cuda_weights_free (NULL is fine). */
+typedef struct va_bert_cuda_weights va_bert_cuda_weights_t;
+va_bert_cuda_weights_t *va_bert_cuda_stage(const va_bert_t *m, int precision);
+void va_bert_cuda_weights_free(va_bert_cuda_weights_t *w);
+
+/* Uploads m's weights to `device` in `precision` (those staged in `staged`, which must be in that
+ * precision; NULL: staged here) and sizes the scratch for batches of at most max_seqs sequences and
+ * max_batch_tokens tokens (each sequence at most m->max_pos tokens). NULL with a message in err when the
+ * model's shape is not one the kernels handle (head size 32, hidden and FFN sizes multiples of 64, hidden
+ * up to 1024) or the device cannot run them; CUDA failures are fatal (VA_CUDA). */
+va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert_cuda_weights_t *staged, int device, int precision,
+                                    int max_seqs, int64_t max_batch_tokens, char *err, size_t errlen);
 void va_bert_cuda_free(va_bert_cuda_t *g);
 /* Grows the scratch to batches of max_batch_tokens tokens (nothing when it holds them already); waits
  * for the batches in flight. */

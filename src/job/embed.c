@@ -641,9 +641,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     snprintf(err, sizeof err, "embed: --max-tokens %d exceeds the model's %d positions", a.max_tokens, model.max_pos);
     rc = VA_EXIT_USAGE;
   }
+  const char *gpu_precision = strcmp(a.precision, "auto") ? a.precision : "fp16";
+  if (!rc && pick) va_encoder_stage(pick, &model, gpu_precision); /* while the device starts */
   rc = va_agree(rc, err);
   int device = pick ? va_encoder_picked(pick) : -1;
   if (rc) {
+    va_encoder_pick_free(pick);
     va_tok_free(tok);
     va_bert_free(&model);
     return rc;
@@ -657,6 +660,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     snprintf(err, sizeof err, "embed: --backend cuda, but rank %d on %s sees no CUDA device", va_proc.rank,
              va_proc.host);
     rc = va_agree(device < 0 ? VA_EXIT_USAGE : 0, err);
+    va_encoder_pick_free(pick);
     va_tok_free(tok);
     va_bert_free(&model);
     return rc;
@@ -670,9 +674,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
   if (threads < 1) threads = 1;
   /* The GPU encoder sets itself up while this thread reads and tokenizes (docs/performance.md). */
-  va_encoder_t *enc =
-      encode ? va_encoder_start(&model, device, strcmp(a.precision, "auto") ? a.precision : "fp16", batch, threads)
-             : NULL;
+  va_encoder_t *enc = encode ? va_encoder_start(pick, &model, device, gpu_precision, batch, threads) : NULL;
   ph[PH_LOAD] = va_now() - t0;
 
   /* Input block. */
