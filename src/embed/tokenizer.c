@@ -12,14 +12,20 @@
 
 #include "unicode_tables.h"
 
+/* A hash slot is 8 bytes, so that the table (twice the vocabulary) stays in a core's cache; a key's
+ * bytes are read only when its check matches. */
+typedef struct {
+  uint32_t check; /* the key's hash >> 32: keys in one probe chain are told apart without reading their bytes */
+  int32_t id;     /* -1: empty */
+} vocab_slot_t;
 typedef struct {
   uint32_t off, len; /* bytes in t->blob */
-  int32_t id;
-} vocab_slot_t;
+} vocab_entry_t;
 
 struct va_tokenizer {
-  char *blob;          /* the vocabulary's strings, back to back */
-  vocab_slot_t *slots; /* hash table, nslots a power of two, id -1 = empty */
+  char *blob;           /* the vocabulary's strings, back to back */
+  vocab_slot_t *slots;  /* hash table, nslots a power of two */
+  vocab_entry_t *entry; /* by id */
   uint32_t nslots;
   int32_t nvocab;
   int max_piece_chars; /* longest vocabulary entry in code points, '##' excluded: bounds the search */
@@ -28,22 +34,35 @@ struct va_tokenizer {
   uint32_t *cps;
   size_t cps_cap;
   char *key;          /* the current word's UTF-8 */
-  uint16_t *char_off; /* byte offset of each code point of the current word in key + 2 */
+  uint16_t *char_off; /* byte offset of each code point of the current word in key */
 };
 
+/* FNV-1a (short keys, good enough spread for 30k entries), one byte at a time, so that WordPiece hashes all
+ * prefixes of a piece in one pass (flush_word); hash_finish mixes the high bits into the slot index. */
+#define FNV_OFFSET 1469598103934665603ull
+static inline uint64_t hash_step(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ull; }
+static inline uint64_t hash_finish(uint64_t h) { return h ^ (h >> 29); }
 static uint64_t hash_bytes(const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a: short keys, good enough spread for 30k entries */
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h ^ (h >> 29);
+  uint64_t h = FNV_OFFSET;
+  for (size_t i = 0; i < len; i++) h = hash_step(h, (unsigned char)s[i]);
+  return hash_finish(h);
+}
+
+/* token's id, or -1; h = hash_bytes(token, len) */
+static int32_t lookup_hashed(const va_tokenizer_t *t, const char *token, size_t len, uint64_t h) {
+  const uint32_t mask = t->nslots - 1, check = (uint32_t)(h >> 32);
+  for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+    const vocab_slot_t s = t->slots[i];
+    if (s.id < 0) return -1;
+    if (s.check == check) {
+      const vocab_entry_t e = t->entry[s.id];
+      if (e.len == len && !memcmp(t->blob + e.off, token, len)) return s.id;
+    }
+  }
 }
 
 int32_t va_tok_lookup(const va_tokenizer_t *t, const char *token, size_t len) {
-  uint32_t mask = t->nslots - 1, i = (uint32_t)hash_bytes(token, len) & mask;
-  for (;; i = (i + 1) & mask) {
-    const vocab_slot_t *s = &t->slots[i];
-    if (s->id < 0) return -1;
-    if (s->len == len && !memcmp(t->blob + s->off, token, len)) return s->id;
-  }
+  return lookup_hashed(t, token, len, hash_bytes(token, len));
 }
 
 int va_utf8_put(uint32_t c, char *o) {
@@ -126,6 +145,7 @@ void va_tok_free(va_tokenizer_t *t) {
   if (!t) return;
   free(t->blob);
   free(t->slots);
+  free(t->entry);
   free(t->cps);
   free(t->key);
   free(t->char_off);
@@ -178,7 +198,8 @@ va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
   t->nslots = 1;
   while (t->nslots < 2u * (uint32_t)n) t->nslots <<= 1;
   t->slots = malloc(t->nslots * sizeof *t->slots);
-  if (!t->slots) {
+  t->entry = malloc((size_t)n * sizeof *t->entry);
+  if (!t->slots || !t->entry) {
     snprintf(err, errlen, "out of memory for the vocabulary");
     va_tok_free(t);
     return NULL;
@@ -190,11 +211,15 @@ va_tokenizer_t *va_tok_load(const char *path, char *err, size_t errlen) {
     while (t->blob[e] != '\n') e++;
     long end = e;
     if (end > p && t->blob[end - 1] == '\r') end--; /* tolerate CRLF files */
-    uint32_t len = (uint32_t)(end - p), mask = t->nslots - 1, i = (uint32_t)hash_bytes(t->blob + p, len) & mask;
+    const uint32_t len = (uint32_t)(end - p), mask = t->nslots - 1;
+    const uint64_t h = hash_bytes(t->blob + p, len);
+    uint32_t i = (uint32_t)h & mask;
     /* A repeated line: the later id wins, as when the reference builds its map from the file. */
-    while (t->slots[i].id >= 0 && !(t->slots[i].len == len && !memcmp(t->blob + t->slots[i].off, t->blob + p, len)))
+    while (t->slots[i].id >= 0 &&
+           !(t->entry[t->slots[i].id].len == len && !memcmp(t->blob + t->entry[t->slots[i].id].off, t->blob + p, len)))
       i = (i + 1) & mask;
-    t->slots[i] = (vocab_slot_t){(uint32_t)p, len, id};
+    t->slots[i] = (vocab_slot_t){(uint32_t)(h >> 32), id};
+    t->entry[id] = (vocab_entry_t){(uint32_t)p, len};
     size_t chars = utf8_chars(t->blob + p, len);
     if (len >= 2 && !memcmp(t->blob + p, "##", 2)) chars -= 2;
     if ((int)chars > t->max_piece_chars) t->max_piece_chars = (int)chars;
@@ -246,8 +271,9 @@ static void flush_word(enc_t *e) {
     emit(e, t->sp.unk);
     return;
   }
-  /* key = "##" + the word's UTF-8; a first piece is looked up without the prefix, a continuation
-   * with it, by copying the piece right after a "##" (pieces are at most 18 code points). */
+  /* key = the word's UTF-8; a first piece is looked up in it, a continuation in a copy of the rest of the
+   * word right after a "##" (pieces are at most 18 code points). The hashes of a start's candidate pieces,
+   * longest first, are its prefixes' hashes, taken in one pass. */
   char *key = t->key, piece[2 + 4 * VA_TOK_MAX_WORD_CHARS];
   int nb = 0;
   for (int i = 0; i < n; i++) {
@@ -257,17 +283,26 @@ static void flush_word(enc_t *e) {
   t->char_off[n] = (uint16_t)nb;
   piece[0] = piece[1] = '#';
   int32_t pieces[VA_TOK_MAX_WORD_CHARS];
+  uint64_t prefix_hash[VA_TOK_MAX_WORD_CHARS + 1]; /* [j]: of the start's piece of j code points */
   int np = 0, start = 0;
   while (start < n) {
-    int end = n < start + t->max_piece_chars ? n : start + t->max_piece_chars;
+    const int last = n < start + t->max_piece_chars ? n : start + t->max_piece_chars;
+    const char *base = key + t->char_off[start];
+    const size_t skip = start == 0 ? 0 : 2; /* the "##" */
+    uint64_t h = FNV_OFFSET;
+    if (skip) {
+      memcpy(piece + 2, base, (size_t)(t->char_off[last] - t->char_off[start]));
+      h = hash_step(hash_step(h, '#'), '#');
+    }
+    for (int j = start; j < last; j++) {
+      for (int b = t->char_off[j]; b < t->char_off[j + 1]; b++) h = hash_step(h, (unsigned char)key[b]);
+      prefix_hash[j + 1 - start] = hash_finish(h);
+    }
+    int end = last;
     int32_t id = -1;
     for (; end > start; end--) {
-      size_t len = (size_t)(t->char_off[end] - t->char_off[start]);
-      if (start == 0) id = va_tok_lookup(t, key, len);
-      else {
-        memcpy(piece + 2, key + t->char_off[start], len);
-        id = va_tok_lookup(t, piece, len + 2);
-      }
+      const size_t len = skip + (size_t)(t->char_off[end] - t->char_off[start]);
+      id = lookup_hashed(t, skip ? piece : base, len, prefix_hash[end - start]);
       if (id >= 0) break;
     }
     if (id < 0) {
