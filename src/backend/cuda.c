@@ -173,8 +173,9 @@ const va_backend_t va_backend_cuda = {
 int va_cuda_pick_device(int requested) {
   int n = va_cuda_device_count();
   if (n <= 0) return -1;
-  if (requested >= 0) return requested < n ? requested : -1;
-  return va_proc.local_rank % n;
+  const int device = requested >= 0 ? (requested < n ? requested : -1) : va_proc.local_rank % n;
+  if (device >= 0) va_exit_skip_handlers();
+  return device;
 }
 
 void va_backend_cuda_attach(va_state_t *st, int device, int precision, int64_t chunk_rows) {

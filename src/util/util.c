@@ -9,6 +9,7 @@
 #include <sched.h>   /* sched_getaffinity */
 #include <signal.h>  /* sig_atomic_t */
 #include <stdarg.h>
+#include <stdatomic.h> /* atomic_int: set from the thread that picks a device */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h> /* getrusage */
@@ -293,15 +294,21 @@ static void finalize_all(int code) {
   MPI_Finalize();
 }
 
+static atomic_int exit_skips_handlers;
+void va_exit_skip_handlers(void) { atomic_store(&exit_skips_handlers, 1); }
+
 void va_exit_all(int code) {
   finalize_all(code);
+  if (atomic_load(&exit_skips_handlers)) {
+    fflush(NULL);
+    _exit(code);
+  }
   exit(code);
 }
 
 void va_exit_all_at_start(int code) {
-  finalize_all(code);
-  fflush(NULL);
-  _exit(code);
+  va_exit_skip_handlers();
+  va_exit_all(code);
 }
 
 /* Rank 0's lines come from the main thread and the heartbeat thread (heartbeat.h): one at a time. */

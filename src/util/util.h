@@ -96,10 +96,15 @@ int va_agree(int code, const char *msg);
 void va_set_exit_hook(void (*hook)(int aborting));
 /* Collective exit: finalize MPI and exit with code on every rank (removes the pending temporary file). */
 _Noreturn void va_exit_all(int code);
+/* From now on va_exit_all leaves with _exit after MPI_Finalize, stdio flushed, without the libraries' exit
+ * handlers. Called once the process has picked a CUDA device: the handlers of the CUDA runtime and cuBLAS
+ * then take a few hundredths of a second to undo what the device's release at the process's end undoes
+ * anyway (docs/performance.md). Every file vecanneal writes is closed before va_exit_all. */
+void va_exit_skip_handlers(void);
 /* va_exit_all for a start-up check that finds the address space nearly used up, before anything is open:
- * after MPI_Finalize it leaves with _exit, without the libraries' exit handlers. There OpenBLAS's worker
- * threads, started when the library loads, retry the mapping of their buffers forever, and its exit
- * handler waits for them: exit() would hang. */
+ * it leaves with _exit, without the libraries' exit handlers. There OpenBLAS's worker threads, started
+ * when the library loads, retry the mapping of their buffers forever, and its exit handler waits for
+ * them: exit() would hang. */
 _Noreturn void va_exit_all_at_start(int code);
 /* Shorthand: agree, and if anyone failed, exit everywhere. */
 #define VA_AGREE_OR_EXIT(code, msg)                                                                                    \
