@@ -637,7 +637,8 @@ void convert(unsigned char *dst, const float *src, size_t lo, size_t hi, int as_
 }
 
 /* Large arrays (the word embeddings, the FFN weights) convert on up to STAGE_THREADS threads: the
- * staging lies between the device's start and the first batch (docs/performance.md). */
+ * staging lies between the model's read and the first batch, beside the device's start when the caller
+ * stages first (docs/performance.md). */
 constexpr size_t STAGE_CHUNK = (size_t)1 << 20;
 constexpr int STAGE_THREADS = 8;
 
