@@ -55,8 +55,7 @@ struct va_device_pick {
   pthread_t thread, blas_thread;
   int running, blas_running;
 #ifdef VECANNEAL_CUDA
-  va_bert_cuda_weights_t *staged;
-  int staged_precision;
+  va_bert_cuda_weights_t *staged; /* in the precision va_encoder_start is given (va_bert_cuda_create checks) */
 #endif
 };
 
@@ -101,7 +100,6 @@ void va_encoder_stage(va_device_pick_t *p, const va_bert_t *model, const char *p
   const int prec = va_bert_cuda_precision(precision);
   if (p->staged || prec < 0 || atomic_load(&p->none)) return; /* an unknown precision: the set-up says so */
   p->staged = va_bert_cuda_stage(model, prec);
-  p->staged_precision = prec;
 #else
   (void)p, (void)model, (void)precision;
 #endif
@@ -156,7 +154,7 @@ va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, i
     e->info.backend = "cuda";
     e->gpu_precision = va_bert_cuda_precision(precision);
     e->info.precision = va_bert_cuda_precision_name(e->gpu_precision);
-    if (pick && pick->staged && pick->staged_precision == e->gpu_precision) {
+    if (pick) {
       e->staged = pick->staged;
       pick->staged = NULL;
     }

@@ -31,9 +31,9 @@ void va_encoder_pick_free(va_device_pick_t *pick);
 
 /* Starts an encoder for batches of at most max_seqs sequences and frees `pick` (NULL is fine). device < 0:
  * the CPU encoder with `threads` threads, ready at once. device >= 0: the GPU encoder in `precision`
- * ("fp32", "fp16", "bf16"), set up (weights, unless the pick staged them in that precision; their upload,
- * a warm-up batch) on a thread of its own so that the caller reads and tokenizes meanwhile. model must
- * outlive the encoder. */
+ * ("fp32", "fp16", "bf16"; the pick's staged weights must be in it), set up (weights, unless the pick
+ * staged them; their upload, a warm-up batch) on a thread of its own so that the caller reads and
+ * tokenizes meanwhile. model must outlive the encoder. */
 va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, int device, const char *precision,
                                int max_seqs, int threads);
 /* Waits for the set-up and sizes the scratch for batches of up to max_batch_tokens tokens. 0, or 1
