@@ -4,8 +4,9 @@
  *   forward: the sum of the batches' forward times on the GPU (CUDA events around each forward pass,
  *            after the ids' upload and before the results' download) -- the encoder alone;
  *   pass:    the host clock around the whole pass (packing, uploads, forwards, downloads, unpacking).
- * Prints one JSON line per precision with the medians and sentences/s.
- * usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS (e.g. fp16,bf16) */
+ * Prints one JSON line per precision with the medians and sentences/s. A precision with "+mma" (fp16+mma,
+ * bf16+mma) multiplies the dense layers with the encoder's own kernel instead of cuBLASLt.
+ * usage: embed_gpu_bench MODEL_DIR WEIGHTS_FILE CORPUS.txt BATCH REPS PRECISIONS (e.g. fp16,bf16,fp16+mma) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
@@ -107,12 +108,15 @@ int main(int argc, char **argv) {
 
   char *precs = strdup(argv[6]), *psave = NULL;
   for (char *pn = strtok_r(precs, ",", &psave); pn; pn = strtok_r(NULL, ",", &psave)) {
+    char *plus = strchr(pn, '+');
+    const int dense = plus && !strcmp(plus, "+mma") ? VA_BERT_DENSE_MMA : VA_BERT_DENSE_CUBLASLT;
+    if (plus) *plus = 0;
     const int prec = va_bert_cuda_precision(pn);
     if (prec < 0) {
       fprintf(stderr, "error: unknown precision '%s'\n", pn);
       return 2;
     }
-    va_bert_cuda_t *g = va_bert_cuda_create(&m, NULL, 0, prec, batch, first_batch, err, sizeof err);
+    va_bert_cuda_t *g = va_bert_cuda_create(&m, NULL, 0, prec, dense, batch, first_batch, err, sizeof err);
     if (!g) {
       fprintf(stderr, "error: %s\n", err);
       return 1;
@@ -129,11 +133,13 @@ int main(int argc, char **argv) {
     qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
     const double fmed = fw[reps / 2], wmed = wall[reps / 2];
     printf(
-        "{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"corpus\": \"%s\", \"lines\": %d, "
+        "{\"impl\": \"vecanneal\", \"device\": \"%s\", \"precision\": \"%s\", \"dense\": \"%s\", \"corpus\": \"%s\", "
+        "\"lines\": %d, "
         "\"tokens\": %lld, "
         "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
         "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
-        desc, pn, argv[3], n, (long long)tokens, batch, reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
+        desc, pn, va_bert_cuda_dense(g) == VA_BERT_DENSE_MMA ? "mma" : "cublaslt", argv[3], n, (long long)tokens, batch,
+        reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
     fflush(stdout);
     va_bert_cuda_free(g);
   }

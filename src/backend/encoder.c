@@ -30,7 +30,7 @@ struct va_encoder {
   int threads;
   va_bert_work_t *work; /* one a thread */
   /* GPU */
-  int device, gpu_precision;
+  int device, gpu_precision, gpu_dense;
 #ifdef VECANNEAL_CUDA
   va_bert_cuda_t *gpu;            /* NULL with setup_err when the model or device does not suit the GPU encoder */
   va_bert_cuda_weights_t *staged; /* the pick's staged weights (NULL: the set-up stages them), freed after it */
@@ -125,8 +125,8 @@ void va_encoder_pick_free(va_device_pick_t *p) {
 static void *gpu_setup_main(void *arg) {
   va_encoder_t *e = arg;
   double t = va_now();
-  e->gpu = va_bert_cuda_create(e->model, e->staged, e->device, e->gpu_precision, e->max_seqs, 1, e->setup_err,
-                               sizeof e->setup_err);
+  e->gpu = va_bert_cuda_create(e->model, e->staged, e->device, e->gpu_precision, e->gpu_dense, e->max_seqs, 1,
+                               e->setup_err, sizeof e->setup_err);
   va_bert_cuda_weights_free(e->staged);
   e->staged = NULL;
   if (e->gpu) va_bert_cuda_warm_up(e->gpu);
@@ -141,7 +141,7 @@ static void join_setup(va_encoder_t *e) {
 }
 
 va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, int device, const char *precision,
-                               int max_seqs, int threads) {
+                               int max_seqs, int threads, int64_t job_tokens) {
   va_encoder_t *e = va_malloc(sizeof *e, "the encoder");
   memset(e, 0, sizeof *e);
   e->model = model;
@@ -149,11 +149,13 @@ va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, i
   e->device = device;
   e->info.backend = "cpu";
   e->info.precision = "fp32";
+  e->info.dense = "";
 #ifdef VECANNEAL_CUDA
   if (device >= 0) {
     e->info.backend = "cuda";
     e->gpu_precision = va_bert_cuda_precision(precision);
     e->info.precision = va_bert_cuda_precision_name(e->gpu_precision);
+    e->gpu_dense = job_tokens <= VA_ENCODER_SHORT_JOB_TOKENS ? VA_BERT_DENSE_MMA : VA_BERT_DENSE_CUBLASLT;
     if (pick) {
       e->staged = pick->staged;
       pick->staged = NULL;
@@ -165,7 +167,7 @@ va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, i
   }
 #endif
   va_encoder_pick_free(pick);
-  (void)precision;
+  (void)precision, (void)job_tokens;
   e->device = -1;
   e->threads = threads > 0 ? threads : 1;
   e->work = va_malloc((size_t)e->threads * sizeof *e->work, "the encoder's scratch");
@@ -188,6 +190,7 @@ int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_
     va_bert_cuda_reserve(e->gpu, max_batch_tokens);
     e->info.setup_wait_seconds = va_now() - t;
     va_bert_cuda_describe(e->gpu, e->info.device, sizeof e->info.device);
+    e->info.dense = va_bert_cuda_dense(e->gpu) == VA_BERT_DENSE_MMA ? "mma" : "cublaslt";
     return 0;
   }
 #endif

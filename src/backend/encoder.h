@@ -33,9 +33,13 @@ void va_encoder_pick_free(va_device_pick_t *pick);
  * the CPU encoder with `threads` threads, ready at once. device >= 0: the GPU encoder in `precision`
  * ("fp32", "fp16", "bf16"; the pick's staged weights must be in it), set up (weights, unless the pick
  * staged them; their upload, a warm-up batch) on a thread of its own so that the caller reads and
- * tokenizes meanwhile. model must outlive the encoder. */
+ * tokenizes meanwhile. job_tokens: an estimate of the whole job's tokens (all ranks; the same on every
+ * rank, so that rows do not depend on the rank count): up to VA_ENCODER_SHORT_JOB_TOKENS the GPU encoder
+ * multiplies its dense layers with its own kernel instead of cuBLASLt, whose first use would cost more
+ * than such a job's products gain from it (docs/performance.md). model must outlive the encoder. */
+#define VA_ENCODER_SHORT_JOB_TOKENS ((int64_t)1 << 21)
 va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, int device, const char *precision,
-                               int max_seqs, int threads);
+                               int max_seqs, int threads, int64_t job_tokens);
 /* Waits for the set-up and sizes the scratch for batches of up to max_batch_tokens tokens. 0, or 1
  * with the reason in err (the GPU encoder cannot run this model on this device). */
 int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen);
@@ -58,6 +62,7 @@ typedef struct {
   const char *backend;       /* "cpu" or "cuda" */
   const char *precision;     /* "fp32", "fp16", "bf16" */
   char device[256];          /* "NVIDIA H200 (device 0), fp16"; empty on the CPU */
+  const char *dense;         /* GPU: what multiplies the dense layers, "cublaslt" or "mma"; "" on the CPU */
   double forward_seconds;    /* device time of the forward passes (CUDA events); 0 on the CPU */
   double setup_seconds;      /* GPU: device context, cuBLASLt, weight upload, warm-up batch */
   double setup_wait_seconds; /* GPU: how long ready waited for that, plus sizing the scratch */

@@ -4,14 +4,14 @@
  *   per sequence and head;  x = LN(x + ctx Wo^T + bo);  x = LN(x + GELU(x W1^T + b1) W2^T + b2)
  * then mean pooling and L2 normalisation.
  * Precision: weights and activations (the residual stream x, qkv, ctx, the FFN intermediate) in the
- * model precision, fp16/bf16 as PyTorch's half model holds them (or fp32); cuBLASLt multiplies on tensor
- * cores with fp32 accumulation and, in its epilogue, adds the bias and the residual (x + ...) in fp32 and
- * rounds once; LayerNorm, softmax and pooling compute in fp32 and round once on the way out. (Not done on
- * purpose: keeping the residual stream and the GEMM results feeding it in fp32, slower for accuracy not
- * needed; docs/performance.md.)
- * GELU: in fp16/bf16 cuBLASLt's epilogue applies it to the FFN product before its one rounding, in the
- * tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), which differs from the model's erf GELU by at
- * most 4.7e-4 and saves a pass over the 1536-wide intermediate (docs/embed.md gives both forms' accuracy
+ * model precision, fp16/bf16 as PyTorch's half model holds them (or fp32); cuBLASLt, or in fp16/bf16 the
+ * dense kernel here (VA_BERT_DENSE_MMA: no cuBLASLt in the process, whose first use costs a tenth of a
+ * second), multiplies on tensor cores with fp32 accumulation and, in its epilogue, adds the bias and the
+ * residual (x + ...) in fp32 and rounds once; LayerNorm, softmax and pooling compute in fp32 and round once on the way
+ * out. (Not done on purpose: keeping the residual stream and the GEMM results feeding it in fp32, slower for accuracy
+ * not needed; docs/performance.md.) GELU: in fp16/bf16 the FFN product's epilogue applies it to the FFN product before
+ * its one rounding, in the tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), which differs from the model's
+ * erf GELU by at most 4.7e-4 and saves a pass over the 1536-wide intermediate (docs/embed.md gives both forms' accuracy
  * against sentence-transformers). fp32 keeps the model's erf GELU (gelu_kernel), the exact mode.
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
  * GEMM row counts are rounded up to a bucket (a multiple of 64 and of 1/16 of the count's power of two:
@@ -545,6 +545,144 @@ __global__ void __launch_bounds__(ATT_THREADS)
   }
 }
 
+/* --- dense layers, fp16/bf16, without cuBLASLt: mma.sync m16n8k16, fp32 accumulation -------------- */
+/* D[m, n] = X[m, k] W[n, k]^T + bias[n], then the epilogue: + D[m, n] (the residual, read before the one
+ * rounding), or the tanh-form GELU (as cuBLASLt's GELU_BIAS epilogue), or nothing. A block takes 128 x 128
+ * of D with 4 warps of 64 x 64 each (a warp's 32 products of a k step share 8 fragment loads), two blocks
+ * an SM, walking k 64 at a time with the next step's cp.async loads in flight (rows padded by 8 elements,
+ * 16 bytes: the eight rows an ldmatrix reads fall in distinct banks). n must be a multiple of 128 and k of
+ * 64 (dense_mma_fits); rows past m load row m - 1 and are never stored. The summation order is fixed, so
+ * a row's result does not depend on the other rows of its batch. Not reached: cuBLASLt's speed. The kernel
+ * waits on L2 more than it computes (docs/performance.md), which cuBLASLt's wgmma kernels avoid with larger
+ * tiles shared across SMs; it exists to spare short jobs cuBLASLt's start. */
+constexpr int DN_BM = 128, DN_BN = 128, DN_BK = 64, DN_STAGES = 2, DN_THREADS = 128;
+constexpr int DN_ROW = DN_BK + 8;
+constexpr size_t DN_SMEM = (size_t)DN_STAGES * (DN_BM + DN_BN) * DN_ROW * 2;
+enum dense_epilogue { DENSE_BIAS, DENSE_BIAS_GELU, DENSE_BIAS_RESIDUAL };
+
+/* 0.5 z (1 + tanh(u)) with u = sqrt(2/pi) (z + 0.044715 z^3), written as z / (1 + e^(-2u)): the same
+ * function, with a relative error of a few fp32 ulps wherever the result lies, including z << 0 where
+ * 1 + tanh(u) would cancel. */
+__device__ __forceinline__ float gelu_tanh(float z) {
+  const float u = 0.7978845608028654f * (z + 0.044715f * z * z * z);
+  return __fdividef(z, 1.f + __expf(-2.f * u));
+}
+
+template <typename T, int EP>
+__global__ void __launch_bounds__(DN_THREADS, 2)
+    dense_mma_kernel(const T *__restrict__ X, const T *__restrict__ W, const T *__restrict__ bias, T *D, int m, int n,
+                     int k) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  T *As = reinterpret_cast<T *>(smem);
+  T *Bs = As + DN_STAGES * DN_BM * DN_ROW;
+  const int m0 = blockIdx.y * DN_BM, n0 = blockIdx.x * DN_BN;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64;
+  /* a stage: 128 rows x DN_BK of X and of W, in 16-byte pieces */
+  auto load_stage = [&](int stage, int k0) {
+    constexpr int PIECES = DN_BK / 8;
+#pragma unroll
+    for (int i = 0; i < DN_BM * PIECES / DN_THREADS; i++) {
+      const int idx = threadIdx.x + i * DN_THREADS, r = idx / PIECES, c = (idx % PIECES) * 8;
+      const int xr = m0 + r < m ? m0 + r : m - 1;
+      cp_async16((uint32_t)__cvta_generic_to_shared(As + (stage * DN_BM + r) * DN_ROW + c),
+                 X + (int64_t)xr * k + k0 + c);
+      cp_async16((uint32_t)__cvta_generic_to_shared(Bs + (stage * DN_BN + r) * DN_ROW + c),
+                 W + (int64_t)(n0 + r) * k + k0 + c);
+    }
+  };
+  const int kt_end = k / DN_BK;
+#pragma unroll
+  for (int s = 0; s < DN_STAGES - 1; s++) {
+    if (s < kt_end) load_stage(s, s * DN_BK);
+    cp_async_commit();
+  }
+  float acc[4][8][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+  /* ldmatrix addresses: X, per 16 rows: rows 0-15 at k 0 (lanes 0-15), then at k 8 (lanes 16-31): a0..a3;
+   * W, per 16 columns of D: W's rows 0-7 at k 0 and 8, then rows 8-15 at k 0 and 8: b0, b1 of two n8 tiles */
+  const int a_row = wm + (lane & 15), a_col = (lane >> 4) * 8;
+  const int b_row = wn + (lane & 7) + ((lane >> 4) << 3), b_col = ((lane >> 3) & 1) * 8;
+  for (int kt = 0; kt < kt_end; kt++) {
+    cp_async_wait<DN_STAGES - 2>();
+    __syncthreads(); /* stage kt is in; every warp is done with the stage the next load overwrites */
+    if (kt + DN_STAGES - 1 < kt_end) load_stage((kt + DN_STAGES - 1) % DN_STAGES, (kt + DN_STAGES - 1) * DN_BK);
+    cp_async_commit();
+    const T *a = As + (kt % DN_STAGES) * DN_BM * DN_ROW, *b = Bs + (kt % DN_STAGES) * DN_BN * DN_ROW;
+#pragma unroll
+    for (int kk = 0; kk < DN_BK; kk += 16) {
+      uint32_t af[4][4], bf[8][2];
+#pragma unroll
+      for (int i = 0; i < 4; i++) ldsm_x4<false>(af[i], a + (a_row + 16 * i) * DN_ROW + kk + a_col);
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        uint32_t r[4];
+        ldsm_x4<false>(r, b + (b_row + 16 * j) * DN_ROW + kk + b_col);
+        bf[2 * j][0] = r[0];
+        bf[2 * j][1] = r[1];
+        bf[2 * j + 1][0] = r[2];
+        bf[2 * j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+    }
+  }
+  cp_async_wait<0>();
+  /* lane: rows g and g + 8 of each 16, columns 2t and 2t + 1 of each 8 */
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    const int c = n0 + wn + 8 * j + 2 * t;
+    const float2 bc = load2(bias + c);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int r = m0 + wm + 16 * i + g + 8 * h;
+        if (r >= m) continue;
+        T *out = D + (int64_t)r * n + c;
+        float v0 = acc[i][j][2 * h] + bc.x, v1 = acc[i][j][2 * h + 1] + bc.y;
+        if constexpr (EP == DENSE_BIAS_RESIDUAL) {
+          const float2 res = load2(out);
+          v0 += res.x;
+          v1 += res.y;
+        } else if constexpr (EP == DENSE_BIAS_GELU) {
+          v0 = gelu_tanh(v0);
+          v1 = gelu_tanh(v1);
+        }
+        store2(out, v0, v1);
+      }
+  }
+}
+
+/* Whether the dense kernel takes a layer of n outputs from k inputs. */
+bool dense_mma_fits(int64_t n, int64_t k) { return n % DN_BN == 0 && k % DN_BK == 0; }
+
+template <typename T>
+void dense_mma_allow_smem() {
+  VA_CUDA(
+      cudaFuncSetAttribute(dense_mma_kernel<T, DENSE_BIAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DN_SMEM));
+  VA_CUDA(cudaFuncSetAttribute(dense_mma_kernel<T, DENSE_BIAS_GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)DN_SMEM));
+  VA_CUDA(cudaFuncSetAttribute(dense_mma_kernel<T, DENSE_BIAS_RESIDUAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)DN_SMEM));
+}
+
+template <typename T>
+void dense_mma(cudaStream_t stream, int ep, const T *X, const T *W, const T *bias, T *D, int64_t m, int n, int k) {
+  const dim3 grid((unsigned)(n / DN_BN), (unsigned)((m + DN_BM - 1) / DN_BM));
+  if (ep == DENSE_BIAS_RESIDUAL)
+    dense_mma_kernel<T, DENSE_BIAS_RESIDUAL><<<grid, DN_THREADS, DN_SMEM, stream>>>(X, W, bias, D, (int)m, n, k);
+  else if (ep == DENSE_BIAS_GELU)
+    dense_mma_kernel<T, DENSE_BIAS_GELU><<<grid, DN_THREADS, DN_SMEM, stream>>>(X, W, bias, D, (int)m, n, k);
+  else dense_mma_kernel<T, DENSE_BIAS><<<grid, DN_THREADS, DN_SMEM, stream>>>(X, W, bias, D, (int)m, n, k);
+  VA_LAUNCHED();
+}
+
 /* --- host side ----------------------------------------------------------------------------------- */
 struct layer_dev {
   const void *wqkv, *wo, *w1, *w2; /* [out, in] in the model precision */
@@ -552,10 +690,12 @@ struct layer_dev {
   const float *ln1_g, *ln1_b, *ln2_g, *ln2_b;
 };
 
-/* One dense layer y[rows, n] = x[rows, k] W[n, k]^T + bias, in cuBLAS's column-major terms
- * D(n x rows) = op(W: k x n, transposed) * X(k x rows), bias per row of D. */
+/* One dense layer y[rows, n] = x[rows, k] W[n, k]^T + bias, by the dense kernel or by cuBLASLt, in whose
+ * column-major terms D(n x rows) = op(W: k x n, transposed) * X(k x rows), bias per row of D. */
 struct gemm_op {
-  cublasLtMatmulDesc_t desc;
+  int64_t n, k;
+  int gelu;                  /* the tanh-form GELU after the bias (16-bit precisions' FFN in) */
+  cublasLtMatmulDesc_t desc; /* NULL with the dense kernel */
   cublasLtMatrixLayout_t la, lb, ld;
   struct algo_slot {
     int ok;
@@ -586,7 +726,8 @@ struct va_bert_cuda {
   int64_t cap; /* token rows of the scratch (a row bucket) */
   cudaStream_t stream;
   cudaDeviceProp prop;
-  cublasLtHandle_t lt;
+  int dense;           /* VA_BERT_DENSE_*: what multiplies the dense layers */
+  cublasLtHandle_t lt; /* NULL with the dense kernel: cuBLASLt is then never touched */
   cublasLtMatmulPreference_t pref;
   void *ws;
   size_t ws_bytes;
@@ -665,7 +806,14 @@ size_t put(arena *a, const float *src, size_t n, int as_precision) {
   return at;
 }
 
-void gemm_init(gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataType_t out_t, cublasLtEpilogue_t ep) {
+/* The layer's shape and epilogue; its cuBLASLt descriptors when lt. */
+void gemm_init(gemm_op *op, int64_t n, int64_t k, bool gelu, bool lt, cudaDataType_t in_t, cudaDataType_t out_t) {
+  memset(op, 0, sizeof *op);
+  op->n = n;
+  op->k = k;
+  op->gelu = gelu;
+  if (!lt) return;
+  const cublasLtEpilogue_t ep = gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
   VA_CUBLAS(va_blas().cublasLtMatmulDescCreate(&op->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   VA_CUBLAS(va_blas().cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -674,7 +822,6 @@ void gemm_init(gemm_op *op, int64_t n, int64_t k, cudaDataType_t in_t, cudaDataT
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->la, in_t, (uint64_t)k, (uint64_t)n, k));
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->lb, in_t, (uint64_t)k, ROWPAD, k));
   VA_CUBLAS(va_blas().cublasLtMatrixLayoutCreate(&op->ld, out_t, (uint64_t)n, ROWPAD, n));
-  memset(op->cache, 0, sizeof op->cache);
 }
 
 void gemm_free(gemm_op *op) {
@@ -708,6 +855,16 @@ cublasLtMatmulAlgo_t gemm_choose(va_bert_cuda *g, gemm_op *op, uint64_t m) {
 void gemm_run(va_bert_cuda *g, gemm_op *op, const void *W, const void *bias, const void *X, void *D, int64_t rows,
               bool accumulate) {
   const uint64_t m = (uint64_t)bucket_rows(rows);
+  if (g->dense == VA_BERT_DENSE_MMA) {
+    const int ep = accumulate ? DENSE_BIAS_RESIDUAL : op->gelu ? DENSE_BIAS_GELU : DENSE_BIAS;
+    if (g->precision == VA_BERT_FP16)
+      dense_mma<__half>(g->stream, ep, (const __half *)X, (const __half *)W, (const __half *)bias, (__half *)D,
+                        (int64_t)m, (int)op->n, (int)op->k);
+    else
+      dense_mma<__nv_bfloat16>(g->stream, ep, (const __nv_bfloat16 *)X, (const __nv_bfloat16 *)W,
+                               (const __nv_bfloat16 *)bias, (__nv_bfloat16 *)D, (int64_t)m, (int)op->n, (int)op->k);
+    return;
+  }
   const int o = algo_octave((int64_t)m);
   if (o >= (int)(sizeof op->cache / sizeof op->cache[0]))
     VA_FATAL("CUDA encoder: %llu rows in one dense layer", (unsigned long long)m);
@@ -901,8 +1058,8 @@ extern "C" void va_bert_cuda_weights_free(va_bert_cuda_weights_t *ws) {
 }
 
 extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert_cuda_weights_t *w_staged, int device,
-                                               int precision, int max_seqs, int64_t max_batch_tokens, char *err,
-                                               size_t errlen) {
+                                               int precision, int dense, int max_seqs, int64_t max_batch_tokens,
+                                               char *err, size_t errlen) {
   const int H = m->hidden, F = m->ffn;
   if (!va_bert_cuda_precision_name(precision)) {
     snprintf(err, errlen, "unknown precision %d", precision);
@@ -931,6 +1088,10 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert
   g->eps = m->ln_eps;
   g->max_seqs = max_seqs;
   g->cap = 0; /* va_bert_cuda_reserve sizes the scratch */
+  g->dense = dense == VA_BERT_DENSE_MMA && precision != VA_BERT_FP32 && dense_mma_fits(3 * H, H) &&
+                     dense_mma_fits(H, H) && dense_mma_fits(F, H) && dense_mma_fits(H, F)
+                 ? VA_BERT_DENSE_MMA
+                 : VA_BERT_DENSE_CUBLASLT;
   VA_CUDA(cudaSetDevice(device));
   VA_CUDA(cudaGetDeviceProperties(&g->prop, device));
   const size_t att_smem =
@@ -952,17 +1113,21 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert
     VA_CUDA(cudaFuncSetAttribute(attention_f32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)att_smem));
   } else if (precision == VA_BERT_FP16) {
     attention_mma_allow_smem<__half>(att_smem);
+    if (g->dense == VA_BERT_DENSE_MMA) dense_mma_allow_smem<__half>();
   } else {
     attention_mma_allow_smem<__nv_bfloat16>(att_smem);
+    if (g->dense == VA_BERT_DENSE_MMA) dense_mma_allow_smem<__nv_bfloat16>();
   }
   VA_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-  VA_CUBLAS(va_blas().cublasLtCreate(&g->lt));
-  g->ws_bytes = 32u << 20;
-  VA_CUDA(cudaMalloc(&g->ws, g->ws_bytes));
-  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceCreate(&g->pref));
-  const uint64_t wsb = g->ws_bytes;
-  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                                           sizeof wsb));
+  if (g->dense == VA_BERT_DENSE_CUBLASLT) {
+    VA_CUBLAS(va_blas().cublasLtCreate(&g->lt));
+    g->ws_bytes = 32u << 20;
+    VA_CUDA(cudaMalloc(&g->ws, g->ws_bytes));
+    VA_CUBLAS(va_blas().cublasLtMatmulPreferenceCreate(&g->pref));
+    const uint64_t wsb = g->ws_bytes;
+    VA_CUBLAS(va_blas().cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                             sizeof wsb));
+  }
 
   /* Weights: staged on the host (here unless the caller staged them while the device started), uploaded in
    * one copy. */
@@ -1003,13 +1168,13 @@ extern "C" va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert
     VA_CUDA(cudaEventCreateWithFlags(&g->ev_done[s], cudaEventDisableTiming));
   }
   const cudaDataType_t lp = elem_type(precision);
-  /* GELU: in 16-bit precisions cuBLASLt's epilogue (its tanh form), in fp32 the model's erf (gelu_kernel); see
-   * the file comment. */
-  const cublasLtEpilogue_t ff1_ep = precision == VA_BERT_FP32 ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
-  gemm_init(&g->op[OP_QKV], 3 * H, H, lp, lp, CUBLASLT_EPILOGUE_BIAS);
-  gemm_init(&g->op[OP_O], H, H, lp, lp, CUBLASLT_EPILOGUE_BIAS);
-  gemm_init(&g->op[OP_FF1], F, H, lp, lp, ff1_ep);
-  gemm_init(&g->op[OP_FF2], H, F, lp, lp, CUBLASLT_EPILOGUE_BIAS);
+  /* GELU: in 16-bit precisions the FFN product's epilogue (the tanh form), in fp32 the model's erf (gelu_kernel);
+   * see the file comment. */
+  const bool lt = g->lt != NULL, gelu = precision != VA_BERT_FP32;
+  gemm_init(&g->op[OP_QKV], 3 * H, H, false, lt, lp, lp);
+  gemm_init(&g->op[OP_O], H, H, false, lt, lp, lp);
+  gemm_init(&g->op[OP_FF1], F, H, gelu, lt, lp, lp);
+  gemm_init(&g->op[OP_FF2], H, F, false, lt, lp, lp);
   va_bert_cuda_reserve(g, max_batch_tokens);
   return g;
 }
@@ -1069,9 +1234,11 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   VA_CUDA(cudaFree(g->ctx));
   VA_CUDA(cudaFree(g->ff));
   VA_CUDA(cudaFree(g->weights));
-  VA_CUDA(cudaFree(g->ws));
-  VA_CUBLAS(va_blas().cublasLtMatmulPreferenceDestroy(g->pref));
-  VA_CUBLAS(va_blas().cublasLtDestroy(g->lt));
+  if (g->lt) {
+    VA_CUDA(cudaFree(g->ws));
+    VA_CUBLAS(va_blas().cublasLtMatmulPreferenceDestroy(g->pref));
+    VA_CUBLAS(va_blas().cublasLtDestroy(g->lt));
+  }
   VA_CUDA(cudaStreamDestroy(g->stream));
   free(g->layer);
   free(g);
@@ -1154,6 +1321,50 @@ extern "C" double va_bert_cuda_collect(va_bert_cuda_t *g, float *out) {
 extern "C" double va_bert_cuda_encode(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, float *out) {
   va_bert_cuda_submit(g, ids, lens, nseq, 0);
   return va_bert_cuda_collect(g, out);
+}
+
+extern "C" int va_bert_cuda_dense(const va_bert_cuda_t *g) { return g->dense; }
+
+namespace {
+template <typename T>
+T *dense_upload(const float *src, size_t n, int precision) {
+  std::vector<T> host(n);
+  convert(reinterpret_cast<unsigned char *>(host.data()), src, 0, n, precision);
+  T *dev = NULL;
+  VA_CUDA(cudaMalloc(&dev, n * sizeof(T)));
+  VA_CUDA(cudaMemcpy(dev, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  return dev;
+}
+template <typename T>
+void dense_run(int precision, int ep, const float *x, const float *w, const float *bias, float *d, int64_t m, int n,
+               int k) {
+  dense_mma_allow_smem<T>();
+  T *dx = dense_upload<T>(x, (size_t)m * k, precision), *dw = dense_upload<T>(w, (size_t)n * k, precision);
+  T *db = dense_upload<T>(bias, (size_t)n, precision), *dd = dense_upload<T>(d, (size_t)m * n, precision);
+  cudaStream_t stream;
+  VA_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  dense_mma<T>(stream, ep, dx, dw, db, dd, m, n, k);
+  VA_CUDA(cudaStreamSynchronize(stream));
+  std::vector<T> out((size_t)m * n);
+  VA_CUDA(cudaMemcpy(out.data(), dd, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < out.size(); i++) d[i] = (float)out[i];
+  VA_CUDA(cudaStreamDestroy(stream));
+  VA_CUDA(cudaFree(dd));
+  VA_CUDA(cudaFree(db));
+  VA_CUDA(cudaFree(dw));
+  VA_CUDA(cudaFree(dx));
+}
+} // namespace
+
+extern "C" int va_bert_cuda_dense_run(int device, int precision, int epilogue, const float *x, const float *w,
+                                      const float *bias, float *d, int64_t m, int n, int k) {
+  if (precision == VA_BERT_FP32 || !va_bert_cuda_precision_name(precision) || !dense_mma_fits(n, k) || m < 1 ||
+      epilogue < DENSE_BIAS || epilogue > DENSE_BIAS_RESIDUAL)
+    return 1;
+  VA_CUDA(cudaSetDevice(device));
+  if (precision == VA_BERT_FP16) dense_run<__half>(precision, epilogue, x, w, bias, d, m, n, k);
+  else dense_run<__nv_bfloat16>(precision, epilogue, x, w, bias, d, m, n, k);
+  return 0;
 }
 
 extern "C" void va_bert_cuda_describe(const va_bert_cuda_t *g, char *out, size_t len) {

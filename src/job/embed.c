@@ -157,6 +157,16 @@ typedef struct {
   int64_t n;
 } lines_t;
 
+/* The whole input's tokens, estimated before it is read from its size at 4 bytes a token (English text
+ * takes 4-8 bytes a WordPiece token, so the estimate errs high), rank 0's figure on every rank; an input
+ * that cannot be looked at counts as large (its read says why). */
+static int64_t estimate_job_tokens(const char *path) {
+  struct stat st;
+  int64_t tokens = stat(path, &st) == 0 ? (int64_t)st.st_size / 4 : INT64_MAX;
+  VA_MPI(MPI_Bcast(&tokens, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  return tokens;
+}
+
 /* Reads the lines whose first byte lies in [size*r/P, size*(r+1)/P). 0, or an error in err. */
 static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
   memset(L, 0, sizeof *L);
@@ -493,6 +503,7 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   va_json_number(&j, "tokenize_encode_cpu_seconds", cpu_sum);
   va_json_number(&j, "lines_per_cpu_second", cpu_sum > 0 ? (double)o->n / cpu_sum : 0.0);
   if (!strcmp(ei->backend, "cuda")) { /* the GPU's own time for the forward passes, without the host's share */
+    va_json_string(&j, "gpu_dense_layers", ei->dense);
     va_json_number(&j, "gpu_setup_seconds_max", fwd_mx[2]);
     va_json_number(&j, "gpu_setup_wait_seconds_max", fwd_mx[3]);
     va_json_object(&j, "gpu_forward_seconds");
@@ -674,7 +685,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   int threads = a.threads > 0 ? a.threads : va_cpu_count() / (va_proc.local_nranks > 0 ? va_proc.local_nranks : 1);
   if (threads < 1) threads = 1;
   /* The GPU encoder sets itself up while this thread reads and tokenizes (docs/performance.md). */
-  va_encoder_t *enc = encode ? va_encoder_start(pick, &model, device, gpu_precision, batch, threads) : NULL;
+  const int64_t job_tokens = encode && device >= 0 ? estimate_job_tokens(a.input) : 0;
+  va_encoder_t *enc = encode ? va_encoder_start(pick, &model, device, gpu_precision, batch, threads, job_tokens) : NULL;
   ph[PH_LOAD] = va_now() - t0;
 
   /* Input block. */
@@ -841,7 +853,8 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     }
     va_encoder_describe(enc, &info);
     if (device >= 0)
-      va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, batch %d\n", va_proc.nranks, info.device, batch);
+      va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, dense layers by %s, batch %d\n", va_proc.nranks,
+              info.device, info.dense, batch);
     else va_log0("embed: backend cpu: %d rank(s) x %d thread(s), OpenBLAS, batch %d\n", va_proc.nranks, threads, batch);
     int64_t done = 0, tok_done = 0;
     int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */

@@ -1,8 +1,13 @@
 /* test_encoder_cuda.c: the CUDA encoder (src/embed/bert_cuda.cu) against sentence-transformers' fp32
  * embeddings of the 200 fixture lines (embed_ref.txt / .f32) and against the CPU encoder (bert_cpu.c)
- * on the same weights, in every precision. Tolerances, per line (cosine):
+ * on the same weights, in every precision, fp16 and bf16 each with the dense layers by cuBLASLt and by the
+ * encoder's own kernel. First the dense kernel alone against a plain loop in double on the same rounded
+ * inputs, every element within rel |ref| + 1e-5 sum |x w| (rel 2^-10 fp16, 2^-7 bf16: one rounding of
+ * the output; the sum term covers fp32 accumulation, 1.2 times it after the GELU), for each epilogue and
+ * row counts that do and do not fill the kernel's 128-row tiles. Tolerances, per line (cosine):
  *   vs the reference:   >= 0.9999 fp32, >= 0.999 fp16/bf16
  *   vs the CPU encoder: >= 0.999999 fp32 (same arithmetic, other summation order), >= 0.999 fp16/bf16
+ *   own dense kernel vs cuBLASLt, same precision: >= 0.9999
  *   batch independence, a line alone vs in a mixed batch of 32: >= 0.999999 fp32, >= 0.9999 fp16/bf16
  *   (only the GEMM algorithm, chosen per row count, differs)
  *   unit norms: |norm - 1| <= 1e-5
@@ -67,6 +72,69 @@ typedef struct {
 
 #include "../check.h" /* failures, CHECK */
 
+/* v rounded to fp16 (normal range: the test's values stay above 2^-14) or bf16, to nearest even. */
+static float round_to(float v, int precision) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  const int drop = precision == VA_BERT_FP16 ? 13 : 16;
+  u += ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
+  u &= ~((1u << drop) - 1);
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+/* Deterministic values of magnitude [lo, 16 lo), either sign, already rounded to the precision. */
+static void fill(float *v, size_t n, float lo, uint64_t *state, int precision) {
+  for (size_t i = 0; i < n; i++) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = (double)(*state >> 11) / 9007199254740992.0;
+    const float x = (float)(lo * (1 + 15 * u)) * ((*state >> 7) & 1 ? -1.f : 1.f);
+    v[i] = round_to(x, precision);
+  }
+}
+
+/* The dense kernel alone: returns the worst error as a multiple of its tolerance (<= 1 passes). */
+static double dense_case(int precision, int ep, int64_t m, int n, int k, uint64_t seed) {
+  float *x = malloc((size_t)(m * k) * sizeof(float)), *w = malloc((size_t)n * k * sizeof(float));
+  float *b = malloc((size_t)n * sizeof(float)), *d = malloc((size_t)(m * n) * sizeof(float));
+  float *d0 = malloc((size_t)(m * n) * sizeof(float));
+  uint64_t st = seed;
+  fill(x, (size_t)(m * k), 0.0625f, &st, precision);
+  fill(w, (size_t)n * k, 0.0625f / sqrtf((float)k), &st, precision);
+  fill(b, (size_t)n, 0.0625f, &st, precision);
+  fill(d0, (size_t)(m * n), 0.0625f, &st, precision);
+  memcpy(d, d0, (size_t)(m * n) * sizeof(float));
+  if (va_bert_cuda_dense_run(0, precision, ep, x, w, b, d, m, n, k)) {
+    fprintf(stderr, "the dense kernel refused %lld x %d x %d\n", (long long)m, n, k);
+    return INFINITY;
+  }
+  const double rel = precision == VA_BERT_FP16 ? 1.0 / 1024 : 1.0 / 128;
+  double worst = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double s = b[j], mag = 0;
+      for (int q = 0; q < k; q++) {
+        const double p = (double)x[i * k + q] * w[(int64_t)j * k + q];
+        s += p;
+        mag += fabs(p);
+      }
+      if (ep == 2) s += d0[i * n + j];
+      double tol_abs = 1e-5 * mag;
+      if (ep == 1) {
+        s = 0.5 * s * (1 + tanh(0.7978845608028654 * (s + 0.044715 * s * s * s)));
+        tol_abs *= 1.2;
+      }
+      const double got = d[i * n + j], e = fabs(got - s) / (rel * fabs(s) + tol_abs);
+      if (!(e <= worst)) worst = e; /* NaN counts as worst */
+    }
+  free(x);
+  free(w);
+  free(b);
+  free(d);
+  free(d0);
+  return worst;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   va_proc_init();
@@ -102,6 +170,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   const int d = m.hidden;
+
+  /* the dense kernel alone: epilogue (bias, GELU, residual), rows, outputs, inputs */
+  const int dense_cases[][4] = {
+      {0, 256, 384, 384}, {0, 200, 1152, 384}, {1, 200, 1536, 384}, {2, 130, 384, 1536}, {2, 1, 128, 64}};
+  for (int p = VA_BERT_FP16; p <= VA_BERT_BF16; p++)
+    for (size_t c = 0; c < sizeof dense_cases / sizeof dense_cases[0]; c++) {
+      const int *dc = dense_cases[c];
+      const double e = dense_case(p, dc[0], dc[1], dc[2], dc[3], 0x5eed + 17 * c);
+      printf("dense kernel %s, epilogue %d, %d x %d x %d: worst error %.3f of its tolerance\n",
+             va_bert_cuda_precision_name(p), dc[0], dc[1], dc[2], dc[3], e);
+      CHECK(e <= 1, "dense kernel %s, epilogue %d, %d x %d x %d: error %.3f times the tolerance",
+            va_bert_cuda_precision_name(p), dc[0], dc[1], dc[2], dc[3], e);
+    }
 
   size_t tlen;
   snprintf(path, sizeof path, "%s/embed_ref.txt", argv[2]);
@@ -154,19 +235,26 @@ int main(int argc, char **argv) {
   float *out = malloc((size_t)n * d * sizeof(float)), *alone = malloc((size_t)n * d * sizeof(float)),
         *again = malloc((size_t)64 * d * sizeof(float));
   float *out_long = malloc((size_t)(lg.n ? lg.n : 1) * d * sizeof(float));
+  float *lt_out = malloc((size_t)n * d * sizeof(float)); /* the last cuBLASLt run's rows */
   const struct {
-    int precision;
+    int precision, dense;
     double ref, cpu, alone;
-  } runs[] = {{VA_BERT_FP32, 0.9999, 0.999999, 0.999999},
-              {VA_BERT_FP16, 0.999, 0.999, 0.9999},
-              {VA_BERT_BF16, 0.999, 0.999, 0.9999}};
+  } runs[] = {{VA_BERT_FP32, VA_BERT_DENSE_CUBLASLT, 0.9999, 0.999999, 0.999999},
+              {VA_BERT_FP16, VA_BERT_DENSE_CUBLASLT, 0.999, 0.999, 0.9999},
+              {VA_BERT_FP16, VA_BERT_DENSE_MMA, 0.999, 0.999, 0.9999},
+              {VA_BERT_BF16, VA_BERT_DENSE_CUBLASLT, 0.999, 0.999, 0.9999},
+              {VA_BERT_BF16, VA_BERT_DENSE_MMA, 0.999, 0.999, 0.9999}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-    const char *pn = va_bert_cuda_precision_name(runs[r].precision);
-    va_bert_cuda_t *g = va_bert_cuda_create(&m, NULL, 0, runs[r].precision, 64, 64 * 512, err, sizeof err);
+    char pn[64];
+    snprintf(pn, sizeof pn, "%s, dense layers by %s", va_bert_cuda_precision_name(runs[r].precision),
+             runs[r].dense == VA_BERT_DENSE_MMA ? "the own kernel" : "cuBLASLt");
+    va_bert_cuda_t *g =
+        va_bert_cuda_create(&m, NULL, 0, runs[r].precision, runs[r].dense, 64, 64 * 512, err, sizeof err);
     if (!g) {
       CHECK(0, "%s: %s", pn, err);
       continue;
     }
+    CHECK(va_bert_cuda_dense(g) == runs[r].dense, "%s: the encoder took the other dense layers", pn);
     char desc[256];
     va_bert_cuda_describe(g, desc, sizeof desc);
     gpu_encode(g, &s, 0, n, 32, out, d);                                /* warm-up (algorithm choice, module load) */
@@ -216,7 +304,8 @@ int main(int argc, char **argv) {
      * embed stages the weights while the device starts and sets the context up while it tokenizes): the
      * same bits */
     va_bert_cuda_weights_t *staged = va_bert_cuda_stage(&m, runs[r].precision);
-    va_bert_cuda_t *small = va_bert_cuda_create(&m, staged, 0, runs[r].precision, 64, 64, err, sizeof err);
+    va_bert_cuda_t *small =
+        va_bert_cuda_create(&m, staged, 0, runs[r].precision, runs[r].dense, 64, 64, err, sizeof err);
     va_bert_cuda_weights_free(staged);
     int grown = 0;
     if (small) {
@@ -245,6 +334,17 @@ int main(int argc, char **argv) {
     CHECK(same, "%s: the same batch twice gave different bits", pn);
     CHECK(inflight, "%s: two batches in flight differ from one at a time", pn);
     CHECK(grown, "%s: a context from staged weights, warmed up and grown, gave different bits", pn);
+    if (runs[r].dense == VA_BERT_DENSE_MMA) { /* against the cuBLASLt run of the same precision just before */
+      double min_lt = 2;
+      for (int i = 0; i < n; i++) {
+        const double c = fx_cosine(out + (int64_t)i * d, lt_out + (int64_t)i * d, d);
+        if (!(c >= min_lt)) min_lt = c;
+      }
+      printf("  own dense kernel vs cuBLASLt: min cosine %.9f (1 - cos = %.2e)\n", min_lt, 1 - min_lt);
+      CHECK(min_lt >= 0.9999, "%s: min cosine to the cuBLASLt run %.9f < 0.9999", pn, min_lt);
+    } else {
+      memcpy(lt_out, out, (size_t)n * d * sizeof(float));
+    }
     va_bert_cuda_free(g);
   }
   va_bert_work_free(&w);
@@ -262,6 +362,7 @@ int main(int argc, char **argv) {
   free(alone);
   free(again);
   free(out_long);
+  free(lt_out);
   free(text);
   free(ref);
   free(line);
