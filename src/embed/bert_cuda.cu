@@ -9,8 +9,8 @@
  * second), multiplies on tensor cores with fp32 accumulation and, in its epilogue, adds the bias and the
  * residual (x + ...) in fp32 and rounds once; LayerNorm, softmax and pooling compute in fp32 and round once on the way
  * out. (Not done on purpose: keeping the residual stream and the GEMM results feeding it in fp32, slower for accuracy
- * not needed; docs/performance.md.) GELU: in fp16/bf16 the FFN product's epilogue applies it to the FFN product before
- * its one rounding, in the tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), which differs from the model's
+ * not needed; docs/performance.md.) GELU: in fp16/bf16 the FFN-in product's epilogue applies it before its one
+ * rounding, in the tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), which differs from the model's
  * erf GELU by at most 4.7e-4 and saves a pass over the 1536-wide intermediate (docs/embed.md gives both forms' accuracy
  * against sentence-transformers). fp32 keeps the model's erf GELU (gelu_kernel), the exact mode.
  * fp32 precision uses plain fp32 GEMMs (no TF32) and a CUDA-core attention kernel.
