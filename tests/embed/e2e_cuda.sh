@@ -8,7 +8,8 @@
 # (the GPU encoder inside compress), and with the CUDA backend too the vectors staying on the GPU (the
 # same index, bit for bit, as compressing the encoder's file); 25,000 lines written from GPU memory in
 # several blocks per rank, equal row by row to the same vectors brought to the host batch by batch, and
-# written a window at a time while encoding (smaller batches: cosine >= 0.9999); with
+# written a window at a time while encoding (smaller batches: cosine >= 0.9999); a 13 MB input taking
+# cuBLASLt for the dense layers, the smaller ones the encoder's own kernel, rows agreeing (>= 0.9999); with
 # no device visible, --backend cuda exits 2 on every rank and auto falls back to the CPU. Exits 77 (SKIP)
 # without a CUDA device.
 # usage: e2e_cuda.sh VECANNEAL H5CHECK ENCODER_TEST MPIEXEC MODEL_DIR DATA_DIR WORK_DIR H5TOOL
@@ -91,6 +92,16 @@ expect 0 embed_big_windows "${MPI[@]}" "$VA" embed --input big.txt --model "$MOD
   --batch 32 --io independent
 "$CHECK" big_w.h5 /train big_host.h5:/train 25000 0 0.9999 ||
   fail "vectors written a window at a time while encoding differ from the host path's"
+
+# an input of more than 2^21 tokens at 4 bytes a token (the 100 lines 600 times, 13 MB): the dense layers by
+# cuBLASLt, where the jobs above take the encoder's own kernel; the same lines' rows agree
+grep -q '"gpu_dense_layers": "mma"' m_big.json || fail "a 25,000-line job did not take the encoder's dense kernel"
+for _ in $(seq 600); do cat corpus.txt; done > long.txt
+expect 0 embed_long "${MPI[@]}" "$VA" embed --input long.txt --model "$MODEL" --progress 0 --out long.h5 \
+  --metrics m_long.json
+grep -q '"gpu_dense_layers": "cublaslt"' m_long.json || fail "a 13 MB input did not take cuBLASLt"
+grep -q 'dense layers by cublaslt' embed_long.log || fail "rank 0 did not say the dense layers are cuBLASLt's"
+"$CHECK" big.h5 /train long.h5:/train 25000 0 0.9999 || fail "rows by the encoder's dense kernel differ from cuBLASLt's"
 
 # no device visible: --backend cuda refused on every rank, auto on the CPU
 expect 2 no_device_cuda env CUDA_VISIBLE_DEVICES= "${MPI[@]}" "$VA" embed "${COMMON[@]}" --out x.h5 --backend cuda
