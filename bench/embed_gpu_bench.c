@@ -138,8 +138,8 @@ int main(int argc, char **argv) {
         "\"tokens\": %lld, "
         "\"batch\": %d, \"reps\": %d, \"forward_ms_median\": %.3f, \"forward_ms_min\": %.3f, \"pass_ms_median\": %.3f, "
         "\"forward_sentences_per_s\": %.1f, \"pass_sentences_per_s\": %.1f}\n",
-        desc, pn, va_bert_cuda_dense(g) == VA_BERT_DENSE_MMA ? "mma" : "cublaslt", argv[3], n, (long long)tokens, batch,
-        reps, fmed, fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
+        desc, pn, va_bert_cuda_dense_name(va_bert_cuda_dense(g)), argv[3], n, (long long)tokens, batch, reps, fmed,
+        fw[0], wmed, n / (fmed * 1e-3), n / (wmed * 1e-3));
     fflush(stdout);
     va_bert_cuda_free(g);
   }

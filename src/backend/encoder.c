@@ -190,7 +190,7 @@ int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_
     va_bert_cuda_reserve(e->gpu, max_batch_tokens);
     e->info.setup_wait_seconds = va_now() - t;
     va_bert_cuda_describe(e->gpu, e->info.device, sizeof e->info.device);
-    e->info.dense = va_bert_cuda_dense(e->gpu) == VA_BERT_DENSE_MMA ? "mma" : "cublaslt";
+    e->info.dense = va_bert_cuda_dense_name(va_bert_cuda_dense(e->gpu));
     return 0;
   }
 #endif

@@ -1325,6 +1325,10 @@ extern "C" double va_bert_cuda_encode(va_bert_cuda_t *g, const int32_t *ids, con
 
 extern "C" int va_bert_cuda_dense(const va_bert_cuda_t *g) { return g->dense; }
 
+extern "C" const char *va_bert_cuda_dense_name(int dense) {
+  return dense == VA_BERT_DENSE_MMA ? "mma" : dense == VA_BERT_DENSE_CUBLASLT ? "cublaslt" : NULL;
+}
+
 namespace {
 template <typename T>
 T *dense_upload(const float *src, size_t n, int precision) {

@@ -44,8 +44,9 @@ enum { VA_BERT_DENSE_CUBLASLT = 0, VA_BERT_DENSE_MMA = 1 };
  * multiples of 64, hidden up to 1024) or the device cannot run them; CUDA failures are fatal (VA_CUDA). */
 va_bert_cuda_t *va_bert_cuda_create(const va_bert_t *m, const va_bert_cuda_weights_t *staged, int device, int precision,
                                     int dense, int max_seqs, int64_t max_batch_tokens, char *err, size_t errlen);
-/* VA_BERT_DENSE_* that the encoder uses. */
+/* VA_BERT_DENSE_* that the encoder uses, and its name for logs and metrics ("cublaslt", "mma"). */
 int va_bert_cuda_dense(const va_bert_cuda_t *g);
+const char *va_bert_cuda_dense_name(int dense);
 /* The dense kernel (VA_BERT_DENSE_MMA) alone, for its test: d[m, n] = x[m, k] w[n, k]^T + bias[n], then
  * epilogue 0 (nothing), 1 (the tanh-form GELU) or 2 (plus d's own values: the residual) on `device` in
  * `precision` (fp16 or bf16): x, w, bias and d are rounded to it, multiplied on the device, and d comes

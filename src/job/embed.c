@@ -158,11 +158,13 @@ typedef struct {
 } lines_t;
 
 /* The whole input's tokens, estimated before it is read from its size at 4 bytes a token (English text
- * takes 4-8 bytes a WordPiece token, so the estimate errs high), rank 0's figure on every rank; an input
- * that cannot be looked at counts as large (its read says why). */
+ * takes 4-8 bytes a WordPiece token, so the estimate errs high): rank 0 looks at the file (one metadata
+ * request a job, not one a rank) and every rank gets its figure; an input that cannot be looked at counts
+ * as large (its read says why). */
 static int64_t estimate_job_tokens(const char *path) {
+  int64_t tokens = INT64_MAX;
   struct stat st;
-  int64_t tokens = stat(path, &st) == 0 ? (int64_t)st.st_size / 4 : INT64_MAX;
+  if (va_proc.rank == 0 && stat(path, &st) == 0) tokens = (int64_t)st.st_size / 4;
   VA_MPI(MPI_Bcast(&tokens, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
   return tokens;
 }
