@@ -548,14 +548,16 @@ __global__ void __launch_bounds__(ATT_THREADS)
 /* --- dense layers, fp16/bf16, without cuBLASLt: mma.sync m16n8k16, fp32 accumulation -------------- */
 /* D[m, n] = X[m, k] W[n, k]^T + bias[n], then the epilogue: + D[m, n] (the residual, read before the one
  * rounding), or the tanh-form GELU (as cuBLASLt's GELU_BIAS epilogue), or nothing. A block takes 128 x 128
- * of D with 4 warps of 64 x 64 each (a warp's 32 products of a k step share 8 fragment loads), two blocks
+ * of D with 8 warps of 64 x 32 each (a warp's 16 products of a k16 step share 6 fragment loads), two blocks
  * an SM, walking k 64 at a time with the next step's cp.async loads in flight (rows padded by 8 elements,
  * 16 bytes: the eight rows an ldmatrix reads fall in distinct banks). n must be a multiple of 128 and k of
  * 64 (dense_mma_fits); rows past m load row m - 1 and are never stored. The summation order is fixed, so
  * a row's result does not depend on the other rows of its batch. Not reached: cuBLASLt's speed. The kernel
  * waits on L2 more than it computes (docs/performance.md), which cuBLASLt's wgmma kernels avoid with larger
  * tiles shared across SMs; it exists to spare short jobs cuBLASLt's start. */
-constexpr int DN_BM = 128, DN_BN = 128, DN_BK = 64, DN_STAGES = 2, DN_THREADS = 128;
+constexpr int DN_BM = 128, DN_BN = 128, DN_BK = 64, DN_STAGES = 2;
+constexpr int DN_WM = 64, DN_WN = 32; /* a warp's share of the tile */
+constexpr int DN_WARPS_N = DN_BN / DN_WN, DN_THREADS = 32 * (DN_BM / DN_WM) * DN_WARPS_N;
 constexpr int DN_ROW = DN_BK + 8;
 constexpr size_t DN_SMEM = (size_t)DN_STAGES * (DN_BM + DN_BN) * DN_ROW * 2;
 enum dense_epilogue { DENSE_BIAS, DENSE_BIAS_GELU, DENSE_BIAS_RESIDUAL };
@@ -577,7 +579,7 @@ __global__ void __launch_bounds__(DN_THREADS, 2)
   T *Bs = As + DN_STAGES * DN_BM * DN_ROW;
   const int m0 = blockIdx.y * DN_BM, n0 = blockIdx.x * DN_BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64;
+  const int wm = (warp / DN_WARPS_N) * DN_WM, wn = (warp % DN_WARPS_N) * DN_WN;
   /* a stage: 128 rows x DN_BK of X and of W, in 16-byte pieces */
   auto load_stage = [&](int stage, int k0) {
     constexpr int PIECES = DN_BK / 8;
@@ -597,11 +599,12 @@ __global__ void __launch_bounds__(DN_THREADS, 2)
     if (s < kt_end) load_stage(s, s * DN_BK);
     cp_async_commit();
   }
-  float acc[4][8][4];
+  constexpr int MI = DN_WM / 16, NJ = DN_WN / 8; /* a warp's m16 and n8 tiles */
+  float acc[MI][NJ][4];
 #pragma unroll
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < MI; i++)
 #pragma unroll
-    for (int j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+    for (int j = 0; j < NJ; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
   /* ldmatrix addresses: X, per 16 rows: rows 0-15 at k 0 (lanes 0-15), then at k 8 (lanes 16-31): a0..a3;
    * W, per 16 columns of D: W's rows 0-7 at k 0 and 8, then rows 8-15 at k 0 and 8: b0, b1 of two n8 tiles */
   const int a_row = wm + (lane & 15), a_col = (lane >> 4) * 8;
@@ -614,11 +617,11 @@ __global__ void __launch_bounds__(DN_THREADS, 2)
     const T *a = As + (kt % DN_STAGES) * DN_BM * DN_ROW, *b = Bs + (kt % DN_STAGES) * DN_BN * DN_ROW;
 #pragma unroll
     for (int kk = 0; kk < DN_BK; kk += 16) {
-      uint32_t af[4][4], bf[8][2];
+      uint32_t af[MI][4], bf[NJ][2];
 #pragma unroll
-      for (int i = 0; i < 4; i++) ldsm_x4<false>(af[i], a + (a_row + 16 * i) * DN_ROW + kk + a_col);
+      for (int i = 0; i < MI; i++) ldsm_x4<false>(af[i], a + (a_row + 16 * i) * DN_ROW + kk + a_col);
 #pragma unroll
-      for (int j = 0; j < 4; j++) {
+      for (int j = 0; j < NJ / 2; j++) {
         uint32_t r[4];
         ldsm_x4<false>(r, b + (b_row + 16 * j) * DN_ROW + kk + b_col);
         bf[2 * j][0] = r[0];
@@ -627,19 +630,19 @@ __global__ void __launch_bounds__(DN_THREADS, 2)
         bf[2 * j + 1][1] = r[3];
       }
 #pragma unroll
-      for (int i = 0; i < 4; i++)
+      for (int i = 0; i < MI; i++)
 #pragma unroll
-        for (int j = 0; j < 8; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        for (int j = 0; j < NJ; j++) mma16816<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
   }
   cp_async_wait<0>();
   /* lane: rows g and g + 8 of each 16, columns 2t and 2t + 1 of each 8 */
 #pragma unroll
-  for (int j = 0; j < 8; j++) {
+  for (int j = 0; j < NJ; j++) {
     const int c = n0 + wn + 8 * j + 2 * t;
     const float2 bc = load2(bias + c);
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < MI; i++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         const int r = m0 + wm + 16 * i + g + 8 * h;
