@@ -6,7 +6,7 @@ add_library(vecanneal_core STATIC
   src/io/files.c src/io/h5io.c src/io/vecfile.c src/io/index.c
   src/comm/comm.c
   src/cpu/assign.c src/cpu/stats.c src/cpu/pq.c
-  src/backend/cpu.c src/backend/plan.c src/backend/rows.c
+  src/backend/cpu.c src/backend/plan.c src/backend/rows.c src/backend/visible.c
   src/job/compress.c src/job/codes.c src/job/gen.c src/job/info.c
   src/comm/topk.c src/cpu/search.c src/backend/search.c src/job/search.c src/cli/search.c src/cpu/pq_search.c src/job/search_codes.c
   src/io/index_read.c src/io/index_add.c src/job/nearest.c src/job/assign.c src/job/add.c

@@ -10,6 +10,7 @@
 
 #include "core/anneal.h"
 #include "backend/cuda.h"
+#include "backend/visible.h" /* va_visible_narrow */
 #include "comm/comm.h"
 #include "cuda/kernels.h"
 #include "util/util.h"
@@ -171,9 +172,13 @@ const va_backend_t va_backend_cuda = {
 };
 
 int va_cuda_pick_device(int requested) {
+  const va_visible_t narrowed = va_visible_narrow(requested); /* before the driver's start */
+  if (narrowed == VA_VISIBLE_NONE) return -1;
   int n = va_cuda_device_count();
   if (n <= 0) return -1;
-  const int device = requested >= 0 ? (requested < n ? requested : -1) : va_proc.local_rank % n;
+  const int device = narrowed == VA_VISIBLE_NARROWED ? 0
+                     : requested >= 0                ? (requested < n ? requested : -1)
+                                                     : va_proc.local_rank % n;
   if (device >= 0) va_exit_skip_handlers();
   return device;
 }

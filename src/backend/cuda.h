@@ -12,8 +12,9 @@ struct va_cuda;
 void va_cuda_set_assign(struct va_cuda *ctx, const uint32_t *assign_host);
 extern const va_backend_t va_backend_cuda;
 /* The device of this rank: `requested` if >= 0 (and visible), else node-local rank modulo the visible
- * devices; -1 when there is none. A device picked: the process's exit skips the libraries' exit
- * handlers (va_exit_skip_handlers). */
+ * devices; -1 when there is none. The first call narrows the visible devices to that one where it can
+ * (backend/visible.h; it is then device 0), so it must be the process's first CUDA call. A device picked:
+ * the process's exit skips the libraries' exit handlers (va_exit_skip_handlers). */
 int va_cuda_pick_device(int requested);
 /* Makes `device` current on the calling thread and creates its primary context (the CUDA driver's
  * start comes first in a process); non-zero when either fails (the caller reports later uses' errors). */

@@ -42,3 +42,10 @@ target_link_libraries(test_pq_search PRIVATE vecanneal_core)
 add_test(NAME pq_search_kernels_cpu COMMAND test_pq_search)
 set_tests_properties(pq_search_kernels_cpu PROPERTIES LABELS "cpu" TIMEOUT 120
   ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
+# The choice of a rank's GPU before the CUDA driver starts (backend/visible.h): device-file counts and
+# CUDA_VISIBLE_DEVICES lists, no GPU needed.
+add_executable(test_visible ${VA_TEST_DIR}/unit/test_visible.c)
+target_link_libraries(test_visible PRIVATE vecanneal_core)
+add_test(NAME visible_gpus COMMAND test_visible)
+set_tests_properties(visible_gpus PROPERTIES LABELS "cpu" TIMEOUT 60)

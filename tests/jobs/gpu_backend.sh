@@ -78,6 +78,25 @@ for p in 2 4; do
     "$TOOL" close "$WORK/gpu${p}_$prec.h5" "$WORK/gpu_$prec.h5" 1e-5 || fail "$p GPUs ($prec) differ from 1 GPU"
   done
 done
+# Each rank narrows the devices it sees to its own GPU before the driver starts (backend/visible.h): on two
+# GPUs both ranks name device 0, at distinct bus ids; VECANNEAL_ALL_GPUS=1 leaves both visible (rank 1 on
+# device 1) and gives the same GPUs and the same index bit for bit.
+if [ "$ngpu" -ge 2 ]; then
+  run_np 2 "${common[@]}" --backend cuda --set precision=fp32 --metrics "$WORK/narrow.json" --out "$WORK/narrow.h5" \
+    > /dev/null || fail "2 GPUs, devices narrowed"
+  (export VECANNEAL_ALL_GPUS=1; run_np 2 "${common[@]}" --backend cuda --set precision=fp32 --metrics "$WORK/all.json" \
+    --out "$WORK/all.h5" > /dev/null) || fail "2 GPUs, VECANNEAL_ALL_GPUS=1"
+  python3 - "$WORK/narrow.json" "$WORK/all.json" << 'PY' || fail "the ranks' devices are not narrowed to their own GPUs"
+import json, sys
+narrow, every = ([e["device"] for e in json.load(open(f))["layout"]] for f in sys.argv[1:3])
+print("narrowed:", narrow, "| VECANNEAL_ALL_GPUS=1:", every)
+bus = lambda d: d.split(" bus ")[-1]
+ok = all(d.startswith("cuda device 0,") for d in narrow) and bus(narrow[0]) != bus(narrow[1])
+ok = ok and every[1].startswith("cuda device 1,") and [bus(d) for d in every] == [bus(d) for d in narrow]
+sys.exit(0 if ok else 1)
+PY
+  "$TOOL" close "$WORK/narrow.h5" "$WORK/all.h5" 0 || fail "VECANNEAL_ALL_GPUS=1 gives another index"
+fi
 # Out-of-core: 1 MB chunks (15 of them); the start line, the progress lines and the metrics say so.
 # fp16's pinned copy holds the 16-bit rows: half tf32's bytes copied over the same passes.
 cp "$WORK/fp16.h5" "$WORK/gpu_fp16.h5"
