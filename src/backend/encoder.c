@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "backend/encoder.h"
-#include "util/util.h" /* va_now, va_malloc, VA_FATAL */
+#include "backend/visible.h" /* va_visible_narrow */
+#include "util/util.h"       /* va_now, va_malloc, VA_FATAL */
 #ifdef VECANNEAL_CUDA
 #include "backend/cuda.h"    /* va_cuda_pick_device, va_cuda_start_device, va_cuda_load_blas */
-#include "backend/visible.h" /* va_visible_narrow */
 #include "cuda/kernels.h"    /* va_cuda_free_device, va_cuda_copy_to_host */
 #include "embed/bert_cuda.h" /* va_bert_cuda_* */
 #endif
@@ -90,12 +90,12 @@ va_device_pick_t *va_encoder_pick_device(const char *backend) {
   p->backend = backend;
   atomic_init(&p->none, 0);
   /* a thread only where there is a device to look for (no thread to be had: choose here); the visible
-   * devices are narrowed here, since the thread's choice would set the environment while this one reads */
-#ifdef VECANNEAL_CUDA
-  if (strcmp(backend, "cpu")) (void)va_visible_narrow(-1);
-#endif
-  if (va_encoder_gpu_built() && strcmp(backend, "cpu"))
+   * devices are narrowed first, on this thread, since the thread's choice would set the environment while
+   * this one reads it */
+  if (va_encoder_gpu_built() && strcmp(backend, "cpu")) {
+    (void)va_visible_narrow(-1);
     p->running = pthread_create(&p->thread, NULL, pick_main, p) == 0;
+  }
   if (!p->running) pick_main(p);
   return p;
 }
