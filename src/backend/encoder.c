@@ -203,12 +203,26 @@ int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_
   return 0;
 }
 
-float *va_encoder_output_to_device(va_encoder_t *e, const int64_t *order, int64_t n) {
+void va_encoder_reserve(va_encoder_t *e, int64_t max_batch_tokens) {
 #ifdef VECANNEAL_CUDA
-  if (e->gpu) return va_bert_cuda_output_to_device(e->gpu, order, n);
+  if (e->gpu) va_bert_cuda_reserve(e->gpu, max_batch_tokens);
 #endif
-  (void)e, (void)order, (void)n;
+  (void)e, (void)max_batch_tokens;
+}
+
+float *va_encoder_output_to_device(va_encoder_t *e, int64_t n) {
+#ifdef VECANNEAL_CUDA
+  if (e->gpu) return va_bert_cuda_output_to_device(e->gpu, n);
+#endif
+  (void)e, (void)n;
   return NULL;
+}
+
+void va_encoder_place(va_encoder_t *e, const int64_t *order, int64_t from, int64_t count) {
+#ifdef VECANNEAL_CUDA
+  if (e->gpu) va_bert_cuda_place(e->gpu, order, from, count);
+#endif
+  (void)e, (void)order, (void)from, (void)count;
 }
 
 void va_encoder_submit(va_encoder_t *e, const int32_t *ids, const int *lens, int nseq, int64_t first) {

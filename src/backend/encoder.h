@@ -43,11 +43,17 @@ va_encoder_t *va_encoder_start(va_device_pick_t *pick, const va_bert_t *model, i
 /* Waits for the set-up and sizes the scratch for batches of up to max_batch_tokens tokens. 0, or 1
  * with the reason in err (the GPU encoder cannot run this model on this device). */
 int va_encoder_ready(va_encoder_t *e, int64_t max_batch_tokens, char *err, size_t elen);
-/* GPU encoder only, after ready: from now on the vectors stay in device memory, sequence b of the
- * batch submitted with `first` going to row order[first + b] of an n x hidden array, returned (the
- * caller frees it with va_encoder_free_device_rows). NULL, the vectors still coming back to the host,
- * for the CPU encoder or when the array would take more than half the device's free memory. */
-float *va_encoder_output_to_device(va_encoder_t *e, const int64_t *order, int64_t n);
+/* After ready: grows the scratch to batches of up to max_batch_tokens tokens (nothing when it holds them
+ * already; the GPU encoder waits for the batches in flight first). Out of memory is fatal (exit 5). */
+void va_encoder_reserve(va_encoder_t *e, int64_t max_batch_tokens);
+/* GPU encoder only, after ready: from now on the vectors stay in device memory, in an n x hidden array,
+ * returned (the caller frees it with va_encoder_free_device_rows); where each batch's sequences go is
+ * given by va_encoder_place before the batch is submitted. NULL, the vectors still coming back to the
+ * host, for the CPU encoder or when the array would take more than half the device's free memory. */
+float *va_encoder_output_to_device(va_encoder_t *e, int64_t n);
+/* With device output: sequence b of the batch submitted with `first` goes to row order[first - from + b],
+ * for the batches whose positions lie in [from, from + count) (nothing without device output). */
+void va_encoder_place(va_encoder_t *e, const int64_t *order, int64_t from, int64_t count);
 /* Queues one batch (ids packed, lens[i] >= 1 each, as va_bert_encode); first: its position in the
  * device output's order. At most two batches outstanding. Out of memory is fatal (exit 5). */
 void va_encoder_submit(va_encoder_t *e, const int32_t *ids, const int *lens, int nseq, int64_t first);

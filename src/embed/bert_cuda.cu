@@ -1247,7 +1247,7 @@ extern "C" void va_bert_cuda_free(va_bert_cuda_t *g) {
   free(g);
 }
 
-extern "C" float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t *order, int64_t n) {
+extern "C" float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, int64_t n) {
   if (g->dev_out) VA_FATAL("CUDA encoder: device output asked for twice");
   VA_CUDA(cudaSetDevice(g->device));
   size_t free_bytes = 0, total_bytes = 0, bytes = (size_t)(n > 0 ? n : 1) * (g->H * sizeof(float) + sizeof(int64_t));
@@ -1255,9 +1255,19 @@ extern "C" float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t
   if (bytes > free_bytes / 2) return NULL; /* the rest is for whatever the rows are for next */
   VA_CUDA(cudaMalloc(&g->dev_out, (size_t)(n > 0 ? n : 1) * g->H * sizeof(float)));
   VA_CUDA(cudaMalloc(&g->d_order, (size_t)(n > 0 ? n : 1) * sizeof(int64_t)));
-  if (n > 0) VA_CUDA(cudaMemcpy(g->d_order, order, (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice));
   g->dev_rows = n;
   return g->dev_out;
+}
+
+extern "C" void va_bert_cuda_place(va_bert_cuda_t *g, const int64_t *order, int64_t from, int64_t count) {
+  if (!g->d_order || count <= 0) return;
+  if (from < 0 || from + count > g->dev_rows)
+    VA_FATAL("CUDA encoder: positions %lld..%lld placed in a device output of %lld rows", (long long)from,
+             (long long)(from + count), (long long)g->dev_rows);
+  VA_CUDA(cudaSetDevice(g->device));
+  /* ordered before the batches submitted after it; order stays as it is while they run (the caller's) */
+  VA_CUDA(
+      cudaMemcpyAsync(g->d_order + from, order, (size_t)count * sizeof(int64_t), cudaMemcpyHostToDevice, g->stream));
 }
 
 extern "C" void va_bert_cuda_submit(va_bert_cuda_t *g, const int32_t *ids, const int *lens, int nseq, int64_t first) {

@@ -65,10 +65,13 @@ void va_bert_cuda_warm_up(va_bert_cuda_t *g);
 
 /* From now on the vectors stay on the device: an array of n x hidden floats (returned; the caller owns
  * it and frees it with va_cuda_free_device, after va_bert_cuda_free if it likes), sequence b of a batch
- * submitted with `first` going to row order[first + b] (order: n entries, a permutation of 0..n-1).
- * NULL, nothing changed, when the array and its order would take more than half the device's free
- * memory. */
-float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, const int64_t *order, int64_t n);
+ * submitted with `first` going to the row that va_bert_cuda_place gave position first + b. NULL, nothing
+ * changed, when the array and its positions would take more than half the device's free memory. */
+float *va_bert_cuda_output_to_device(va_bert_cuda_t *g, int64_t n);
+/* Positions [from, from + count) of the device output go to rows order[0 .. count) (distinct, < n), for
+ * the batches submitted after this call; queued on the encoder's stream, so order must stay as it is until
+ * those batches have run (nothing without device output). */
+void va_bert_cuda_place(va_bert_cuda_t *g, const int64_t *order, int64_t from, int64_t count);
 /* Queues one batch (as va_bert_encode: ids packed, lens[i] >= 1 ids each, ids < vocab). The ids are
  * copied to pinned memory before it returns. At most two batches may be outstanding. first: the
  * batch's first position in the device output's order (ignored without device output). */

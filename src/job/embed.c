@@ -1,10 +1,11 @@
 /* embed.c: `vecanneal embed`, sentence embeddings of a text corpus with all-MiniLM-L6-v2, written as an
  * ann-benchmarks style HDF5 dataset (distance = angular) that `vecanneal compress` takes as it is.
  * Each rank takes a contiguous block of lines (split by bytes, then moved to line starts, so no rank
- * scans the whole file), tokenizes it, encodes it a window of consecutive lines at a time in batches of
- * similar length (longest first within the window; the encoder sized for the largest batch before the
- * first, so a memory shortage shows at once), and writes its rows -- in input order -- with the sharded
- * HDF5 writer: without MPI-IO each window as soon as it is encoded, while the next ones are. The encoder
+ * scans the whole file), tokenizes it on a pool of threads while it encodes the windows already
+ * tokenized, a window of consecutive lines at a time in batches of similar length (longest first within
+ * the window; the encoder sized for the first window's largest batch before any batch runs, grown for a
+ * later window's), and writes its rows -- in input order -- with the sharded HDF5 writer: without MPI-IO
+ * each window as soon as it is encoded, while the next ones are. The encoder
  * (backend/encoder.h) is the CPU one or, in a CUDA build with a device on every rank, the GPU one (one GPU per rank,
  * node-local rank modulo the visible devices); two batches are in flight so that packing and unpacking on the host
  * overlap the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no device for
@@ -460,10 +461,10 @@ static double cpu_seconds(void) {
 }
 static const char *const ph_names[NPH] = {"load_model", "read", "tokenize", "encode", "write", "total"};
 
-static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, const double *ph, double cpu, int threads,
-                         const char *weights_dtype, const va_encoder_info_t *ei, int batch) {
+static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, const double *ph, double tokenizer,
+                         double cpu, int threads, const char *weights_dtype, const va_encoder_info_t *ei, int batch) {
   double mx[NPH], mn[NPH],
-      rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
+      tok_mx = 0, tok_mn = 0, rss = (double)va_peak_rss(), rss_max = 0, cpu_sum = 0,
       fwd[4] = {ei->forward_seconds, -ei->forward_seconds, ei->setup_seconds, ei->setup_wait_seconds}, fwd_mx[4];
   int ranks_on_gpu = 0;
   VA_MPI(MPI_Reduce(&o->on_gpu, &ranks_on_gpu, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
@@ -471,6 +472,8 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
   VA_MPI(MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mx, NPH, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(ph, mn, NPH, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(&tokenizer, &tok_mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  VA_MPI(MPI_Reduce(&tokenizer, &tok_mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
   VA_MPI(MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
   char *layout = va_json_gather_layout(!strcmp(ei->backend, "cuda") ? ei->device : "cpu");
   FILE *f = a->metrics && va_proc.rank == 0 ? va_text_open(a->metrics) : NULL;
@@ -522,6 +525,11 @@ static int write_metrics(const va_embed_options_t *a, const embed_out_t *o, cons
     va_json_number(&j, "max", mx[p]);
     va_json_end(&j);
   }
+  va_json_end(&j);
+  /* the tokenizer's threads, from their start to the last line: during the encode phase but its first window */
+  va_json_object(&j, "tokenizer_seconds");
+  va_json_number(&j, "min", tok_mn);
+  va_json_number(&j, "max", tok_mx);
   va_json_end(&j);
   va_json_number(&j, "peak_rss_bytes_max", rss_max);
   va_json_finish(&j);
@@ -600,6 +608,285 @@ static void tokenize_slice(va_tokenizer_t *tok, const va_embed_options_t *a, con
     sl->invalid += info.invalid_utf8;
     sl->empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
   }
+}
+
+/* --- tokenizing, beside the encoding ------------------------------------------------------------- */
+/* A pool of threads, one tokenizer each, tokenizes the block a unit of TOK_UNIT_LINES consecutive lines
+ * at a time, the units taken in line order; the encoder waits only for the units of the window it starts
+ * next, so that the GPU encoder runs while the rest of the lines are tokenized. Each unit's ids go to a
+ * buffer of its own (off[] relative to it). A unit with a bad line stops the pool from taking more: every
+ * unit before it was taken earlier and is finished by the join, so the first bad line in line order is
+ * known then. */
+#define TOK_UNIT_LINES 1024
+
+typedef struct tok_pool tok_pool_t;
+typedef struct {
+  tok_pool_t *pool;
+  int index;
+} tok_worker_t;
+struct tok_pool {
+  const va_embed_options_t *a;
+  const lines_t *L;
+  int64_t row0;
+  const char *vocab_path;
+  va_tokenizer_t *tok; /* the caller's tokenizer, the first thread's */
+  int64_t *off;
+  int *lens;
+  tok_slice_t *unit;
+  int64_t nunits;
+  int nthreads, joined;
+  pthread_t *thread;
+  tok_worker_t *worker;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  /* under mu: the next unit to take; units [0, done_upto) are finished; the lowest finished unit with
+   * a bad line (nunits: none); no unit is taken once halt is set; threads that have returned */
+  int64_t next, done_upto, first_bad;
+  unsigned char *done;
+  int halt, exited;
+  double t0, seconds; /* the start, and the wall time until the last unit was finished */
+};
+
+static void *tok_worker_main(void *arg) {
+  const tok_worker_t *w = arg;
+  tok_pool_t *p = w->pool;
+  char terr[512];
+  va_tokenizer_t *tk = w->index == 0 ? p->tok : va_tok_load(p->vocab_path, terr, sizeof terr); /* scratch each */
+  if (!tk) VA_FATAL("cannot load the vocabulary again for tokenizer thread %d: %s", w->index, terr);
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    const int64_t u = p->halt || p->next >= p->nunits ? -1 : p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (u < 0) break;
+    tokenize_slice(tk, p->a, p->L, p->row0, p->off, p->lens, &p->unit[u]);
+    pthread_mutex_lock(&p->mu);
+    p->done[u] = 1;
+    if (p->unit[u].bad >= 0) {
+      p->halt = 1;
+      if (u < p->first_bad) p->first_bad = u;
+    }
+    while (p->done_upto < p->nunits && p->done[p->done_upto]) p->done_upto++;
+    if (p->done_upto == p->nunits) p->seconds = va_now() - p->t0;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  if (w->index) va_tok_free(tk);
+  pthread_mutex_lock(&p->mu);
+  p->exited++;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void tok_pool_start(tok_pool_t *p, const va_embed_options_t *a, const lines_t *L, int64_t row0,
+                           const char *vocab_path, va_tokenizer_t *tok, int64_t *off, int *lens, int threads) {
+  *p = (tok_pool_t){.a = a, .L = L, .row0 = row0, .vocab_path = vocab_path, .tok = tok, .off = off, .lens = lens};
+  p->nunits = (L->n + TOK_UNIT_LINES - 1) / TOK_UNIT_LINES;
+  p->first_bad = p->nunits;
+  p->nthreads = (int64_t)threads < p->nunits ? threads : (int)(p->nunits > 0 ? p->nunits : 1);
+  p->unit = calloc((size_t)(p->nunits > 0 ? p->nunits : 1), sizeof *p->unit);
+  p->done = calloc((size_t)(p->nunits > 0 ? p->nunits : 1), 1);
+  p->thread = calloc((size_t)p->nthreads, sizeof *p->thread);
+  p->worker = calloc((size_t)p->nthreads, sizeof *p->worker);
+  if (!p->unit || !p->done || !p->thread || !p->worker)
+    VA_FATAL("out of memory for the tokenizer's %lld units of lines", (long long)p->nunits);
+  for (int64_t u = 0; u < p->nunits; u++) {
+    p->unit[u].first = u * TOK_UNIT_LINES;
+    p->unit[u].end = u + 1 < p->nunits ? (u + 1) * TOK_UNIT_LINES : L->n;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  p->t0 = va_now();
+  if (p->nunits == 0) p->seconds = 0;
+  int started = 0;
+  for (int i = 0; i < p->nthreads; i++) {
+    p->worker[i] = (tok_worker_t){p, i};
+    if (pthread_create(&p->thread[i], NULL, tok_worker_main, &p->worker[i]) != 0) break;
+    started++;
+  }
+  if (started == p->nthreads) return;
+  /* fewer threads to be had: those that started share the units; with none, this thread takes them all */
+  pthread_mutex_lock(&p->mu);
+  p->nthreads = started;
+  pthread_mutex_unlock(&p->mu);
+  if (started == 0) {
+    p->nthreads = 1;
+    p->joined = 1; /* nothing to join */
+    tok_worker_main(&p->worker[0]);
+  }
+}
+
+/* Waits until lines [0, upto) are tokenized: 0, or 1 when one of them cannot be (a bad line; the pool
+ * halted). */
+static int tok_pool_wait(tok_pool_t *p, int64_t upto) {
+  const int64_t need = (upto + TOK_UNIT_LINES - 1) / TOK_UNIT_LINES;
+  pthread_mutex_lock(&p->mu);
+  while (p->done_upto < need && p->first_bad >= need && p->exited < p->nthreads) pthread_cond_wait(&p->cv, &p->mu);
+  const int failed = p->first_bad < need || p->done_upto < need;
+  pthread_mutex_unlock(&p->mu);
+  return failed;
+}
+
+/* Whether every thread has returned: all units finished, or the pool halted. */
+static int tok_pool_finished(tok_pool_t *p) {
+  pthread_mutex_lock(&p->mu);
+  const int f = p->exited == p->nthreads;
+  pthread_mutex_unlock(&p->mu);
+  return f;
+}
+
+/* Takes no further unit (the job stops); the units taken are finished. */
+static void tok_pool_halt(tok_pool_t *p) {
+  pthread_mutex_lock(&p->mu);
+  p->halt = 1;
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void tok_pool_join(tok_pool_t *p) {
+  if (p->joined) return;
+  for (int i = 0; i < p->nthreads; i++)
+    if (pthread_join(p->thread[i], NULL) != 0) VA_FATAL("cannot join tokenizer thread %d", i);
+  p->joined = 1;
+}
+
+/* The ids of line i (after its unit is finished). */
+static const int32_t *tok_pool_ids(const tok_pool_t *p, int64_t i) {
+  return p->unit[i / TOK_UNIT_LINES].ids + p->off[i];
+}
+
+/* After the join: the units' ids back to back in line order (off[] made relative to the result), or NULL
+ * when keep_ids is 0; the units' buffers are freed either way. */
+static int32_t *tok_pool_free(tok_pool_t *p, int keep_ids) {
+  tok_pool_join(p);
+  int32_t *ids = NULL;
+  if (keep_ids) {
+    int64_t used = 0;
+    for (int64_t u = 0; u < p->nunits; u++) used += p->unit[u].used;
+    ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
+    if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)p->L->n);
+    for (int64_t u = 0, base = 0; u < p->nunits; u++) {
+      memcpy(ids + base, p->unit[u].ids, (size_t)p->unit[u].used * sizeof *ids);
+      for (int64_t i = p->unit[u].first; i < p->unit[u].end; i++) p->off[i] += base;
+      base += p->unit[u].used;
+    }
+  }
+  for (int64_t u = 0; u < p->nunits; u++) free(p->unit[u].ids);
+  free(p->unit);
+  free(p->done);
+  free(p->thread);
+  free(p->worker);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+  return ids;
+}
+
+/* This rank's token counts and bad lines, summed over the ranks without holding up the encoder: posted
+ * (non-blocking) once the rank's tokenizing has finished, tested between batches, waited for at the
+ * end. Every rank posts exactly once. */
+enum { TT_BAD, TT_TOKENS, TT_TRUNCATED, TT_INVALID, TT_EMPTY, TT_N };
+typedef struct {
+  int64_t local[TT_N], glob[TT_N];
+  char err[600]; /* the rank's first bad line */
+  MPI_Request req;
+  int posted, known;
+} tok_totals_t;
+
+static void tok_totals_post(tok_totals_t *t, tok_pool_t *p) {
+  tok_pool_join(p);
+  memset(t->local, 0, sizeof t->local);
+  for (int64_t u = 0; u < p->nunits; u++) {
+    const tok_slice_t *s = &p->unit[u];
+    if (s->bad >= 0) t->local[TT_BAD]++;
+    t->local[TT_TOKENS] += s->used;
+    t->local[TT_TRUNCATED] += s->truncated;
+    t->local[TT_INVALID] += s->invalid;
+    t->local[TT_EMPTY] += s->empty;
+  }
+  if (p->first_bad < p->nunits) snprintf(t->err, sizeof t->err, "%s", p->unit[p->first_bad].err);
+  VA_MPI(MPI_Iallreduce(t->local, t->glob, TT_N, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &t->req));
+  t->posted = 1;
+}
+
+/* Posts when the pool has finished and tests; wait: post and wait whatever the pool's state. 1 once the
+ * sums are known. */
+static int tok_totals_poll(tok_totals_t *t, tok_pool_t *p, int wait) {
+  if (t->known) return 1;
+  if (!t->posted && (wait || tok_pool_finished(p))) tok_totals_post(t, p);
+  if (!t->posted) return 0;
+  int flag = 0;
+  if (wait) {
+    VA_MPI(MPI_Wait(&t->req, MPI_STATUS_IGNORE));
+    flag = 1;
+  } else VA_MPI(MPI_Test(&t->req, &flag, MPI_STATUS_IGNORE));
+  t->known = flag;
+  return flag;
+}
+
+/* Sorts lines [s, s + window) of order (the block's lines from s on, clipped to n) longest first and
+ * returns the most tokens a batch of that window holds. */
+static int64_t window_sort(int64_t *order, const int *lens, int64_t s, int64_t n, int64_t window, int batch) {
+  const int64_t wn = n - s < window ? n - s : window;
+  qsort(order + s, (size_t)wn, sizeof *order, by_len_desc);
+  int64_t most = 1;
+  for (int64_t b0 = s; b0 < s + wn; b0 += batch) {
+    int64_t t = 0;
+    for (int64_t i = b0; i < s + wn && i < b0 + batch; i++) t += lens[order[i]];
+    if (t > most) most = t;
+  }
+  return most;
+}
+
+/* What the job does once the corpus' totals are known: they go to the outputs' attributes and the log,
+ * and the vectors file written during the encoding is opened (collective) with its writer thread. */
+typedef struct {
+  const va_embed_options_t *a;
+  embed_out_t *o;
+  int threads;
+  const va_bert_t *model;
+  const char *vocab_path;
+  int encode, write_during;
+  double vec_bytes;
+  va_h5_out_t out;
+  line_writer_t writer;
+  int writer_on;
+  int64_t encoded; /* lines [0, encoded) of the block are encoded: whole windows */
+} corpus_run_t;
+
+/* The vectors file: its room, creation and objects checked (agreed on every rank), then its writer thread
+ * started with the windows encoded so far. 0, or the agreed error. */
+static int vectors_open(corpus_run_t *c) {
+  const int rc =
+      va_h5_write_open(&c->out, "vectors file", c->a->out_file, c->vec_bytes, c->a->io_mode, embed_setup, c->o);
+  if (!rc && c->out.file >= 0) { /* -1: this rank's file did not open, close says why */
+    line_writer_start(&c->writer, c->o, c->out.file);
+    c->writer_on = 1;
+    line_writer_post(&c->writer, c->encoded);
+  }
+  return rc;
+}
+
+/* Called on every rank once the sums are known. A bad line: nothing (the caller agrees on it); else the
+ * totals and the log line, and the vectors file opened when open_vectors and it is written during the
+ * encoding. 0, or the agreed error of the open. */
+static int corpus_known(corpus_run_t *c, const tok_totals_t *t, int open_vectors) {
+  if (t->glob[TT_BAD]) return 0;
+  embed_out_t *o = c->o;
+  o->tokens = t->glob[TT_TOKENS];
+  o->truncated = t->glob[TT_TRUNCATED];
+  o->invalid = t->glob[TT_INVALID];
+  o->empty = t->glob[TT_EMPTY];
+  const va_embed_options_t *a = c->a;
+  if (c->encode)
+    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
+            "%s on %d rank(s) x %d thread(s); model %s (%s)\n",
+            (long long)o->n, (long long)o->tokens, (long long)o->truncated, a->max_tokens, (long long)o->invalid,
+            (long long)o->empty, a->input, va_proc.nranks, c->threads, a->model_dir, c->model->weights_dtype);
+  else
+    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
+            "%s on %d rank(s) x %d thread(s); vocabulary %s; tokenizing only (no --out)\n",
+            (long long)o->n, (long long)o->tokens, (long long)o->truncated, a->max_tokens, (long long)o->invalid,
+            (long long)o->empty, a->input, va_proc.nranks, c->threads, c->vocab_path);
+  return open_vectors && c->write_during ? vectors_open(c) : 0;
 }
 
 /* The whole embed job. write_out: check and write the command's outputs (the embed command); keep:
@@ -718,93 +1005,45 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   }
   ph[PH_READ] = va_now() - t0;
 
-  /* Tokenize (JSONL: take the "text" field first), in slices of lines, one thread and tokenizer each. */
+  /* Tokenize (JSONL: take the "text" field first) on a pool of threads, one tokenizer each. The encoder
+   * starts once the first window's lines are tokenized, the rest being tokenized meanwhile (tok_pool_t). */
   t0 = va_now();
   double cpu0 = cpu_seconds();
-  int nsl =
-      n_local / 1024 + 1 < threads ? (int)(n_local / 1024 + 1) : threads; /* a slice of a thousand lines at least */
-  tok_slice_t *sl = calloc((size_t)nsl, sizeof *sl);
   int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
   int *lens = malloc((size_t)(n_local + 1) * sizeof *lens);
-  if (!sl || !off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
-  for (int k = 0; k < nsl; k++) {
-    sl[k].first = n_local * k / nsl;
-    sl[k].end = n_local * (k + 1) / nsl;
-  }
-#ifdef VECANNEAL_OPENMP
-#pragma omp parallel for num_threads(nsl) schedule(static, 1)
-#endif
-  for (int k = 0; k < nsl; k++) {
-    char terr[512];
-    va_tokenizer_t *tk = k == 0 ? tok : va_tok_load(vocab_path, terr, sizeof terr); /* its scratch is per thread */
-    if (!tk) VA_FATAL("cannot load the vocabulary again for tokenizer thread %d: %s", k, terr);
-    tokenize_slice(tk, &a, &L, row0, off, lens, &sl[k]);
-    if (k) va_tok_free(tk);
-  }
-  /* The slices' ids back to back, in line order; the first bad line (in line order) is the error. */
-  rc = 0;
-  int64_t used = 0, truncated = 0, invalid = 0, empty = 0;
-  for (int k = 0; k < nsl; k++) used += sl[k].used;
-  for (int k = 0; k < nsl && !rc; k++)
-    if (sl[k].bad >= 0) {
-      snprintf(err, sizeof err, "%s", sl[k].err);
-      rc = VA_EXIT_INPUT;
-    }
-  int32_t *ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
-  if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)n_local);
-  for (int64_t k = 0, base = 0; k < nsl; k++) {
-    memcpy(ids + base, sl[k].ids, (size_t)sl[k].used * sizeof *ids);
-    for (int64_t i = sl[k].first; i < sl[k].end; i++) off[i] += base;
-    base += sl[k].used;
-    truncated += sl[k].truncated;
-    invalid += sl[k].invalid;
-    empty += sl[k].empty;
-    free(sl[k].ids);
-  }
-  free(sl);
-  rc = va_agree(rc, err);
-  if (rc) {
-    va_encoder_free(enc);
-    free(ids);
-    free(off);
-    free(lens);
-    lines_free(&L);
-    va_tok_free(tok);
-    va_bert_free(&model);
-    return rc;
-  }
-  lines_free(&L);
+  if (!off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
+  tok_pool_t pool;
+  tok_pool_start(&pool, &a, &L, row0, vocab_path, tok, off, lens, threads);
+  const int64_t window = (int64_t)WINDOW_BATCHES * batch;
+  tok_totals_t tt;
+  memset(&tt, 0, sizeof tt);
+  const int first_failed = tok_pool_wait(&pool, encode && window < n_local ? window : n_local);
+  if (!encode) (void)tok_totals_poll(&tt, &pool, 1);
   ph[PH_TOKENIZE] = va_now() - t0;
-
-  int64_t loc[4] = {used, truncated, invalid, empty}, glob[4];
-  VA_MPI(MPI_Allreduce(loc, glob, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   va_blas_threads(1); /* the CPU encoder spreads a batch's sequences over its threads, one sgemm thread each */
-  if (encode)
-    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
-            "%s on %d rank(s) x %d thread(s); model %s (%s)\n",
-            (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
-            a.input, va_proc.nranks, threads, a.model_dir, model.weights_dtype);
-  else
-    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
-            "%s on %d rank(s) x %d thread(s); vocabulary %s; tokenizing only (no --out)\n",
-            (long long)n, (long long)glob[0], (long long)glob[1], a.max_tokens, (long long)glob[2], (long long)glob[3],
-            a.input, va_proc.nranks, threads, vocab_path);
 
   /* Encode: a window of WINDOW_BATCHES batches of consecutive lines at a time, longest first within
    * the window, in batches of up to --batch similar lengths. */
   t0 = va_now();
   const int d = model.hidden; /* 0 when only tokenizing */
-  const int64_t window = (int64_t)WINDOW_BATCHES * batch;
   float *emb = NULL, *demb = NULL;
   va_encoder_info_t info = {.backend = "none", .precision = "none"};
-  embed_out_t o = {&a, n, row0, n_local, d, NULL, NULL, 0, device, glob[0], glob[1], glob[2], glob[3]};
+  embed_out_t o = {&a, n, row0, n_local, d, NULL, NULL, 0, device, 0, 0, 0, 0};
   /* Without MPI-IO the vectors file is open while the lines are encoded, each window written by a thread
    * of its own once encoded; through MPI-IO (every rank writing at once) it is written afterwards. */
   const int write_during = encode && write_vectors && !va_io_collective(a.io_mode);
   const double vec_bytes = (double)n * (double)d * 4.0; /* the vectors file's data, float32 */
-  va_h5_out_t vec_out = {.file = -1};
-  line_writer_t writer;
-  int writer_on = 0;
+  corpus_run_t cr = {.a = &a,
+                     .o = &o,
+                     .threads = threads,
+                     .model = &model,
+                     .vocab_path = vocab_path,
+                     .encode = encode,
+                     .write_during = write_during,
+                     .vec_bytes = vec_bytes,
+                     .out = {.file = -1}};
+  rc = 0;
+  if (tt.known) rc = corpus_known(&cr, &tt, 0);
   if (encode) {
     /* On a GPU the vectors stay in device memory where they fit, so that no batch's vectors pass through
      * the host: for compress --embed with nothing to write (handed to compress's CUDA backend, or copied
@@ -818,41 +1057,34 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     if (!order || !bids || !blens || !bout) VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
     for (int64_t i = 0; i < n_local; i++) order[i] = i;
     sort_lens = lens;
-    for (int64_t w0 = 0; w0 < n_local; w0 += window)
-      qsort(order + w0, (size_t)(n_local - w0 < window ? n_local - w0 : window), sizeof *order, by_len_desc);
-    /* A window is whole batches, so no batch spans two; the largest batch sizes the encoder's scratch. */
-    int64_t max_batch_tokens = 0;
-    for (int64_t s = 0; s < n_local; s += batch) {
-      int64_t t = 0;
-      for (int64_t i = s; i < n_local && i < s + batch; i++) t += lens[order[i]];
-      if (t > max_batch_tokens) max_batch_tokens = t;
-    }
+    /* The encoder is sized for the first window's largest batch before any batch runs (a shortage of
+     * memory shows at once), and grows for a later window that needs more. */
+    const int64_t max_batch_tokens = first_failed ? 1 : window_sort(order, lens, 0, n_local, window, batch);
     rc = va_agree(va_encoder_ready(enc, max_batch_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
-    if (!rc && write_during) /* the output's room, creation and objects are checked before any batch runs */
-      rc = va_h5_write_open(&vec_out, "vectors file", a.out_file, vec_bytes, a.io_mode, embed_setup, &o);
     if (rc) {
+      tok_pool_halt(&pool);
+      (void)tok_totals_poll(&tt, &pool, 1);
       va_encoder_free(enc);
       free(order);
       free(bids);
       free(blens);
       free(bout);
-      free(ids);
+      free(tok_pool_free(&pool, 0));
       free(off);
       free(lens);
+      lines_free(&L);
       va_tok_free(tok);
       va_bert_free(&model);
       return rc;
     }
-    if (device_out) demb = va_encoder_output_to_device(enc, order, n_local);
+    if (device_out) demb = va_encoder_output_to_device(enc, n_local);
     if (!demb && !(emb = malloc((size_t)(n_local ? n_local : 1) * (size_t)d * sizeof(float))))
       VA_FATAL("out of memory for %lld embeddings", (long long)n_local);
+    if (!first_failed) va_encoder_place(enc, order, 0, window < n_local ? window : n_local);
     o.emb = emb;
     o.demb = demb;
     o.on_gpu = demb != NULL;
-    if (write_during && vec_out.file >= 0) { /* -1: this rank's file did not open, close says why */
-      line_writer_start(&writer, &o, vec_out.file);
-      writer_on = 1;
-    }
+    if (tt.known && !tt.glob[TT_BAD] && write_during) rc = vectors_open(&cr);
     va_encoder_describe(enc, &info);
     if (device >= 0)
       va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, dense layers by %s, batch %d\n", va_proc.nranks,
@@ -861,14 +1093,24 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     int64_t done = 0, tok_done = 0;
     int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */
     double last = va_now();
-    int stopping = 0; /* a stop request: no new batch; the one in flight is collected */
+    /* no new batch after a stop request, a bad line, or a failed open of the vectors file; the one in flight is
+     * collected */
+    int stopping = first_failed || rc || (tt.known && tt.glob[TT_BAD]);
     for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
       stopping = stopping || va_stop_requested();
+      if (s > 0 && s % window == 0 && s < n_local && !stopping) { /* the next window: wait for its lines' ids */
+        const int64_t wn = n_local - s < window ? n_local - s : window;
+        if (tok_pool_wait(&pool, s + wn)) stopping = 1;
+        else {
+          va_encoder_reserve(enc, window_sort(order, lens, s, n_local, window, batch));
+          va_encoder_place(enc, order + s, s, wn);
+        }
+      }
       int nb = s < n_local && !stopping ? (n_local - s < batch ? (int)(n_local - s) : batch) : 0;
       int64_t p = 0;
       for (int b = 0; b < nb; b++) {
         int64_t i = order[s + b];
-        memcpy(bids + p, ids + off[i], (size_t)lens[i] * sizeof *ids);
+        memcpy(bids + p, tok_pool_ids(&pool, i), (size_t)lens[i] * sizeof *bids);
         blens[b] = lens[i];
         p += lens[i];
       }
@@ -884,19 +1126,29 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
           for (int b = 0; b < out_nb; b++)
             memcpy(emb + order[out_s + b] * d, bout + (int64_t)b * d, (size_t)d * sizeof(float));
         const int64_t upto = out_s + out_nb; /* batches come back in order: a window is encoded with its last */
-        if (writer_on && (upto % window == 0 || upto == n_local)) line_writer_post(&writer, upto);
+        if (upto % window == 0 || upto == n_local) {
+          cr.encoded = upto;
+          if (cr.writer_on) line_writer_post(&cr.writer, upto);
+        }
+      }
+      if (!tt.known && tok_totals_poll(&tt, &pool, 0)) {
+        rc = corpus_known(&cr, &tt, 1);
+        stopping = stopping || rc || tt.glob[TT_BAD];
       }
       done += nb;
       tok_done += p;
       double now = va_now();
       if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
-        double el = now - t0, rate = done / el, eta = el * ((double)(used - tok_done) / (double)tok_done);
+        /* by tokens once this rank's are all counted, by lines before */
+        const double el = now - t0, rate = done / el,
+                     left = tt.posted ? (double)(tt.local[TT_TOKENS] - tok_done) / (double)(tok_done ? tok_done : 1)
+                                      : (double)(n_local - done) / (double)(done ? done : 1);
         char es[32];
-        va_format_seconds(eta, es, sizeof es);
-        va_log0("embed: rank 0 %lld/%lld lines (%.0f%% of its tokens), %.1f lines/s per rank (~%.0f over %d ranks), "
-                "ETA %s\n",
-                (long long)done, (long long)n_local, 100.0 * (double)tok_done / (double)used, rate,
-                rate * va_proc.nranks, va_proc.nranks, es);
+        va_format_seconds(el * left, es, sizeof es);
+        va_log0(
+            "embed: rank 0 %lld/%lld lines (%.0f%% of its %s), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
+            (long long)done, (long long)n_local, 100.0 * (1.0 - left / (1.0 + left)), tt.posted ? "tokens" : "lines",
+            rate, rate * va_proc.nranks, va_proc.nranks, es);
         last = now;
       }
     }
@@ -907,28 +1159,47 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     free(bout);
     free(order);
   }
+  /* Every rank learns the totals (and opens the vectors file, when it had not yet) whether it stopped early or not. */
+  tok_pool_halt(&pool);
+  if (!tt.known) {
+    (void)tok_totals_poll(&tt, &pool, 1);
+    rc = corpus_known(&cr, &tt, encode);
+  }
+  const double tokenizer_seconds = pool.seconds; /* set by its last unit, read after the join */
+  int32_t *ids = tok_pool_free(&pool, write_ids);
+  lines_free(&L);
   va_tok_free(tok);
+  if (tt.glob[TT_BAD]) rc = va_agree(tt.local[TT_BAD] ? VA_EXIT_INPUT : 0, tt.err); /* the lowest failing rank's */
+  if (rc) { /* the vectors file never opened (a failed open removed its temporary file) */
+    free(ids);
+    free(off);
+    free(lens);
+    free(emb);
+    va_encoder_free_device_rows(demb);
+    va_bert_free(&model);
+    return rc;
+  }
   ph[PH_ENCODE] = va_now() - t0;
   double cpu_used = cpu_seconds() - cpu0;
   /* Write: the vectors (the rest of them, when written during the encoding), then the token ids; each
    * rank its own lines, in input order. Each file is renamed into place only when complete. */
   t0 = va_now();
-  if (writer_on) line_writer_join(&writer);
+  if (cr.writer_on) line_writer_join(&cr.writer);
   va_stop_point(encode ? "embedding" : "tokenizing"); /* a stopped job's open file is removed on the way out */
-  if (write_during) rc = va_h5_write_close(&vec_out);
+  if (write_during) rc = va_h5_write_close(&cr.out);
   else if (write_vectors)
     rc = va_h5_write_file("vectors file", a.out_file, vec_bytes, a.io_mode, embed_setup, embed_rows, &o);
   if (!rc && write_ids) {
-    int64_t tok0 = 0;
+    int64_t tok0 = 0, used = tt.local[TT_TOKENS];
     VA_MPI(MPI_Exscan(&used, &tok0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
     if (va_proc.rank == 0) tok0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
     for (int64_t i = 0; i < n_local; i++) off[i] += tok0;
-    ids_out_t io = {&a, n, row0, n_local, glob[0], tok0, used, ids, lens, off, glob[1], glob[2], glob[3]};
-    rc = va_h5_write_file("token ids file", a.ids_file, 4.0 * (double)glob[0] + 12.0 * (double)n, a.io_mode, ids_setup,
+    ids_out_t io = {&a, n, row0, n_local, o.tokens, tok0, used, ids, lens, off, o.truncated, o.invalid, o.empty};
+    rc = va_h5_write_file("token ids file", a.ids_file, 4.0 * (double)o.tokens + 12.0 * (double)n, a.io_mode, ids_setup,
                           ids_rows, &io);
     if (!rc)
       va_log0("embed: wrote the token ids to %s:%s (%lld ids, int32) with %s and %s\n", a.ids_file, a.ids_dataset,
-              (long long)glob[0], a.ids_lengths, a.ids_offsets);
+              (long long)o.tokens, a.ids_lengths, a.ids_offsets);
   }
   free(ids);
   free(off);
@@ -951,7 +1222,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
             ph[PH_TOTAL], (double)n / (enc_max > 0 ? enc_max : 1e-9), va_proc.nranks);
     return 0;
   }
-  if ((rc = write_metrics(&a, &o, ph, cpu_used, threads, wdt, &info, encode ? batch : 0))) return rc;
+  if ((rc = write_metrics(&a, &o, ph, tokenizer_seconds, cpu_used, threads, wdt, &info, encode ? batch : 0))) return rc;
   if (write_vectors)
     va_log0("embed: wrote %s:%s (%lld x %d float32, distance = angular) in %.2f s: %.1f lines/s overall, %.1f "
             "lines/s encoding (%d rank(s))\n",

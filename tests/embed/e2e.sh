@@ -5,7 +5,7 @@
 # row (so rows are in input order), the same on 3 ranks and written while encoding, the same via JSONL,
 # then `vecanneal compress` on the result (which must pick cosine from distance = angular), and the agreed
 # failures: usage (2, including --backend cuda with no device visible), missing model, empty corpus and
-# bad JSONL (3), each on every rank.
+# bad JSONL (3, also past the first window on one rank or both), each on every rank.
 # usage: e2e.sh VECANNEAL H5CHECK MPIEXEC MODEL_DIR DATA_DIR WORK_DIR
 set -uo pipefail
 VA="$1" CHECK="$2" MPIEXEC="$3" MODEL="$4" DATA="$5" WORK="$6"
@@ -70,7 +70,19 @@ expect 3 missing_input "${MPI[@]}" "$VA" embed --input no-such-file.txt --out x.
 printf '{"text": "fine"}\n{"text": "fine too"}\n{"txt": "no text field"}\n{"text": "x"}\n' > bad.jsonl
 expect 3 bad_jsonl "${MPI[@]}" "$VA" embed --input bad.jsonl --out x.h5 --model "$MODEL"
 grep -q 'line 3' bad_jsonl.log || fail "bad JSONL message does not name line 3"
+# bad lines past the first window, found while the windows before them are encoded (the rest of the lines
+# are tokenized meanwhile): 6000 lines over 2 ranks in windows of 64 x 8 lines, the vectors written
+# during the encoding; a bad line on rank 1 alone, then one on each rank (the first in the file is named)
+awk 'BEGIN { for (i = 1; i <= 6000; i++) printf "{\"text\": \"line %d\"}\n", i }' > late.jsonl
+sed '5000s/.*/{"txt": 1}/' late.jsonl > late1.jsonl
+sed -e '2500s/.*/not json/' -e '5000s/.*/{"txt": 1}/' late.jsonl > late2.jsonl
+for c in 1 2; do
+  expect 3 bad_late$c "${MPI[@]}" "$VA" embed --input late$c.jsonl --out x.h5 --model "$MODEL" --backend cpu --batch 8 \
+    --threads 1 --progress 0 --io independent
+done
+grep -q 'late1.jsonl line 5000: no string field' bad_late1.log || fail "a bad line on rank 1 alone: not named"
+grep -q 'late2.jsonl line 2500: not valid JSON' bad_late2.log || fail "bad lines on both ranks: the first is not named"
 for f in x.h5 x.h5.partial; do [[ ! -e $f ]] || fail "a failed run left $f behind"; done
-grep -h 'vecanneal: error' missing_model.log corrupt_model.log empty_corpus.log bad_jsonl.log
+grep -h 'vecanneal: error' missing_model.log corrupt_model.log empty_corpus.log bad_jsonl.log bad_late1.log bad_late2.log
 
 finish "embed e2e"
