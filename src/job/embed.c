@@ -279,6 +279,7 @@ static void lines_free(lines_t *L) {
   free(L->buf);
   free(L->line);
   free(L->line_len);
+  memset(L, 0, sizeof *L); /* freed once: the text goes as soon as the rank's tokenizing has ended */
 }
 
 /* --- the HDF5 output ----------------------------------------------------------------------------- */
@@ -1135,6 +1136,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
         rc = corpus_known(&cr, &tt, 1);
         stopping = stopping || rc || tt.glob[TT_BAD];
       }
+      if (tt.posted && L.buf) lines_free(&L); /* posted: the pool has joined, the text is no longer read */
       done += nb;
       tok_done += p;
       double now = va_now();
