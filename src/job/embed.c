@@ -11,15 +11,11 @@
  * overlap the GPU's work. Expected failures (usage, missing or corrupt model or input, an empty corpus, no device for
  * --backend cuda) are agreed over all ranks: one message, the same exit code everywhere. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <pthread.h> /* the thread that writes the vectors while the encoder runs */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "backend/encoder.h" /* va_encoder_*: the CPU or GPU encoder */
 #include "embed/bert_cpu.h"  /* va_bert_load, va_bert_t */
@@ -27,7 +23,7 @@
 #include "core/stop.h"       /* va_stop_point */
 #include "job/embed.h"
 #include "io/h5io.h"
-#include "embed/json.h"
+#include "job/embed_lines.h" /* va_lines_*, va_tok_pool_*, va_tok_totals_*: the block, tokenized */
 #include "cpu/assign.h"
 #include "embed/tokenizer.h"
 #include "util/heartbeat.h" /* va_heartbeat_start, va_heartbeat_stop */
@@ -149,15 +145,6 @@ int va_embed_options_resolve(va_embed_options_t *a, char *err, size_t elen) {
   return 0;
 }
 
-/* --- input: this rank's block of lines ---------------------------------------------------------- */
-typedef struct {
-  char *buf; /* the block's bytes */
-  size_t len;
-  char **line; /* starts within buf */
-  size_t *line_len;
-  int64_t n;
-} lines_t;
-
 /* The whole input's tokens, estimated before it is read from its size at 4 bytes a token (English text
  * takes 4-8 bytes a WordPiece token, so the estimate errs high): rank 0 looks at the file (one metadata
  * request a job, not one a rank) and every rank gets its figure; an input that cannot be looked at counts
@@ -168,118 +155,6 @@ static int64_t estimate_job_tokens(const char *path) {
   if (va_proc.rank == 0 && stat(path, &st) == 0) tokens = (int64_t)st.st_size / 4;
   VA_MPI(MPI_Bcast(&tokens, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
   return tokens;
-}
-
-/* Reads the lines whose first byte lies in [size*r/P, size*(r+1)/P). 0, or an error in err. */
-static int read_block(const char *path, lines_t *L, char *err, size_t elen) {
-  memset(L, 0, sizeof *L);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) {
-    snprintf(err, elen, "embed: cannot open input '%s': %s", path, strerror(errno));
-    return 1;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, elen, "embed: input '%s' is not a regular file", path);
-    close(fd);
-    return 1;
-  }
-  int64_t size = st.st_size, P = va_proc.nranks, r = va_proc.rank;
-  int64_t b = size * r / P, e = size * (r + 1) / P;
-  /* Move b to a line start: b itself if the byte before it is '\n', else past the next '\n'. */
-  int64_t start = b;
-  if (b > 0) {
-    start = -1;
-    char chunk[65536];
-    for (int64_t pos = b - 1; pos < size && start < 0;) {
-      ssize_t got = pread(fd, chunk, sizeof chunk, (off_t)pos);
-      if (got <= 0) {
-        if (got < 0) {
-          snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno));
-          close(fd);
-          return 1;
-        }
-        break;
-      }
-      for (ssize_t k = 0; k < got; k++)
-        if (chunk[k] == '\n') {
-          start = pos + k + 1;
-          break;
-        }
-      pos += got;
-    }
-    if (start < 0) start = size;
-  }
-  if (start >= e) {
-    close(fd);
-    return 0;
-  } /* no line starts in this rank's range */
-  /* Read [start, e) and on to the end of the last line starting before e: the first '\n' at or
-   * after byte e-1 (or the end of the file). */
-  size_t cap = (size_t)(e - start) + 65536, n = 0, scan = (size_t)(e - 1 - start);
-  char *buf = malloc(cap + 1);
-  if (!buf) {
-    snprintf(err, elen, "embed: out of memory reading %lld bytes of '%s'", (long long)(e - start), path);
-    close(fd);
-    return 1;
-  }
-  for (;;) {
-    if (n == cap) {
-      char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb) {
-        free(buf);
-        snprintf(err, elen, "embed: out of memory reading '%s'", path);
-        close(fd);
-        return 1;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    ssize_t got = pread(fd, buf + n, cap - n, (off_t)(start + (int64_t)n));
-    if (got < 0) {
-      free(buf);
-      snprintf(err, elen, "embed: cannot read '%s': %s", path, strerror(errno));
-      close(fd);
-      return 1;
-    }
-    if (got == 0) break;
-    n += (size_t)got;
-    while (scan < n && buf[scan] != '\n') scan++;
-    if (scan < n) {
-      n = scan + 1;
-      break;
-    }
-  }
-  close(fd);
-  L->buf = buf;
-  L->len = n;
-  /* memchr: the C library's vectorised scan, several times a byte loop's rate on a corpus block */
-  int64_t cnt = 0;
-  for (const char *p = buf, *end = buf + n; (p = memchr(p, '\n', (size_t)(end - p))); p++) cnt++;
-  if (n && buf[n - 1] != '\n') cnt++;
-  L->n = cnt;
-  L->line = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line);
-  L->line_len = malloc((size_t)(cnt ? cnt : 1) * sizeof *L->line_len);
-  if (!L->line || !L->line_len) {
-    snprintf(err, elen, "embed: out of memory indexing %lld lines", (long long)cnt);
-    return 1;
-  }
-  char *p = buf, *end = buf + n;
-  for (int64_t k = 0; k < cnt; k++) {
-    char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) nl = end; /* the last line without its newline */
-    L->line[k] = p;
-    L->line_len[k] = (size_t)(nl - p);
-    p = nl + 1;
-  }
-  return 0;
-}
-
-static void lines_free(lines_t *L) {
-  free(L->buf);
-  free(L->line);
-  free(L->line_len);
-  memset(L, 0, sizeof *L); /* freed once: the text goes as soon as the rank's tokenizing has ended */
 }
 
 /* --- the HDF5 output ----------------------------------------------------------------------------- */
@@ -545,284 +420,6 @@ static int by_len_desc(const void *x, const void *y) {
   return (i > j) - (i < j); /* stable: input order among equal lengths */
 }
 
-/* One slice of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
-typedef struct {
-  int64_t first, end; /* lines [first, end) of the block */
-  int32_t *ids;
-  int64_t used, cap;
-  int64_t truncated, invalid, empty;
-  int64_t bad; /* a line that is not a JSON object with a string "text" (then err says which), else -1 */
-  char err[600];
-} tok_slice_t;
-
-static void tokenize_slice(va_tokenizer_t *tok, const va_embed_options_t *a, const lines_t *L, int64_t row0,
-                           int64_t *off, int *lens, tok_slice_t *sl) {
-  sl->bad = -1;
-  sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
-  sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
-  if (!sl->ids) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
-  for (int64_t i = sl->first; i < sl->end; i++) {
-    if (sl->used + a->max_tokens > sl->cap) {
-      sl->cap = 2 * sl->cap + a->max_tokens;
-      int32_t *p = realloc(sl->ids, (size_t)sl->cap * sizeof *sl->ids);
-      if (!p) VA_FATAL("out of memory for the token ids of %lld lines", (long long)(sl->end - sl->first));
-      sl->ids = p;
-    }
-    const char *text = L->line[i];
-    size_t tlen = L->line_len[i];
-    va_json_t *j = NULL;
-    if (a->jsonl) {
-      char jerr[256];
-      int64_t lone = 0;
-      if (row0 + i == 0 && tlen >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
-        text += 3;
-        tlen -= 3;
-      } /* byte-order mark */
-      j = va_json_parse(text, tlen, jerr, sizeof jerr, &lone);
-      const va_json_t *tf = va_json_get(j, "text");
-      if (!j)
-        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: not valid JSON (%s)", a->input,
-                 (long long)(row0 + i + 1), jerr);
-      else if (j->type != VA_JSON_OBJ)
-        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: expected a JSON object with a \"text\" field", a->input,
-                 (long long)(row0 + i + 1));
-      else if (!tf || tf->type != VA_JSON_STR)
-        snprintf(sl->err, sizeof sl->err, "embed: %s line %lld: no string field \"text\"", a->input,
-                 (long long)(row0 + i + 1));
-      if (!j || j->type != VA_JSON_OBJ || !tf || tf->type != VA_JSON_STR) {
-        sl->bad = i;
-        va_json_free(j);
-        return;
-      }
-      text = tf->str;
-      tlen = tf->len;
-      sl->invalid += lone;
-    }
-    va_tok_info_t info;
-    int k = va_tok_encode(tok, text, tlen, a->max_tokens, sl->ids + sl->used, &info);
-    va_json_free(j);
-    if (k < 0) VA_FATAL("out of memory tokenizing line %lld", (long long)(row0 + i + 1));
-    off[i] = sl->used;
-    lens[i] = k;
-    sl->used += k;
-    sl->truncated += info.truncated != 0;
-    sl->invalid += info.invalid_utf8;
-    sl->empty += k == 2 && !info.truncated; /* no word pieces at all (blank, spaces or control characters only) */
-  }
-}
-
-/* --- tokenizing, beside the encoding ------------------------------------------------------------- */
-/* A pool of threads, one tokenizer each, tokenizes the block a unit of TOK_UNIT_LINES consecutive lines
- * at a time, the units taken in line order; the encoder waits only for the units of the window it starts
- * next, so that the GPU encoder runs while the rest of the lines are tokenized. Each unit's ids go to a
- * buffer of its own (off[] relative to it). A unit with a bad line stops the pool from taking more: every
- * unit before it was taken earlier and is finished by the join, so the first bad line in line order is
- * known then. */
-#define TOK_UNIT_LINES 1024
-
-typedef struct tok_pool tok_pool_t;
-typedef struct {
-  tok_pool_t *pool;
-  int index;
-} tok_worker_t;
-struct tok_pool {
-  const va_embed_options_t *a;
-  const lines_t *L;
-  int64_t row0;
-  const char *vocab_path;
-  va_tokenizer_t *tok; /* the caller's tokenizer, the first thread's */
-  int64_t *off;
-  int *lens;
-  tok_slice_t *unit;
-  int64_t nunits;
-  int nthreads, joined;
-  pthread_t *thread;
-  tok_worker_t *worker;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  /* under mu: the next unit to take; units [0, done_upto) are finished; the lowest finished unit with
-   * a bad line (nunits: none); no unit is taken once halt is set; threads that have returned */
-  int64_t next, done_upto, first_bad;
-  unsigned char *done;
-  int halt, exited;
-  double t0, seconds; /* the start, and the wall time until the last unit was finished */
-};
-
-static void *tok_worker_main(void *arg) {
-  const tok_worker_t *w = arg;
-  tok_pool_t *p = w->pool;
-  char terr[512];
-  va_tokenizer_t *tk = w->index == 0 ? p->tok : va_tok_load(p->vocab_path, terr, sizeof terr); /* scratch each */
-  if (!tk) VA_FATAL("cannot load the vocabulary again for tokenizer thread %d: %s", w->index, terr);
-  for (;;) {
-    pthread_mutex_lock(&p->mu);
-    const int64_t u = p->halt || p->next >= p->nunits ? -1 : p->next++;
-    pthread_mutex_unlock(&p->mu);
-    if (u < 0) break;
-    tokenize_slice(tk, p->a, p->L, p->row0, p->off, p->lens, &p->unit[u]);
-    pthread_mutex_lock(&p->mu);
-    p->done[u] = 1;
-    if (p->unit[u].bad >= 0) {
-      p->halt = 1;
-      if (u < p->first_bad) p->first_bad = u;
-    }
-    while (p->done_upto < p->nunits && p->done[p->done_upto]) p->done_upto++;
-    if (p->done_upto == p->nunits) p->seconds = va_now() - p->t0;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-  }
-  if (w->index) va_tok_free(tk);
-  pthread_mutex_lock(&p->mu);
-  p->exited++;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-  return NULL;
-}
-
-static void tok_pool_start(tok_pool_t *p, const va_embed_options_t *a, const lines_t *L, int64_t row0,
-                           const char *vocab_path, va_tokenizer_t *tok, int64_t *off, int *lens, int threads) {
-  *p = (tok_pool_t){.a = a, .L = L, .row0 = row0, .vocab_path = vocab_path, .tok = tok, .off = off, .lens = lens};
-  p->nunits = (L->n + TOK_UNIT_LINES - 1) / TOK_UNIT_LINES;
-  p->first_bad = p->nunits;
-  p->nthreads = (int64_t)threads < p->nunits ? threads : (int)(p->nunits > 0 ? p->nunits : 1);
-  p->unit = calloc((size_t)(p->nunits > 0 ? p->nunits : 1), sizeof *p->unit);
-  p->done = calloc((size_t)(p->nunits > 0 ? p->nunits : 1), 1);
-  p->thread = calloc((size_t)p->nthreads, sizeof *p->thread);
-  p->worker = calloc((size_t)p->nthreads, sizeof *p->worker);
-  if (!p->unit || !p->done || !p->thread || !p->worker)
-    VA_FATAL("out of memory for the tokenizer's %lld units of lines", (long long)p->nunits);
-  for (int64_t u = 0; u < p->nunits; u++) {
-    p->unit[u].first = u * TOK_UNIT_LINES;
-    p->unit[u].end = u + 1 < p->nunits ? (u + 1) * TOK_UNIT_LINES : L->n;
-  }
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
-  p->t0 = va_now();
-  if (p->nunits == 0) p->seconds = 0;
-  int started = 0;
-  for (int i = 0; i < p->nthreads; i++) {
-    p->worker[i] = (tok_worker_t){p, i};
-    if (pthread_create(&p->thread[i], NULL, tok_worker_main, &p->worker[i]) != 0) break;
-    started++;
-  }
-  if (started == p->nthreads) return;
-  /* fewer threads to be had: those that started share the units; with none, this thread takes them all */
-  pthread_mutex_lock(&p->mu);
-  p->nthreads = started;
-  pthread_mutex_unlock(&p->mu);
-  if (started == 0) {
-    p->nthreads = 1;
-    p->joined = 1; /* nothing to join */
-    tok_worker_main(&p->worker[0]);
-  }
-}
-
-/* Waits until lines [0, upto) are tokenized: 0, or 1 when one of them cannot be (a bad line; the pool
- * halted). */
-static int tok_pool_wait(tok_pool_t *p, int64_t upto) {
-  const int64_t need = (upto + TOK_UNIT_LINES - 1) / TOK_UNIT_LINES;
-  pthread_mutex_lock(&p->mu);
-  while (p->done_upto < need && p->first_bad >= need && p->exited < p->nthreads) pthread_cond_wait(&p->cv, &p->mu);
-  const int failed = p->first_bad < need || p->done_upto < need;
-  pthread_mutex_unlock(&p->mu);
-  return failed;
-}
-
-/* Whether every thread has returned: all units finished, or the pool halted. */
-static int tok_pool_finished(tok_pool_t *p) {
-  pthread_mutex_lock(&p->mu);
-  const int f = p->exited == p->nthreads;
-  pthread_mutex_unlock(&p->mu);
-  return f;
-}
-
-/* Takes no further unit (the job stops); the units taken are finished. */
-static void tok_pool_halt(tok_pool_t *p) {
-  pthread_mutex_lock(&p->mu);
-  p->halt = 1;
-  pthread_mutex_unlock(&p->mu);
-}
-
-static void tok_pool_join(tok_pool_t *p) {
-  if (p->joined) return;
-  for (int i = 0; i < p->nthreads; i++)
-    if (pthread_join(p->thread[i], NULL) != 0) VA_FATAL("cannot join tokenizer thread %d", i);
-  p->joined = 1;
-}
-
-/* The ids of line i (after its unit is finished). */
-static const int32_t *tok_pool_ids(const tok_pool_t *p, int64_t i) {
-  return p->unit[i / TOK_UNIT_LINES].ids + p->off[i];
-}
-
-/* After the join: the units' ids back to back in line order (off[] made relative to the result), or NULL
- * when keep_ids is 0; the units' buffers are freed either way. */
-static int32_t *tok_pool_free(tok_pool_t *p, int keep_ids) {
-  tok_pool_join(p);
-  int32_t *ids = NULL;
-  if (keep_ids) {
-    int64_t used = 0;
-    for (int64_t u = 0; u < p->nunits; u++) used += p->unit[u].used;
-    ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
-    if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)p->L->n);
-    for (int64_t u = 0, base = 0; u < p->nunits; u++) {
-      memcpy(ids + base, p->unit[u].ids, (size_t)p->unit[u].used * sizeof *ids);
-      for (int64_t i = p->unit[u].first; i < p->unit[u].end; i++) p->off[i] += base;
-      base += p->unit[u].used;
-    }
-  }
-  for (int64_t u = 0; u < p->nunits; u++) free(p->unit[u].ids);
-  free(p->unit);
-  free(p->done);
-  free(p->thread);
-  free(p->worker);
-  pthread_cond_destroy(&p->cv);
-  pthread_mutex_destroy(&p->mu);
-  return ids;
-}
-
-/* This rank's token counts and bad lines, summed over the ranks without holding up the encoder: posted
- * (non-blocking) once the rank's tokenizing has finished, tested between batches, waited for at the
- * end. Every rank posts exactly once. */
-enum { TT_BAD, TT_TOKENS, TT_TRUNCATED, TT_INVALID, TT_EMPTY, TT_N };
-typedef struct {
-  int64_t local[TT_N], glob[TT_N];
-  char err[600]; /* the rank's first bad line */
-  MPI_Request req;
-  int posted, known;
-} tok_totals_t;
-
-static void tok_totals_post(tok_totals_t *t, tok_pool_t *p) {
-  tok_pool_join(p);
-  memset(t->local, 0, sizeof t->local);
-  for (int64_t u = 0; u < p->nunits; u++) {
-    const tok_slice_t *s = &p->unit[u];
-    if (s->bad >= 0) t->local[TT_BAD]++;
-    t->local[TT_TOKENS] += s->used;
-    t->local[TT_TRUNCATED] += s->truncated;
-    t->local[TT_INVALID] += s->invalid;
-    t->local[TT_EMPTY] += s->empty;
-  }
-  if (p->first_bad < p->nunits) snprintf(t->err, sizeof t->err, "%s", p->unit[p->first_bad].err);
-  VA_MPI(MPI_Iallreduce(t->local, t->glob, TT_N, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &t->req));
-  t->posted = 1;
-}
-
-/* Posts when the pool has finished and tests; wait: post and wait whatever the pool's state. 1 once the
- * sums are known. */
-static int tok_totals_poll(tok_totals_t *t, tok_pool_t *p, int wait) {
-  if (t->known) return 1;
-  if (!t->posted && (wait || tok_pool_finished(p))) tok_totals_post(t, p);
-  if (!t->posted) return 0;
-  int flag = 0;
-  if (wait) {
-    VA_MPI(MPI_Wait(&t->req, MPI_STATUS_IGNORE));
-    flag = 1;
-  } else VA_MPI(MPI_Test(&t->req, &flag, MPI_STATUS_IGNORE));
-  t->known = flag;
-  return flag;
-}
-
 /* Sorts lines [s, s + window) of order (the block's lines from s on, clipped to n) longest first and
  * returns the most tokens a batch of that window holds. */
 static int64_t window_sort(int64_t *order, const int *lens, int64_t s, int64_t n, int64_t window, int batch) {
@@ -869,13 +466,13 @@ static int vectors_open(corpus_run_t *c) {
 /* Called on every rank once the sums are known. A bad line: nothing (the caller agrees on it); else the
  * totals and the log line, and the vectors file opened when open_vectors and it is written during the
  * encoding. 0, or the agreed error of the open. */
-static int corpus_known(corpus_run_t *c, const tok_totals_t *t, int open_vectors) {
-  if (t->glob[TT_BAD]) return 0;
+static int corpus_known(corpus_run_t *c, const va_tok_totals_t *t, int open_vectors) {
+  if (t->glob[VA_TT_BAD]) return 0;
   embed_out_t *o = c->o;
-  o->tokens = t->glob[TT_TOKENS];
-  o->truncated = t->glob[TT_TRUNCATED];
-  o->invalid = t->glob[TT_INVALID];
-  o->empty = t->glob[TT_EMPTY];
+  o->tokens = t->glob[VA_TT_TOKENS];
+  o->truncated = t->glob[VA_TT_TRUNCATED];
+  o->invalid = t->glob[VA_TT_INVALID];
+  o->empty = t->glob[VA_TT_EMPTY];
   const va_embed_options_t *a = c->a;
   if (c->encode)
     va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
@@ -981,12 +578,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
 
   /* Input block. */
   t0 = va_now();
-  lines_t L;
-  rc = read_block(a.input, &L, err, sizeof err) ? VA_EXIT_INPUT : 0;
+  va_lines_t L;
+  rc = va_lines_read(a.input, &L, err, sizeof err) ? VA_EXIT_INPUT : 0;
   rc = va_agree(rc, err);
   if (rc) {
     va_encoder_free(enc);
-    lines_free(&L);
+    va_lines_free(&L);
     va_tok_free(tok);
     va_bert_free(&model);
     return rc;
@@ -999,7 +596,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   rc = va_agree(n == 0 ? VA_EXIT_INPUT : 0, err);
   if (rc) {
     va_encoder_free(enc);
-    lines_free(&L);
+    va_lines_free(&L);
     va_tok_free(tok);
     va_bert_free(&model);
     return rc;
@@ -1007,19 +604,19 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   ph[PH_READ] = va_now() - t0;
 
   /* Tokenize (JSONL: take the "text" field first) on a pool of threads, one tokenizer each. The encoder
-   * starts once the first window's lines are tokenized, the rest being tokenized meanwhile (tok_pool_t). */
+   * starts once the first window's lines are tokenized, the rest being tokenized meanwhile (job/embed_lines.h). */
   t0 = va_now();
   double cpu0 = cpu_seconds();
   int64_t *off = malloc((size_t)(n_local + 1) * sizeof *off);
   int *lens = malloc((size_t)(n_local + 1) * sizeof *lens);
   if (!off || !lens) VA_FATAL("out of memory for the token ids of %lld lines", (long long)n_local);
-  tok_pool_t pool;
-  tok_pool_start(&pool, &a, &L, row0, vocab_path, tok, off, lens, threads);
+  const va_tok_spec_t spec = {a.input, vocab_path, a.jsonl, a.max_tokens};
+  va_tok_pool_t *pool = va_tok_pool_start(&spec, &L, row0, tok, off, lens, threads);
   const int64_t window = (int64_t)WINDOW_BATCHES * batch;
-  tok_totals_t tt;
+  va_tok_totals_t tt;
   memset(&tt, 0, sizeof tt);
-  const int first_failed = tok_pool_wait(&pool, encode && window < n_local ? window : n_local);
-  if (!encode) (void)tok_totals_poll(&tt, &pool, 1);
+  const int first_failed = va_tok_pool_wait(pool, encode && window < n_local ? window : n_local);
+  if (!encode) (void)va_tok_totals_poll(&tt, pool, 1);
   ph[PH_TOKENIZE] = va_now() - t0;
   va_blas_threads(1); /* the CPU encoder spreads a batch's sequences over its threads, one sgemm thread each */
 
@@ -1063,17 +660,17 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     const int64_t max_batch_tokens = first_failed ? 1 : window_sort(order, lens, 0, n_local, window, batch);
     rc = va_agree(va_encoder_ready(enc, max_batch_tokens, err, sizeof err) ? VA_EXIT_INPUT : 0, err);
     if (rc) {
-      tok_pool_halt(&pool);
-      (void)tok_totals_poll(&tt, &pool, 1);
+      va_tok_pool_halt(pool);
+      (void)va_tok_totals_poll(&tt, pool, 1);
       va_encoder_free(enc);
       free(order);
       free(bids);
       free(blens);
       free(bout);
-      free(tok_pool_free(&pool, 0));
+      free(va_tok_pool_free(pool, 0));
       free(off);
       free(lens);
-      lines_free(&L);
+      va_lines_free(&L);
       va_tok_free(tok);
       va_bert_free(&model);
       return rc;
@@ -1085,7 +682,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     o.emb = emb;
     o.demb = demb;
     o.on_gpu = demb != NULL;
-    if (tt.known && !tt.glob[TT_BAD] && write_during) rc = vectors_open(&cr);
+    if (tt.known && !tt.glob[VA_TT_BAD] && write_during) rc = vectors_open(&cr);
     va_encoder_describe(enc, &info);
     if (device >= 0)
       va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, dense layers by %s, batch %d\n", va_proc.nranks,
@@ -1096,12 +693,12 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     double last = va_now();
     /* no new batch after a stop request, a bad line, or a failed open of the vectors file; the one in flight is
      * collected */
-    int stopping = first_failed || rc || (tt.known && tt.glob[TT_BAD]);
+    int stopping = first_failed || rc || (tt.known && tt.glob[VA_TT_BAD]);
     for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
       stopping = stopping || va_stop_requested();
       if (s > 0 && s % window == 0 && s < n_local && !stopping) { /* the next window: wait for its lines' ids */
         const int64_t wn = n_local - s < window ? n_local - s : window;
-        if (tok_pool_wait(&pool, s + wn)) stopping = 1;
+        if (va_tok_pool_wait(pool, s + wn)) stopping = 1;
         else {
           va_encoder_reserve(enc, window_sort(order, lens, s, n_local, window, batch));
           va_encoder_place(enc, order + s, s, wn);
@@ -1111,7 +708,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       int64_t p = 0;
       for (int b = 0; b < nb; b++) {
         int64_t i = order[s + b];
-        memcpy(bids + p, tok_pool_ids(&pool, i), (size_t)lens[i] * sizeof *bids);
+        memcpy(bids + p, va_tok_pool_ids(pool, i), (size_t)lens[i] * sizeof *bids);
         blens[b] = lens[i];
         p += lens[i];
       }
@@ -1132,18 +729,18 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
           if (cr.writer_on) line_writer_post(&cr.writer, upto);
         }
       }
-      if (!tt.known && tok_totals_poll(&tt, &pool, 0)) {
+      if (!tt.known && va_tok_totals_poll(&tt, pool, 0)) {
         rc = corpus_known(&cr, &tt, 1);
-        stopping = stopping || rc || tt.glob[TT_BAD];
+        stopping = stopping || rc || tt.glob[VA_TT_BAD];
       }
-      if (tt.posted && L.buf) lines_free(&L); /* posted: the pool has joined, the text is no longer read */
+      if (tt.posted && L.buf) va_lines_free(&L); /* posted: the pool has joined, the text is no longer read */
       done += nb;
       tok_done += p;
       double now = va_now();
       if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
         /* by tokens once this rank's are all counted, by lines before */
         const double el = now - t0, rate = done / el,
-                     left = tt.posted ? (double)(tt.local[TT_TOKENS] - tok_done) / (double)(tok_done ? tok_done : 1)
+                     left = tt.posted ? (double)(tt.local[VA_TT_TOKENS] - tok_done) / (double)(tok_done ? tok_done : 1)
                                       : (double)(n_local - done) / (double)(done ? done : 1);
         char es[32];
         va_format_seconds(el * left, es, sizeof es);
@@ -1162,16 +759,17 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     free(order);
   }
   /* Every rank learns the totals (and opens the vectors file, when it had not yet) whether it stopped early or not. */
-  tok_pool_halt(&pool);
+  va_tok_pool_halt(pool);
   if (!tt.known) {
-    (void)tok_totals_poll(&tt, &pool, 1);
+    (void)va_tok_totals_poll(&tt, pool, 1);
     rc = corpus_known(&cr, &tt, encode);
   }
-  const double tokenizer_seconds = pool.seconds; /* set by its last unit, read after the join */
-  int32_t *ids = tok_pool_free(&pool, write_ids);
-  lines_free(&L);
+  const double tokenizer_seconds = va_tok_pool_seconds(pool);
+  int32_t *ids = va_tok_pool_free(pool, write_ids);
+  va_lines_free(&L);
   va_tok_free(tok);
-  if (tt.glob[TT_BAD]) rc = va_agree(tt.local[TT_BAD] ? VA_EXIT_INPUT : 0, tt.err); /* the lowest failing rank's */
+  if (tt.glob[VA_TT_BAD])
+    rc = va_agree(tt.local[VA_TT_BAD] ? VA_EXIT_INPUT : 0, tt.err); /* the lowest failing rank's */
   if (rc) { /* the vectors file never opened (a failed open removed its temporary file) */
     free(ids);
     free(off);
@@ -1192,7 +790,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   else if (write_vectors)
     rc = va_h5_write_file("vectors file", a.out_file, vec_bytes, a.io_mode, embed_setup, embed_rows, &o);
   if (!rc && write_ids) {
-    int64_t tok0 = 0, used = tt.local[TT_TOKENS];
+    int64_t tok0 = 0, used = tt.local[VA_TT_TOKENS];
     VA_MPI(MPI_Exscan(&used, &tok0, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
     if (va_proc.rank == 0) tok0 = 0; /* MPI_Exscan leaves rank 0's result undefined */
     for (int64_t i = 0; i < n_local; i++) off[i] += tok0;
