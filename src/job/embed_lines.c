@@ -138,8 +138,8 @@ typedef struct {
   char err[600];
 } tok_slice_t;
 
-static void tokenize_slice(va_tokenizer_t *tok, const va_tok_spec_t *a, const va_lines_t *L, int64_t row0,
-                           int64_t *off, int *lens, tok_slice_t *sl) {
+static void tokenize_slice(va_tokenizer_t *tok, const va_tok_spec_t *a, const va_lines_t *L, int64_t row0, int64_t *off,
+                           int *lens, tok_slice_t *sl) {
   sl->bad = -1;
   sl->cap = (sl->end - sl->first) * 32 + a->max_tokens;
   sl->ids = malloc((size_t)sl->cap * sizeof *sl->ids);
@@ -381,7 +381,6 @@ int va_tok_totals_poll(va_tok_totals_t *t, va_tok_pool_t *p, int wait) {
   t->known = flag;
   return flag;
 }
-
 
 double va_tok_pool_seconds(va_tok_pool_t *p) {
   pthread_mutex_lock(&p->mu);
