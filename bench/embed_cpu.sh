@@ -2,7 +2,8 @@
 # embed_cpu.sh: CPU throughput of `vecanneal embed` against sentence-transformers on the same corpus
 # (docs/embed.md quotes its output). Corpus: every 4th line of the first 9700 lines of the committed
 # tokenizer corpus (WordNet glosses, English fortunes, fortunes in 8 other languages), LINES at most.
-# Runs vecanneal embed as 1 rank x 1 thread, 1 rank x 2 threads and 2 ranks x 1 thread, then
+# Runs vecanneal embed as 1 rank x 1 thread, 1 rank x 2 threads and 2 ranks x 1 thread (mpiexec --bind-to
+# none: Open MPI binds one or two ranks to a core each by default, which would leave a rank one core), then
 # sentence-transformers with torch at 1 and 2 threads (when .venv/embed-fixture exists: made by
 # tests/embed/make_fixture.sh), each REPEAT times keeping the fastest.
 # Wall-clock numbers depend on what else the machine runs: CPU seconds are printed beside them.
@@ -33,7 +34,7 @@ echo "corpus: $n lines, $(wc -c < "$OUT/corpus.txt") bytes; machine: $(nproc) co
 run_va() { # name ranks threads
   local best="" i
   for ((i = 0; i < REPEAT; i++)); do
-    /usr/bin/time -f "%e %U %S" -o "$OUT/$1.time" mpiexec -n "$2" "$VA" embed --input "$OUT/corpus.txt" --out "$OUT/$1.h5" \
+    /usr/bin/time -f "%e %U %S" -o "$OUT/$1.time" mpiexec -n "$2" --bind-to none "$VA" embed --input "$OUT/corpus.txt" --out "$OUT/$1.h5" \
       --model "$MODEL" --threads "$3" --batch 64 --progress 0 --metrics "$OUT/$1.json" > "$OUT/$1.log" 2>&1
     local cpu wall u s
     read -r wall u s < "$OUT/$1.time"
