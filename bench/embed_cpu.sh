@@ -34,8 +34,9 @@ echo "corpus: $n lines, $(wc -c < "$OUT/corpus.txt") bytes; machine: $(nproc) co
 run_va() { # name ranks threads
   local best="" i
   for ((i = 0; i < REPEAT; i++)); do
-    /usr/bin/time -f "%e %U %S" -o "$OUT/$1.time" mpiexec -n "$2" --bind-to none "$VA" embed --input "$OUT/corpus.txt" --out "$OUT/$1.h5" \
-      --model "$MODEL" --threads "$3" --batch 64 --progress 0 --metrics "$OUT/$1.json" > "$OUT/$1.log" 2>&1
+    /usr/bin/time -f "%e %U %S" -o "$OUT/$1.time" mpiexec -n "$2" --bind-to none "$VA" embed \
+      --input "$OUT/corpus.txt" --out "$OUT/$1.h5" --model "$MODEL" --threads "$3" --batch 64 --progress 0 \
+      --metrics "$OUT/$1.json" > "$OUT/$1.log" 2>&1
     local cpu wall u s
     read -r wall u s < "$OUT/$1.time"
     local tok_enc

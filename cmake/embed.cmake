@@ -3,8 +3,8 @@
 # link it like every other command. The model is not part of the build: scripts/fetch-model installs
 # it under models/ (docs/embed.md).
 set(VA_EMBED_SOURCES
-  src/cli/embed.c src/job/embed.c src/job/embed_lines.c src/embed/tokenizer.c src/embed/unicode_tables.c src/embed/json.c
-  src/embed/safetensors.c src/embed/bert_cpu.c src/backend/encoder.c)
+  src/cli/embed.c src/job/embed.c src/job/embed_lines.c src/embed/tokenizer.c src/embed/unicode_tables.c
+  src/embed/json.c src/embed/safetensors.c src/embed/bert_cpu.c src/backend/encoder.c)
 target_sources(vecanneal_core PRIVATE ${VA_EMBED_SOURCES})
 # The source tree's model directory is embed's last fallback, so a build run from anywhere finds it.
 set_property(SOURCE src/job/embed.c APPEND PROPERTY COMPILE_DEFINITIONS

@@ -464,9 +464,9 @@ static int vectors_open(corpus_run_t *c) {
 }
 
 /* Called on every rank once the sums are known. A bad line: nothing (the caller agrees on it); else the
- * totals and the log line, and the vectors file opened when open_vectors and it is written during the
- * encoding. 0, or the agreed error of the open. */
-static int corpus_known(corpus_run_t *c, const va_tok_totals_t *t, int open_vectors) {
+ * totals and the log line, and the vectors file opened when it is written during the encoding. 0, or the
+ * agreed error of the open. */
+static int corpus_known(corpus_run_t *c, const va_tok_totals_t *t) {
   if (t->glob[VA_TT_BAD]) return 0;
   embed_out_t *o = c->o;
   o->tokens = t->glob[VA_TT_TOKENS];
@@ -474,17 +474,14 @@ static int corpus_known(corpus_run_t *c, const va_tok_totals_t *t, int open_vect
   o->invalid = t->glob[VA_TT_INVALID];
   o->empty = t->glob[VA_TT_EMPTY];
   const va_embed_options_t *a = c->a;
-  if (c->encode)
-    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
-            "%s on %d rank(s) x %d thread(s); model %s (%s)\n",
-            (long long)o->n, (long long)o->tokens, (long long)o->truncated, a->max_tokens, (long long)o->invalid,
-            (long long)o->empty, a->input, va_proc.nranks, c->threads, a->model_dir, c->model->weights_dtype);
-  else
-    va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
-            "%s on %d rank(s) x %d thread(s); vocabulary %s; tokenizing only (no --out)\n",
-            (long long)o->n, (long long)o->tokens, (long long)o->truncated, a->max_tokens, (long long)o->invalid,
-            (long long)o->empty, a->input, va_proc.nranks, c->threads, c->vocab_path);
-  return open_vectors && c->write_during ? vectors_open(c) : 0;
+  char what[VA_PATH_MAX + 96];
+  if (c->encode) snprintf(what, sizeof what, "model %s (%s)", a->model_dir, c->model->weights_dtype);
+  else snprintf(what, sizeof what, "vocabulary %s; tokenizing only (no --out)", c->vocab_path);
+  va_log0("embed: %lld lines (%lld tokens, %lld truncated to %d, %lld ill-formed UTF-8 replaced, %lld empty) from "
+          "%s on %d rank(s) x %d thread(s); %s\n",
+          (long long)o->n, (long long)o->tokens, (long long)o->truncated, a->max_tokens, (long long)o->invalid,
+          (long long)o->empty, a->input, va_proc.nranks, c->threads, what);
+  return c->write_during ? vectors_open(c) : 0;
 }
 
 /* The whole embed job. write_out: check and write the command's outputs (the embed command); keep:
@@ -640,8 +637,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
                      .write_during = write_during,
                      .vec_bytes = vec_bytes,
                      .out = {.file = -1}};
-  rc = 0;
-  if (tt.known) rc = corpus_known(&cr, &tt, 0);
+  if (tt.known) (void)corpus_known(&cr, &tt); /* only tokenizing: no vectors file */
   if (encode) {
     /* On a GPU the vectors stay in device memory where they fit, so that no batch's vectors pass through
      * the host: for compress --embed with nothing to write (handed to compress's CUDA backend, or copied
@@ -682,7 +678,6 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     o.emb = emb;
     o.demb = demb;
     o.on_gpu = demb != NULL;
-    if (tt.known && !tt.glob[VA_TT_BAD] && write_during) rc = vectors_open(&cr);
     va_encoder_describe(enc, &info);
     if (device >= 0)
       va_log0("embed: backend cuda: %d rank(s), rank 0 on %s, dense layers by %s, batch %d\n", va_proc.nranks,
@@ -691,9 +686,9 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
     int64_t done = 0, tok_done = 0;
     int outstanding = 0; /* batches submitted and not yet collected: a new one is queued before the last is collected */
     double last = va_now();
-    /* no new batch after a stop request, a bad line, or a failed open of the vectors file; the one in flight is
-     * collected */
-    int stopping = first_failed || rc || (tt.known && tt.glob[VA_TT_BAD]);
+    /* no new batch after a stop request, a bad line, or a failed open of the vectors file; the one in flight
+     * is collected */
+    int stopping = first_failed;
     for (int64_t s = 0; (s < n_local && !stopping) || outstanding; s += batch) {
       stopping = stopping || va_stop_requested();
       if (s > 0 && s % window == 0 && s < n_local && !stopping) { /* the next window: wait for its lines' ids */
@@ -730,7 +725,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
         }
       }
       if (!tt.known && va_tok_totals_poll(&tt, pool, 0)) {
-        rc = corpus_known(&cr, &tt, 1);
+        rc = corpus_known(&cr, &tt);
         stopping = stopping || rc || tt.glob[VA_TT_BAD];
       }
       if (tt.posted && L.buf) va_lines_free(&L); /* posted: the pool has joined, the text is no longer read */
@@ -740,14 +735,15 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
       if (va_proc.rank == 0 && a.progress > 0 && now - last >= a.progress && done < n_local) {
         /* by tokens once this rank's are all counted, by lines before */
         const double el = now - t0, rate = done / el,
-                     left = tt.posted ? (double)(tt.local[VA_TT_TOKENS] - tok_done) / (double)(tok_done ? tok_done : 1)
-                                      : (double)(n_local - done) / (double)(done ? done : 1);
+                     share = tt.posted
+                                 ? (double)tok_done / (double)(tt.local[VA_TT_TOKENS] ? tt.local[VA_TT_TOKENS] : 1)
+                                 : (double)done / (double)(n_local ? n_local : 1);
         char es[32];
-        va_format_seconds(el * left, es, sizeof es);
+        va_format_seconds(share > 0 ? el * (1.0 - share) / share : 0.0, es, sizeof es);
         va_log0(
             "embed: rank 0 %lld/%lld lines (%.0f%% of its %s), %.1f lines/s per rank (~%.0f over %d ranks), ETA %s\n",
-            (long long)done, (long long)n_local, 100.0 * (1.0 - left / (1.0 + left)), tt.posted ? "tokens" : "lines",
-            rate, rate * va_proc.nranks, va_proc.nranks, es);
+            (long long)done, (long long)n_local, 100.0 * share, tt.posted ? "tokens" : "lines", rate,
+            rate * va_proc.nranks, va_proc.nranks, es);
         last = now;
       }
     }
@@ -762,7 +758,7 @@ static int embed_job(const va_embed_options_t *opts, int write_out, va_embedded_
   va_tok_pool_halt(pool);
   if (!tt.known) {
     (void)va_tok_totals_poll(&tt, pool, 1);
-    rc = corpus_known(&cr, &tt, encode);
+    rc = corpus_known(&cr, &tt);
   }
   const double tokenizer_seconds = va_tok_pool_seconds(pool);
   int32_t *ids = va_tok_pool_free(pool, write_ids);

@@ -128,7 +128,7 @@ void va_lines_free(va_lines_t *L) {
   memset(L, 0, sizeof *L); /* freed once: the text goes as soon as the rank's tokenizing has ended */
 }
 
-/* One slice of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
+/* One unit of a rank's lines, tokenized by one thread into its own id buffer (off[] relative to it). */
 typedef struct {
   int64_t first, end; /* lines [first, end) of the block */
   int32_t *ids;
@@ -209,7 +209,7 @@ struct va_tok_pool {
   int64_t *off;
   int *lens;
   tok_slice_t *unit;
-  int64_t nunits;
+  int64_t nlines, nunits;
   int nthreads, joined;
   pthread_t *thread;
   tok_worker_t *worker;
@@ -258,6 +258,7 @@ va_tok_pool_t *va_tok_pool_start(const va_tok_spec_t *spec, const va_lines_t *L,
                                  int64_t *off, int *lens, int threads) {
   va_tok_pool_t *p = va_malloc(sizeof *p, "the tokenizer's pool");
   *p = (va_tok_pool_t){.spec = *spec, .L = L, .row0 = row0, .tok = tok, .off = off, .lens = lens};
+  p->nlines = L->n;
   p->nunits = (L->n + TOK_UNIT_LINES - 1) / TOK_UNIT_LINES;
   p->first_bad = p->nunits;
   p->nthreads = (int64_t)threads < p->nunits ? threads : (int)(p->nunits > 0 ? p->nunits : 1);
@@ -335,7 +336,7 @@ int32_t *va_tok_pool_free(va_tok_pool_t *p, int keep_ids) {
     int64_t used = 0;
     for (int64_t u = 0; u < p->nunits; u++) used += p->unit[u].used;
     ids = malloc((size_t)(used ? used : 1) * sizeof *ids);
-    if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)p->L->n);
+    if (!ids) VA_FATAL("out of memory for the %lld token ids of %lld lines", (long long)used, (long long)p->nlines);
     for (int64_t u = 0, base = 0; u < p->nunits; u++) {
       memcpy(ids + base, p->unit[u].ids, (size_t)p->unit[u].used * sizeof *ids);
       for (int64_t i = p->unit[u].first; i < p->unit[u].end; i++) p->off[i] += base;

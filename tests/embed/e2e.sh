@@ -83,6 +83,6 @@ done
 grep -q 'late1.jsonl line 5000: no string field' bad_late1.log || fail "a bad line on rank 1 alone: not named"
 grep -q 'late2.jsonl line 2500: not valid JSON' bad_late2.log || fail "bad lines on both ranks: the first is not named"
 for f in x.h5 x.h5.partial; do [[ ! -e $f ]] || fail "a failed run left $f behind"; done
-grep -h 'vecanneal: error' missing_model.log corrupt_model.log empty_corpus.log bad_jsonl.log bad_late1.log bad_late2.log
+grep -h 'vecanneal: error' missing_model.log corrupt_model.log empty_corpus.log bad_jsonl.log bad_late[12].log
 
 finish "embed e2e"
