@@ -241,7 +241,11 @@ __global__ void __launch_bounds__(BOOK_THREADS)
  * The rows are sorted by anchor, so each is a random read of one row: a warp stages G of them
  * (stage_rows) at a time in shared memory with cp.async (no registers held while they are in flight), then
  * works through them; reading one row at a time keeps too few bytes in flight per SM to approach the
- * memory's bandwidth. The arithmetic, and so every sum, is unchanged. */
+ * memory's bandwidth. The arithmetic, and so every sum, is unchanged.
+ * UNIT (CR under rule none: every weight is 1): each element, converted to double once, goes both into
+ * r's partial sum and into the column sum (1.0 * x is x, so the sums are the weighted loop's bit for bit);
+ * the weighted loop converts every element a second time, and conversions to double run at a quarter of
+ * the fp64 pipe's rate. */
 /* Rows staged per warp. The pass that reads r stages twice as many 16-bit rows (the same bytes in
  * flight); the pass that computes r does not (16 rows' partial sums held at once make it slower;
  * docs/performance.md). The grouping changes no sum: rows are added in order either way. */
@@ -275,7 +279,7 @@ __device__ __forceinline__ double rows_reduce(double (&part)[G], int lane, int &
   return s;
 }
 
-template <int CQ, bool CR, typename T>
+template <int CQ, bool CR, bool UNIT, typename T>
 __global__ void __launch_bounds__(THREADS)
     seg_partial_kernel(const T *__restrict__ X, int64_t dp, int d, const uint32_t *__restrict__ rows_sorted,
                        float *__restrict__ r, const int32_t *__restrict__ start, const int32_t *__restrict__ end,
@@ -356,13 +360,14 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
               const int col = lane + 32 * q;
-              const float xv = FULL || (u < un && col < cn) ? elem_to_float(xs[col])
-                                                            : 0.0f; /* padded columns hold zeros, in the anchors too */
-              if (cosine) s += (double)xv * (double)av[q];
+              /* padded columns hold zeros, in the anchors too */
+              const double xd = FULL || (u < un && col < cn) ? (double)elem_to_float(xs[col]) : 0.0;
+              if (cosine) s += xd * (double)av[q];
               else {
-                double df = (double)xv - (double)av[q];
+                double df = xd - (double)av[q];
                 s += df * df;
               }
+              if (UNIT && (FULL || u < un)) acc[q] += xd; /* 1.0 * x is x: the weighted loop's sum */
             }
             part[u] = s;
           }
@@ -372,7 +377,7 @@ __global__ void __launch_bounds__(THREADS)
           const float rv = (float)s;
           /* (huber's double square root is a call with a slow path; around it ptxas keeps 8 bytes on the
            * stack in some instances, the spills it reports here) */
-          const double w = member_weight(ru, (uint32_t)j, rv);
+          const double w = UNIT ? 1.0 : member_weight(ru, (uint32_t)j, rv);
           if ((lane & (32 / G - 1)) == 0) {
             wstage[warp][held] = w;
             rstage[warp][held] = rv;
@@ -384,7 +389,7 @@ __global__ void __launch_bounds__(THREADS)
             mywsum = wstage[warp][mine];
           }
 #pragma unroll
-          for (int u = 0; u < G; u++) {
+          for (int u = 0; u < (UNIT ? 0 : G); u++) {
             if (!FULL && u >= un) break;
             const double wu = wstage[warp][u];
             const T *xs = stage[warp][u];
@@ -462,12 +467,16 @@ template <int CQ, typename T>
 static void launch_partial_rows(va_cuda_t *c, const T *X, const va_cuda_rows_t *v, int64_t blocks, int64_t nseg,
                                 const rule_dev &ru, const float *anchors_r, int cosine) {
   float *r = c->r + v->row0;
-  if (anchors_r)
-    seg_partial_kernel<CQ, true, T>
+  if (anchors_r && ru.mode == VA_ROBUST_NONE)
+    seg_partial_kernel<CQ, true, true, T>
+        <<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end,
+                                                      c->pstart, c->ptable, nseg, ru, anchors_r, cosine, c->partial);
+  else if (anchors_r)
+    seg_partial_kernel<CQ, true, false, T>
         <<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end,
                                                       c->pstart, c->ptable, nseg, ru, anchors_r, cosine, c->partial);
   else
-    seg_partial_kernel<CQ, false, T>
+    seg_partial_kernel<CQ, false, false, T>
         <<<(unsigned)blocks, THREADS, 0, c->stream>>>(X, c->dp, (int)c->d, c->vals_sorted, r, c->seg_start, c->seg_end,
                                                       c->pstart, c->ptable, nseg, ru, NULL, 0, c->partial);
   VA_LAUNCHED();
