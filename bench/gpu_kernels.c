@@ -370,6 +370,15 @@ int main(int argc, char **argv) {
         ms = va_cuda_bench_stats(ctx, rules[ri], 1, 2, reps, &mn);
         report(what, ms, mn, 0);
       }
+      /* the rows grouped by cub's radix sort instead of the counting sort (where that applies) */
+      va_cuda_set_segment_way(ctx, 2);
+      for (int cr = 0; cr < 2; cr++) {
+        snprintf(what, sizeof what, "stats %s none sorted%s, radix-sorted rows", pname[prec],
+                 cr ? ", r computed in the pass" : "");
+        ms = va_cuda_bench_stats(ctx, &none, cr, 2, reps, &mn);
+        report(what, ms, mn, 0);
+      }
+      va_cuda_set_segment_way(ctx, 0);
       if (prec == 1) {
         ms = va_cuda_bench_farthest_hist(ctx, rmax, 0, 2, reps, &mn);
         report("farthest (2 passes)", ms, mn, 0);

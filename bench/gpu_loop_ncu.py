@@ -46,7 +46,7 @@ def group_of(name):
     """argmin, statistics or other, from a kernel's name."""
     if re.search(r"wgmma|fused|argmin|assign|gemm|sgemm|hgemm|cutlass|r_rows", name):
         return "argmin"
-    if re.search(r"RadixSort|seg_|iota|stats|partial", name):
+    if re.search(r"RadixSort|DeviceScan|seg_|^count_|iota|stats|partial", name):
         return "statistics"
     return "other"
 

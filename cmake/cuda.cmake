@@ -10,6 +10,7 @@ target_sources(vecanneal_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/context.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/assign.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/stats.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/seg_sort.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/init.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/set_assign.cu
   ${CMAKE_CURRENT_LIST_DIR}/../src/cuda/blas.cu

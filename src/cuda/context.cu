@@ -983,6 +983,13 @@ extern "C" void va_cuda_remap_assign(va_cuda_t *c, const int64_t *newidx, int64_
 }
 
 /* --- segmented-reduction buffers (cuda_stats.cu) --------------------------------------------------- */
+void va_cuda_cub_scratch(va_cuda_t *c, size_t need) {
+  if (need <= c->cub_tmp_bytes) return;
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  VA_CUDA(cudaFree(c->cub_tmp));
+  VA_CUDA(cudaMalloc(&c->cub_tmp, need));
+  c->cub_tmp_bytes = need;
+}
 void va_cuda_ensure_segments(va_cuda_t *c, int64_t nseg) {
   if (nseg + 1 <= c->seg_cap && c->cub_tmp) return;
   VA_CUDA(cudaStreamSynchronize(c->stream));

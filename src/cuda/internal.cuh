@@ -22,6 +22,7 @@
 
 struct va_cuda {
   int device, precision, assign_variant, stats_variant;
+  int seg_way; /* how the sorted statistics group rows by anchor: VA_SEG_* (AUTO unless a probe forces one) */
   int64_t n, npad, d, dp;
   int64_t k, k_cap; /* anchors in use; allocated (a multiple of VA_CUDA_KPAD) */
   cudaStream_t stream;
@@ -209,6 +210,13 @@ __device__ __forceinline__ double dist_acc4(float4 x, float4 a, int cosine, doub
 void va_cuda_enter(va_cuda_t *ctx);
 void *va_cuda_host_scratch(va_cuda_t *ctx, size_t bytes);
 void va_cuda_ensure_segments(va_cuda_t *ctx, int64_t nseg);
+/* cub's scratch (cub_tmp) grown to `need` bytes when short, after the queued work */
+void va_cuda_cub_scratch(va_cuda_t *ctx, size_t need);
+/* The view's n rows grouped by key in [0, nseg] (cuda_seg_sort.cu): vals_sorted, seg_start and seg_end, queued.
+ * way: VA_SEG_AUTO or VA_SEG_COUNT (the counting sort where it applies, else the radix sort) or VA_SEG_RADIX.
+ * Returns the way taken. */
+enum { VA_SEG_AUTO = 0, VA_SEG_COUNT = 1, VA_SEG_RADIX = 2 };
+int va_cuda_segment_rows(va_cuda_t *ctx, const uint32_t *keys, int64_t n, int64_t nseg, int way);
 int va_cuda_fused_config(const va_cuda_t *ctx);
 /* blocks per 128-row block of the TMA kernel for a launch over n rows (cuda_assign.cu) */
 int va_cuda_tma_splits(const va_cuda_t *ctx, int64_t n);

@@ -17,6 +17,7 @@ extern "C" {
 /* --- kernel choice ---------------------------------------------------------------------------------- */
 extern "C" void va_cuda_set_assign_variant(va_cuda_t *c, int v) { c->assign_variant = v; }
 extern "C" void va_cuda_set_stats_variant(va_cuda_t *c, int v) { c->stats_variant = v; }
+extern "C" void va_cuda_set_segment_way(va_cuda_t *c, int way) { c->seg_way = way; }
 
 extern "C" int va_cuda_set_fused_config(va_cuda_t *c, int cfg) {
   c->fused_force = cfg;
@@ -37,6 +38,21 @@ extern "C" void va_cuda_pci_bus_id(const va_cuda_t *c, char *buf, size_t len) {
 }
 
 /* --- state for tests -------------------------------------------------------------------------------- */
+extern "C" int va_cuda_debug_segment_rows(va_cuda_t *c, const uint32_t *keys, int64_t n, int64_t nseg, int way,
+                                          uint32_t *rows, int32_t *start, int32_t *end) {
+  va_cuda_enter(c);
+  if (n > c->view_rows) return 0;
+  va_cuda_ensure_segments(c, nseg);
+  VA_CUDA(cudaMemcpyAsync(c->keys, keys, (size_t)n * 4, cudaMemcpyHostToDevice, c->stream));
+  const int took = va_cuda_segment_rows(c, c->keys, n, nseg, way);
+  if (took) {
+    VA_CUDA(cudaMemcpyAsync(rows, c->vals_sorted, (size_t)n * 4, cudaMemcpyDeviceToHost, c->stream));
+    VA_CUDA(cudaMemcpyAsync(start, c->seg_start, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
+    VA_CUDA(cudaMemcpyAsync(end, c->seg_end, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
+  }
+  VA_CUDA(cudaStreamSynchronize(c->stream));
+  return took;
+}
 __global__ void poison_kernel(uint32_t *a, float *r, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     a[i] = 0xFFFFFFFEu;

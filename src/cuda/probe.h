@@ -19,6 +19,9 @@ extern "C" {
  * production choice). */
 void va_cuda_set_assign_variant(va_cuda_t *ctx, int variant);
 void va_cuda_set_stats_variant(va_cuda_t *ctx, int variant);
+/* How the sorted statistics group rows by anchor (cuda/seg_sort.cu): 0 = automatic (the counting sort where it
+ * applies, else the radix sort), 2 = cub's radix sort always. */
+void va_cuda_set_segment_way(va_cuda_t *ctx, int way);
 /* Fused kernel configuration: 0 = automatic, 1 = rows in shared memory (any d whose tiles fit),
  * 2 = rows held in registers (d <= 128, mma.sync), 3 = wgmma (sm_90 only; padded rows of 32 to 384
  * elements at 16 bits, 32, 64 and 128 at tf32; the fastest where it applies, docs/performance.md),
@@ -35,6 +38,12 @@ void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
 /* The context's device as "domain:bus:device.0" (NVML's PCI bus id form), for a benchmark's clock reader. */
 void va_cuda_pci_bus_id(const va_cuda_t *ctx, char *buf, size_t len);
 
+/* The rows grouped by segment as the sorted statistics group them: keys (n values in [0, nseg], n at most the
+ * context's rows a pass sees) sorted stably, the counting sort where it applies (way 0 or 1) or the radix sort
+ * (2): the rows in order into rows[n], each segment's [start, end) into start[nseg], end[nseg]. Returns the
+ * way taken (1 counting, 2 radix), 0 when n exceeds the rows a pass sees (nothing written). */
+int va_cuda_debug_segment_rows(va_cuda_t *ctx, const uint32_t *keys, int64_t n, int64_t nseg, int way, uint32_t *rows,
+                               int32_t *start, int32_t *end);
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */
 void va_cuda_debug_poison(va_cuda_t *ctx);
 /* The anchors' squared norms as the device holds them (k floats: twice the l2 half biases). */

@@ -2,13 +2,12 @@
  * the k x (d + 3) statistics, and the split's 2-means sums. The passes that read rows work view by view
  * (va_cuda_each_rows: all rows at once, or streamed chunks whose sums are added in chunk order).
  * Statistics, two ways:
- *  SORT (default): a stable radix sort of the rows by segment (anchor), segment bounds, then pieces of
- *    at most P consecutive members, each summed by one block in a fixed order into a partial row, and
- *    a last pass adding each segment's partials in order. No floating-point atomics: the result is
- *    the same bit for bit on every run.
- *  ATOMIC: one warp per row adds its weighted row into the anchor's accumulator with fp64 atomicAdd.
- *    The order of the additions varies from run to run, so the last bits do.
- * Farthest, histogram and changed counts use integer atomics only (max/min/add), so they are exact. */
+ *  SORT (default): the rows grouped stably by segment (anchor) with their bounds (cuda_seg_sort.cu: a
+ *    counting sort, or cub's radix sort for many segments), then pieces of at most P consecutive members, each summed
+ * by one block in a fixed order into a partial row, and a last pass adding each segment's partials in order. No
+ * floating-point atomics: the result is the same bit for bit on every run. ATOMIC: one warp per row adds its weighted
+ * row into the anchor's accumulator with fp64 atomicAdd. The order of the additions varies from run to run, so the last
+ * bits do. Farthest, histogram and changed counts use integer atomics only (max/min/add), so they are exact. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #include <type_traits>
 
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include "cuda/async.cuh"
@@ -172,16 +170,7 @@ extern "C" void va_cuda_hist(va_cuda_t *c, const float *rmax_host, int64_t bins,
   for (int64_t e = 0; e < k * bins; e++) hist_host[e] += (double)h[e];
 }
 
-/* --- sorted segmented reduction -------------------------------------------------------------------- */
-__global__ void seg_bounds_kernel(const uint32_t *__restrict__ ks, int64_t n, int64_t nseg, int32_t *start,
-                                  int32_t *end) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    uint32_t key = ks[i];
-    if (key >= (uint64_t)nseg) continue; /* the excluded segment */
-    if (i == 0 || ks[i - 1] != key) start[key] = (int32_t)i;
-    if (i == n - 1 || ks[i + 1] != key) end[key] = (int32_t)(i + 1);
-  }
-}
+/* --- sorted segmented reduction: the rows grouped by segment (cuda_seg_sort.cu), then summed -------- */
 /* Pieces of segment j (0 for the excluded segment nseg), and their entries in the piece table. */
 __device__ __forceinline__ int32_t seg_pieces(const int32_t *start, const int32_t *end, int64_t nseg, int64_t j) {
   return j < nseg ? (end[j] - start[j] + PIECE - 1) / PIECE : 0;
@@ -495,28 +484,7 @@ static void launch_partial(va_cuda_t *c, const va_cuda_rows_t *v, int64_t blocks
 static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *keys, int64_t nseg, const rule_dev &ru,
                        const float *anchors_r, int cosine, double *out) {
   va_cuda_ensure_segments(c, nseg);
-  const int items = (int)v->n;
-  int bits = 1;
-  while (bits < 32 && ((uint64_t)1 << bits) <= (uint64_t)nseg) bits++;
-  size_t need = 0, need2 = 0;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0, bits,
-                                          c->stream));
-  VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need2, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
-  if (need2 > need) need = need2;
-  if (need > c->cub_tmp_bytes) {
-    VA_CUDA(cudaStreamSynchronize(c->stream));
-    VA_CUDA(cudaFree(c->cub_tmp));
-    VA_CUDA(cudaMalloc(&c->cub_tmp, need));
-    c->cub_tmp_bytes = need;
-  }
-  size_t tmp = c->cub_tmp_bytes;
-  VA_CUDA(cub::DeviceRadixSort::SortPairs(c->cub_tmp, tmp, keys, c->keys_sorted, c->iota, c->vals_sorted, items, 0,
-                                          bits, c->stream));
-  VA_CUDA(cudaMemsetAsync(c->seg_start, 0, (size_t)(nseg + 1) * 4, c->stream));
-  VA_CUDA(cudaMemsetAsync(c->seg_end, 0, (size_t)(nseg + 1) * 4, c->stream));
-  seg_bounds_kernel<<<grid_for(v->n, THREADS), THREADS, 0, c->stream>>>(c->keys_sorted, v->n, nseg, c->seg_start,
-                                                                        c->seg_end);
-  VA_LAUNCHED();
+  va_cuda_segment_rows(c, keys, v->n, nseg, c->seg_way);
   if (nseg + 1 <= (int64_t)BOOK_THREADS * BOOK_PER) {
     seg_book_kernel<<<1, BOOK_THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg, c->npieces, c->pstart,
                                                        c->ptable);
@@ -525,6 +493,9 @@ static void seg_reduce(va_cuda_t *c, const va_cuda_rows_t *v, const uint32_t *ke
     seg_pieces_kernel<<<grid_for(nseg + 1, THREADS), THREADS, 0, c->stream>>>(c->seg_start, c->seg_end, nseg,
                                                                               c->npieces);
     VA_LAUNCHED();
+    size_t tmp = 0;
+    VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, tmp, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
+    va_cuda_cub_scratch(c, tmp);
     tmp = c->cub_tmp_bytes;
     VA_CUDA(cub::DeviceScan::ExclusiveSum(c->cub_tmp, tmp, c->npieces, c->pstart, (int)(nseg + 1), c->stream));
     seg_table_kernel<<<grid_for(nseg, THREADS), THREADS, 0, c->stream>>>(c->npieces, c->pstart, nseg, c->ptable);

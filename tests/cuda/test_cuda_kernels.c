@@ -14,6 +14,8 @@
  *  - changed count, farthest (rmax bits and row), histogram: exactly the CPU's on the GPU's a and r.
  *  - the TMA kernel with its anchor tiles split over several blocks a row block: a and r bit for bit
  *    the unsplit pass's.
+ *  - rows grouped by segment (the sorted statistics' first step), counting and radix sort: the rows in a stable
+ *    sort's order bit for bit, segment bounds exact.
  *  - statistics and split sums: |gpu - cpu| <= 1e-9 (|cpu| + count_j * max|x|); counts exact; the
  *    SORT reduction is bit-for-bit the same on a second run; values appended to the statistics come
  *    back exactly.
@@ -1215,6 +1217,44 @@ static void farthest_many_anchors(void) {
   free(rarg_c);
 }
 
+/* The rows grouped by segment (cuda/seg_sort.cu) against a stable counting sort on the host, both ways: rows
+ * in the same order bit for bit, every non-empty segment's bounds equal, every segment's length its count.
+ * pattern 0: random keys, about 1% of them nseg (in no segment); 1: keys in runs of 37, only even segments;
+ * 2: one segment but a few rows. want_count: the counting sort applies to this shape. */
+static void segment_rows_case(int64_t n, int64_t nseg, int pattern, int want_count) {
+  char tag[96];
+  snprintf(tag, sizeof tag, "segment rows n %lld nseg %lld pattern %d", (long long)n, (long long)nseg, pattern);
+  uint32_t *keys = malloc((size_t)n * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+  int32_t *count = calloc((size_t)nseg + 1, 4), *first = malloc(((size_t)nseg + 1) * 4);
+  int32_t *start = malloc((size_t)nseg * 4), *end = malloc((size_t)nseg * 4);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t z = rnd();
+    if (pattern == 0) keys[i] = z % 100 == 0 ? (uint32_t)nseg : (uint32_t)(z % (uint64_t)nseg);
+    else if (pattern == 1) keys[i] = (uint32_t)((2 * (i / 37)) % (nseg - nseg % 2));
+    else keys[i] = z % 1000 == 0 ? (uint32_t)(z % (uint64_t)(nseg + 1)) : 1u;
+    count[keys[i]]++;
+  }
+  for (int64_t j = 0, at = 0; j <= nseg; j++) {
+    first[j] = (int32_t)at;
+    at += count[j];
+  }
+  for (int64_t i = 0; i < n; i++) want[first[keys[i]]++] = (uint32_t)i; /* first[j] ends at segment j's end */
+  va_cuda_t *ctx = va_cuda_create(0, n, 8, 1, VA_CUDA_FP16);
+  for (int way = 1; way <= 2; way++) {
+    memset(got, 0xFF, (size_t)n * 4);
+    int took = va_cuda_debug_segment_rows(ctx, keys, n, nseg, way, got, start, end);
+    int64_t bad_rows = 0, bad_bounds = 0;
+    for (int64_t i = 0; i < n; i++) bad_rows += got[i] != want[i];
+    for (int64_t j = 0; j < nseg; j++)
+      bad_bounds += end[j] - start[j] != count[j] || (count[j] > 0 && end[j] != first[j]);
+    CHECK(took == (way == 2 || !want_count ? 2 : 1), "%s way %d: took way %d", tag, way, took);
+    CHECK(bad_rows == 0, "%s way %d: %lld rows out of the stable order", tag, way, (long long)bad_rows);
+    CHECK(bad_bounds == 0, "%s way %d: %lld segments with wrong bounds", tag, way, (long long)bad_bounds);
+  }
+  va_cuda_destroy(ctx);
+  free(keys), free(want), free(got), free(count), free(first), free(start), free(end);
+}
+
 static void tiny_and_empty(void) {
   const int64_t n = 5, d = 3, k = 2;
   float X[15] = {0, 0, 0, 1, 1, 1, 9, 9, 9, 10, 10, 10, 0.4f, 0.2f, 0.1f}, A[6] = {0.5f, 0.5f, 0.5f, 9.5f, 9.5f, 9.5f};
@@ -1274,6 +1314,13 @@ int main(int argc, char **argv) {
   va_cuda_destroy(probe);
   printf("device: %s (%d visible)\n", desc, ndev);
   tiny_and_empty();
+  segment_rows_case(100003, 1000, 0, 1); /* 98 tiles of 1024, the last one short */
+  segment_rows_case(65536, 1024, 1, 1);  /* bins 1025: tiles of 2048; empty segments */
+  segment_rows_case(300000, 2040, 0, 1); /* tiles of 4096, the largest; 80 KB of shared memory a block */
+  segment_rows_case(300000, 2, 2, 1);    /* one segment of nearly every row */
+  segment_rows_case(777, 3, 0, 1);       /* one tile, short */
+  segment_rows_case(1500, 2000, 0, 0);   /* more bins than rows: no table fits the rows' buffer, the radix sort */
+  segment_rows_case(50000, 3000, 0, 0);  /* more bins than the counting sort takes */
   farthest_many_anchors();
   farthest_init_case(10007, 128, 256, 0, 3);
   direct_case(20011, 77, 4096); /* padded d, 5 blocks, the last one short */
