@@ -112,7 +112,7 @@ static void count_sort(va_cuda_t *c, const uint32_t *keys, int64_t n, int64_t ns
   const int64_t tiles = (n + tile - 1) / tile, cells = bins * tiles;
   int32_t *table = (int32_t *)c->keys_sorted;
   count_tiles_kernel<<<(unsigned)tiles, COUNT_WARPS * 32, (size_t)bins * 4, c->stream>>>(keys, n, bins, tile, tiles,
-                                                                                        table);
+                                                                                         table);
   VA_LAUNCHED();
   size_t need = 0;
   VA_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need, table, table, (int)cells, c->stream));
@@ -122,7 +122,7 @@ static void count_sort(va_cuda_t *c, const uint32_t *keys, int64_t n, int64_t ns
   const size_t place_smem = (size_t)(COUNT_WARPS * bins + tile) * 4; /* up to 80 KB: above the default 48 */
   VA_CUDA(cudaFuncSetAttribute(count_place_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)place_smem));
   count_place_kernel<<<(unsigned)tiles, COUNT_WARPS * 32, place_smem, c->stream>>>(keys, n, bins, tile, tiles, table,
-                                                                                 c->vals_sorted);
+                                                                                   c->vals_sorted);
   VA_LAUNCHED();
   count_bounds_kernel<<<seg_grid(nseg), SEG_THREADS, 0, c->stream>>>(table, tiles, nseg, c->seg_start, c->seg_end);
   VA_LAUNCHED();
