@@ -213,8 +213,8 @@ void va_cuda_ensure_segments(va_cuda_t *ctx, int64_t nseg);
 /* cub's scratch (cub_tmp) grown to `need` bytes when short, after the queued work */
 void va_cuda_cub_scratch(va_cuda_t *ctx, size_t need);
 /* The view's n rows grouped by key in [0, nseg] (cuda_seg_sort.cu): vals_sorted, seg_start and seg_end, queued.
- * way: VA_SEG_AUTO or VA_SEG_COUNT (the counting sort where it applies, else the radix sort) or VA_SEG_RADIX.
- * Returns the way taken. */
+ * way: VA_SEG_AUTO (the counting sort where it applies, else the radix sort) or VA_SEG_RADIX (forced). Returns
+ * the sort taken: VA_SEG_COUNT or VA_SEG_RADIX. */
 enum { VA_SEG_AUTO = 0, VA_SEG_COUNT = 1, VA_SEG_RADIX = 2 };
 int va_cuda_segment_rows(va_cuda_t *ctx, const uint32_t *keys, int64_t n, int64_t nseg, int way);
 int va_cuda_fused_config(const va_cuda_t *ctx);

@@ -45,11 +45,9 @@ extern "C" int va_cuda_debug_segment_rows(va_cuda_t *c, const uint32_t *keys, in
   va_cuda_ensure_segments(c, nseg);
   VA_CUDA(cudaMemcpyAsync(c->keys, keys, (size_t)n * 4, cudaMemcpyHostToDevice, c->stream));
   const int took = va_cuda_segment_rows(c, c->keys, n, nseg, way);
-  if (took) {
-    VA_CUDA(cudaMemcpyAsync(rows, c->vals_sorted, (size_t)n * 4, cudaMemcpyDeviceToHost, c->stream));
-    VA_CUDA(cudaMemcpyAsync(start, c->seg_start, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
-    VA_CUDA(cudaMemcpyAsync(end, c->seg_end, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
-  }
+  VA_CUDA(cudaMemcpyAsync(rows, c->vals_sorted, (size_t)n * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(start, c->seg_start, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
+  VA_CUDA(cudaMemcpyAsync(end, c->seg_end, (size_t)nseg * 4, cudaMemcpyDeviceToHost, c->stream));
   VA_CUDA(cudaStreamSynchronize(c->stream));
   return took;
 }

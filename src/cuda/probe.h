@@ -39,9 +39,9 @@ void va_cuda_set_gemm_rows(va_cuda_t *ctx, int64_t rows);
 void va_cuda_pci_bus_id(const va_cuda_t *ctx, char *buf, size_t len);
 
 /* The rows grouped by segment as the sorted statistics group them: keys (n values in [0, nseg], n at most the
- * context's rows a pass sees) sorted stably, the counting sort where it applies (way 0 or 1) or the radix sort
- * (2): the rows in order into rows[n], each segment's [start, end) into start[nseg], end[nseg]. Returns the
- * way taken (1 counting, 2 radix), 0 when n exceeds the rows a pass sees (nothing written). */
+ * context's rows a pass sees) sorted stably, the counting sort where it applies (way 0) or the radix sort (2):
+ * the rows in order into rows[n], each segment's [start, end) into start[nseg], end[nseg]. Returns the sort
+ * taken (1 counting, 2 radix), 0 when n exceeds the rows a pass sees (nothing written). */
 int va_cuda_debug_segment_rows(va_cuda_t *ctx, const uint32_t *keys, int64_t n, int64_t nseg, int way, uint32_t *rows,
                                int32_t *start, int32_t *end);
 /* Fill a[] with an impossible anchor and r[] with NaN, so a test sees every row written next pass. */

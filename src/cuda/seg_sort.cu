@@ -4,9 +4,10 @@
  *  COUNT (up to 2047 segments, where the table below fits the rows' buffer): a stable counting sort. The rows are
  *    cut into tiles of consecutive rows, one block each. A first pass counts each tile's keys into a bin-major
  *    table (counts[bin * tiles + tile]); one device-wide exclusive scan over the table gives every
- *    (bin, tile) the first position of its rows; a second pass places each tile's rows in row order,
- *    32 at a time (the lanes holding one key rank among themselves by __match_any_sync). The table takes
- *    the radix sort's key buffer (keys_sorted), which this way does not use.
+ *    (bin, tile) the first position of its rows; a second pass places each tile's rows in row order, each
+ *    warp over its own run of the tile, 32 rows at a time (the lanes holding one key rank among themselves by
+ *    __match_any_sync). The table takes the radix sort's key buffer (keys_sorted), which this way does not
+ *    use.
  *  RADIX: cub's stable radix sort of (key, row) pairs, then the bounds from the sorted keys; for many
  *    segments, where the table would be larger than the rows.
  * Keys lie in [0, nseg]; nseg marks a row that joins no segment (sorted last, in no segment). A segment

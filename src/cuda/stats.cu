@@ -3,11 +3,12 @@
  * (va_cuda_each_rows: all rows at once, or streamed chunks whose sums are added in chunk order).
  * Statistics, two ways:
  *  SORT (default): the rows grouped stably by segment (anchor) with their bounds (cuda_seg_sort.cu: a
- *    counting sort, or cub's radix sort for many segments), then pieces of at most P consecutive members, each summed
- * by one block in a fixed order into a partial row, and a last pass adding each segment's partials in order. No
- * floating-point atomics: the result is the same bit for bit on every run. ATOMIC: one warp per row adds its weighted
- * row into the anchor's accumulator with fp64 atomicAdd. The order of the additions varies from run to run, so the last
- * bits do. Farthest, histogram and changed counts use integer atomics only (max/min/add), so they are exact. */
+ *    counting sort, or cub's radix sort for many segments), then pieces of at most P consecutive members,
+ *    each summed by one block in a fixed order into a partial row, and a last pass adding each segment's
+ *    partials in order. No floating-point atomics: the result is the same bit for bit on every run.
+ *  ATOMIC: one warp per row adds its weighted row into the anchor's accumulator with fp64 atomicAdd.
+ *    The order of the additions varies from run to run, so the last bits do.
+ * Farthest, histogram and changed counts use integer atomics only (max/min/add), so they are exact. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,9 +233,9 @@ __global__ void __launch_bounds__(BOOK_THREADS)
  * works through them; reading one row at a time keeps too few bytes in flight per SM to approach the
  * memory's bandwidth. The arithmetic, and so every sum, is unchanged.
  * UNIT (CR under rule none: every weight is 1): each element, converted to double once, goes both into
- * r's partial sum and into the column sum (1.0 * x is x, so the sums are the weighted loop's bit for bit);
- * the weighted loop converts every element a second time, and conversions to double run at a quarter of
- * the fp64 pipe's rate. */
+ * r's partial sum and into the column sum (1.0 * x is x, so the sums are the weighted loop's bit for bit),
+ * so the staged rows are read once; the weighted loop, which needs r's weights first, reads and converts
+ * every element a second time. */
 /* Rows staged per warp. The pass that reads r stages twice as many 16-bit rows (the same bytes in
  * flight); the pass that computes r does not (16 rows' partial sums held at once make it slower;
  * docs/performance.md). The grouping changes no sum: rows are added in order either way. */

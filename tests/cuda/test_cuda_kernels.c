@@ -1240,7 +1240,7 @@ static void segment_rows_case(int64_t n, int64_t nseg, int pattern, int want_cou
   }
   for (int64_t i = 0; i < n; i++) want[first[keys[i]]++] = (uint32_t)i; /* first[j] ends at segment j's end */
   va_cuda_t *ctx = va_cuda_create(0, n, 8, 1, VA_CUDA_FP16);
-  for (int way = 1; way <= 2; way++) {
+  for (int way = 0; way <= 2; way += 2) { /* automatic (the counting sort where it applies), then radix */
     memset(got, 0xFF, (size_t)n * 4);
     int took = va_cuda_debug_segment_rows(ctx, keys, n, nseg, way, got, start, end);
     int64_t bad_rows = 0, bad_bounds = 0;
