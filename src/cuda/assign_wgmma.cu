@@ -378,9 +378,17 @@ __global__ void __launch_bounds__(NWG * 128, 1)
       bidx[rb][h] = 0;
     }
   /* 128-byte swizzle (1 << 62), 1024 bytes between 8-row groups, leading offset unused (1) */
-  const uint64_t desc_hi = ((uint64_t)1 << 62) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 16);
+  /* A descriptor's high word is that constant; its low word is the address / 16 (under 2^14: shared memory
+   * is under 256 KB, so adding an offset / 16 never carries out of the field) with the unused leading offset
+   * 1 (bit 16). Formed as 32-bit sums on the low word and joined to the high word at each product: 64-bit
+   * arithmetic on whole descriptors costs twice the instructions. The warpgroup's index comes through a
+   * shuffle from lane 0, so the compiler knows it is one value in the warp and keeps the sums in uniform
+   * registers. */
+  constexpr uint32_t DESC_HI = (1u << 30) | (1024 >> 4), DESC_LO = 1u << 16;
+  auto desc = [](uint32_t lo) { return ((uint64_t)DESC_HI << 32) | lo; };
+  const int wg = __shfl_sync(0xffffffffu, warp >> 2, 0);
   /* SS: this warpgroup's row block 0 in shared memory */
-  const uint64_t adesc0 = desc_hi | ((s_rows + (uint32_t)((warp >> 2) * 2 * (64 * SROWB))) >> 4);
+  const uint32_t alo0 = ((s_rows + (uint32_t)(wg * 2 * (64 * SROWB))) >> 4) | DESC_LO;
 
   /* tile t's data landed and visible to the tensor cores in every thread; then refill tile t - 2's stage */
   auto top = [&](int t) {
@@ -398,20 +406,20 @@ __global__ void __launch_bounds__(NWG * 128, 1)
     constexpr int set = decltype(J)::value, rb = RB == 2 ? set : 0;
     const int t = u / RB;
     if (RB == 1 || set == 0) top(t);
-    const uint32_t st = s_base + (uint32_t)(t % STAGES) * STAGE_B;
+    const uint32_t blo0 = ((s_base + (uint32_t)(t % STAGES) * STAGE_B) >> 4) | DESC_LO;
     fence_regs(acc[set]);
     wg_fence();
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-      const uint64_t bdesc = desc_hi | ((st + (uint32_t)((ks >> 2) * (BN * 128) + (ks & 3) * 32)) >> 4);
+      const uint64_t bdesc = desc(blo0 + (uint32_t)(((ks >> 2) * (BN * 128) + (ks & 3) * 32) >> 4));
       if constexpr (SS) {
-        /* formed at each use from one base (volatile: hoisted out of the loop, the 2 KS descriptors take
-         * 4 KS registers and spill) */
-        uint64_t adesc;
-        asm volatile("add.u64 %0, %1, %2;\n"
-                     : "=l"(adesc)
-                     : "l"(adesc0), "l"((uint64_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
-        WgSS<T, BN>::run(acc[set], adesc, bdesc, ks > 0);
+        /* formed at each use from one base (volatile: hoisted out of the loop, the KS descriptors take
+         * registers and spill) */
+        uint32_t alo;
+        asm volatile("add.u32 %0, %1, %2;\n"
+                     : "=r"(alo)
+                     : "r"(alo0), "r"((uint32_t)((rb * (64 * SROWB) + (ks >> 2) * (64 * 128) + (ks & 3) * 32) >> 4)));
+        WgSS<T, BN>::run(acc[set], desc(alo), bdesc, ks > 0);
       } else if constexpr (sizeof(T) == 4) WgTf32::run(acc[set], af[rb][ks], bdesc, ks > 0);
       else WgR<T>::run(acc[set], af[rb][ks], bdesc, ks > 0);
     }
