@@ -45,9 +45,9 @@ static void singleton_fast_start(void) {
 }
 
 /* Collective: an address-space or data limit (ulimit -v, -d) that leaves a started process less than
- * the libraries need to open a file and start their threads (HDF5 can crash inside H5Fopen when an
- * allocation fails) stops every rank with VA_EXIT_RESOURCE before anything else; the per-job memory
- * check (compress) comes later, when the job's size is known. */
+ * the libraries need to open a file and start their threads (HDF5 can crash in its first call, or inside
+ * H5Fopen, when an allocation fails) stops every rank with VA_EXIT_RESOURCE before anything else; the
+ * per-job memory check (compress) comes later, when the job's size is known. */
 static void check_start_room(void) {
   const double least = 128.0 * 1048576.0;
   const va_mem_room_t room = va_mem_room_address();
@@ -75,9 +75,10 @@ int main(int argc, char **argv) {
   if (getenv("VECANNEAL_TRACE_START")) fprintf(stderr, "vecanneal: MPI started\n");
   /* Errors come back to us (we print them with context and abort ourselves). */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  va_proc_init();
+  va_proc_init_mpi();
   va_proc_set_command_line(argc, argv);
   check_start_room();
+  va_proc_init_hdf5(); /* HDF5's first call: only with the room checked (check_start_room says why) */
   int rc;
   const char *cmd = argc > 1 ? argv[1] : "help";
   if (!strcmp(cmd, "gen")) rc = va_cmd_gen(argc - 2, argv + 2);

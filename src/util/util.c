@@ -42,6 +42,11 @@ char *const *va_proc_command_line(int *argc) {
 }
 
 void va_proc_init(void) {
+  va_proc_init_mpi();
+  va_proc_init_hdf5();
+}
+
+void va_proc_init_mpi(void) {
   struct timespec now;
   va_proc.start_time = clock_gettime(CLOCK_REALTIME, &now) == 0 ? (double)now.tv_sec + 1e-9 * (double)now.tv_nsec : 0;
   VA_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &va_proc.rank));
@@ -53,9 +58,10 @@ void va_proc_init(void) {
   VA_MPI(MPI_Comm_free(&node));
   if (gethostname(va_proc.host, sizeof va_proc.host) != 0) strcpy(va_proc.host, "?");
   va_proc.host[sizeof va_proc.host - 1] = 0;
-  /* We report HDF5 errors ourselves (one line, with the innermost message). */
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
+
+/* We report HDF5 errors ourselves (one line, with the innermost message). */
+void va_proc_init_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 void va_pending_add(const char *path, int claim) {
   for (int i = 0; i < PENDING_SLOTS; i++)

@@ -32,7 +32,12 @@ typedef struct {
 } va_proc_t;
 extern va_proc_t va_proc;
 
+/* va_proc from MPI (rank, size, node rank) and the host name, then HDF5's automatic error printing off (we
+ * report HDF5 errors ourselves). vecanneal's main() runs the two halves apart, with its start-up room check
+ * between them: HDF5's first call allocates, and HDF5 can crash when that fails. */
 void va_proc_init(void);
+void va_proc_init_mpi(void);
+void va_proc_init_hdf5(void);
 /* The process's command line, kept for the metrics files (cli/main.c hands it over once). */
 void va_proc_set_command_line(int argc, char **argv);
 char *const *va_proc_command_line(int *argc);
