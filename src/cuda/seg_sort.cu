@@ -120,8 +120,11 @@ static void count_sort(va_cuda_t *c, const uint32_t *keys, int64_t n, int64_t ns
   va_cuda_cub_scratch(c, need);
   need = c->cub_tmp_bytes;
   VA_CUDA(cub::DeviceScan::ExclusiveSum(c->cub_tmp, need, table, table, (int)cells, c->stream)); /* in place */
-  const size_t place_smem = (size_t)(COUNT_WARPS * bins + tile) * 4; /* up to 80 KB: above the default 48 */
-  VA_CUDA(cudaFuncSetAttribute(count_place_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)place_smem));
+  /* up to 80 KB; above the default 48 KB only with many bins (k 1024 takes 41 KB), so the attribute is set there
+   * alone, not on every pass of the loop */
+  const size_t place_smem = (size_t)(COUNT_WARPS * bins + tile) * 4;
+  if (place_smem > 48 * 1024)
+    VA_CUDA(cudaFuncSetAttribute(count_place_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)place_smem));
   count_place_kernel<<<(unsigned)tiles, COUNT_WARPS * 32, place_smem, c->stream>>>(keys, n, bins, tile, tiles, table,
                                                                                    c->vals_sorted);
   VA_LAUNCHED();
